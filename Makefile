@@ -1,0 +1,48 @@
+# Two commands for a newcomer: `make demo` and `make test`.
+# Both create .venv, install the project into it, and make sure a headless OpenGL >= 4.3 stack exists.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+GL_PACKAGES := libegl1 libgl1-mesa-dri libegl-mesa0
+
+.PHONY: demo test setup gl venv assets bench clean
+
+setup: venv gl
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+# Detect Mesa EGL (the headless GL path); install it with apt-get when root, else print the command.
+gl:
+	@if ldconfig -p 2>/dev/null | grep -q 'libEGL_mesa.so.0' && ls /usr/lib/*/dri/swrast_dri.so /usr/lib/*/dri/*_dri.so >/dev/null 2>&1; then \
+		echo "headless OpenGL: Mesa EGL found"; \
+	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "headless OpenGL: installing $(GL_PACKAGES)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(GL_PACKAGES); \
+	else \
+		echo "headless OpenGL: Mesa EGL is missing. Install it with:"; \
+		echo "    sudo apt-get install -y $(GL_PACKAGES)"; \
+		exit 1; \
+	fi
+
+assets: setup
+	$(PY) assets/generate.py
+
+demo: setup
+	$(PY) main.py
+
+test: setup
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) main.py bench deform
+
+clean:
+	rm -rf $(VENV) .pytest_cache
