@@ -1,0 +1,1 @@
+"""Deformation core: mesh preparation, attachment binding, numpy reference deformers, deformer graph."""

@@ -1,0 +1,1 @@
+"""The demo scene, editing tools and panels."""
