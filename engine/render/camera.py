@@ -1,0 +1,221 @@
+"""Cameras: a look-at perspective camera and an orbit camera driven by mouse drag, wheel and pan.
+
+Matrices are float32 4x4 in the column-vector convention (p_clip = projection @ view @ p_world), the
+OpenGL clip-space conventions (right-handed view space looking down -Z, NDC z in [-1, 1]). Upload
+them to GLSL ``mat4`` uniforms transposed (``m.T.tobytes()``), since GLSL reads column-major.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+_EPS = 1e-9
+
+
+def _vec3(v, what: str) -> np.ndarray:
+    a = np.asarray(v, np.float64).reshape(-1)
+    if a.shape != (3,) or not np.all(np.isfinite(a)):
+        raise ValueError(f"{what} must be 3 finite numbers, got {v!r}")
+    return a
+
+
+def look_at(eye, target, up=(0.0, 1.0, 0.0)) -> np.ndarray:
+    """View matrix mapping world to a right-handed view space whose -Z looks from ``eye`` at ``target``."""
+    eye, target, up = _vec3(eye, "eye"), _vec3(target, "target"), _vec3(up, "up")
+    f = target - eye
+    n = np.linalg.norm(f)
+    if n < _EPS:
+        raise ValueError(f"eye and target coincide ({eye.tolist()}); a camera needs a view direction")
+    f /= n
+    s = np.cross(f, up)
+    if np.linalg.norm(s) < 1e-6:  # looking straight along up: pick another up
+        s = np.cross(f, np.array([0.0, 0.0, -1.0]) if abs(f[1]) > 0.5 else np.array([0.0, 1.0, 0.0]))
+    s /= np.linalg.norm(s)
+    u = np.cross(s, f)
+    m = np.eye(4)
+    m[0, :3], m[1, :3], m[2, :3] = s, u, -f
+    m[:3, 3] = -m[:3, :3] @ eye
+    return m.astype(np.float32)
+
+
+def perspective(fov_y_deg: float, aspect: float, near: float, far: float) -> np.ndarray:
+    """OpenGL perspective projection (vertical field of view in degrees, NDC z in [-1, 1])."""
+    if not 0.0 < fov_y_deg < 180.0:
+        raise ValueError(f"fov_y must be in (0, 180) degrees, got {fov_y_deg}")
+    if not aspect > 0.0:
+        raise ValueError(f"aspect must be > 0, got {aspect}")
+    if not 0.0 < near < far:
+        raise ValueError(f"need 0 < near < far, got near={near}, far={far}")
+    t = 1.0 / math.tan(math.radians(fov_y_deg) / 2.0)
+    m = np.zeros((4, 4))
+    m[0, 0] = t / aspect
+    m[1, 1] = t
+    m[2, 2] = (far + near) / (near - far)
+    m[2, 3] = 2.0 * far * near / (near - far)
+    m[3, 2] = -1.0
+    return m.astype(np.float32)
+
+
+@dataclass
+class Camera:
+    """A perspective look-at camera. ``aspect`` is width / height of the image it renders."""
+
+    eye: np.ndarray = field(default_factory=lambda: np.array([0.0, 1.5, 4.0]))
+    target: np.ndarray = field(default_factory=lambda: np.array([0.0, 1.0, 0.0]))
+    up: np.ndarray = field(default_factory=lambda: np.array([0.0, 1.0, 0.0]))
+    fov_y: float = 45.0
+    near: float = 0.05
+    far: float = 200.0
+    aspect: float = 16.0 / 9.0
+
+    def __post_init__(self) -> None:
+        self.eye = _vec3(self.eye, "eye")
+        self.target = _vec3(self.target, "target")
+        self.up = _vec3(self.up, "up")
+        perspective(self.fov_y, self.aspect, self.near, self.far)  # validates
+
+    @property
+    def view(self) -> np.ndarray:
+        return look_at(self.eye, self.target, self.up)
+
+    @property
+    def projection(self) -> np.ndarray:
+        return perspective(self.fov_y, self.aspect, self.near, self.far)
+
+    def projection_for(self, aspect: float) -> np.ndarray:
+        """The projection for another image aspect (the renderer uses its own width / height)."""
+        return perspective(self.fov_y, aspect, self.near, self.far)
+
+    def view_projection(self, aspect: float | None = None) -> np.ndarray:
+        p = self.projection if aspect is None else self.projection_for(aspect)
+        return (p @ self.view).astype(np.float32)
+
+    @property
+    def eye_position(self) -> np.ndarray:
+        return np.asarray(self.eye, np.float32)
+
+    @classmethod
+    def from_string(cls, text: str, **kwargs) -> "Camera":
+        """Parse ``"EX,EY,EZ:TX,TY,TZ"`` (eye : target, metres) as the CLI gives it."""
+        parts = text.split(":")
+        try:
+            if len(parts) != 2:
+                raise ValueError
+            eye = [float(x) for x in parts[0].split(",")]
+            target = [float(x) for x in parts[1].split(",")]
+            if len(eye) != 3 or len(target) != 3:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"camera must look like 'EX,EY,EZ:TX,TY,TZ' (eye:target), got {text!r}") from None
+        return cls(eye=np.array(eye), target=np.array(target), **kwargs)
+
+    def fit(self, bounds_min, bounds_max, *, margin: float = 1.1) -> "Camera":
+        """Aim at the centre of a box and move the eye back along the current view direction until the
+        box's bounding sphere fits the narrower field of view (times ``margin``)."""
+        centre, dist = _fit_distance(bounds_min, bounds_max, self.fov_y, self.aspect, margin)
+        d = self.eye - self.target
+        n = np.linalg.norm(d)
+        d = d / n if n > _EPS else np.array([0.0, 0.3, 1.0]) / np.linalg.norm([0.0, 0.3, 1.0])
+        self.target = centre
+        self.eye = centre + d * dist
+        self.near = max(1e-3, dist * 0.01)
+        self.far = max(self.far, dist * 20.0)
+        return self
+
+
+def _fit_distance(bounds_min, bounds_max, fov_y: float, aspect: float, margin: float) -> tuple[np.ndarray, float]:
+    lo, hi = _vec3(bounds_min, "bounds_min"), _vec3(bounds_max, "bounds_max")
+    if np.any(hi < lo):
+        raise ValueError(f"bounds_max {hi.tolist()} is below bounds_min {lo.tolist()}")
+    centre = (lo + hi) / 2.0
+    radius = max(float(np.linalg.norm(hi - lo)) / 2.0, 1e-3)
+    half_v = math.radians(fov_y) / 2.0
+    half_h = math.atan(math.tan(half_v) * aspect)
+    return centre, radius * margin / math.sin(min(half_v, half_h))
+
+
+@dataclass
+class OrbitCamera:
+    """Orbit around ``target``: yaw (degrees about +Y, 0 = eye on +Z), pitch (degrees above the
+    horizon, clamped to +-89), distance (metres). Mouse drag orbits, the wheel zooms, pan moves the
+    target in the view plane. Exposes the same ``view`` / ``projection`` as :class:`Camera`."""
+
+    target: np.ndarray = field(default_factory=lambda: np.array([0.0, 1.0, 0.0]))
+    yaw: float = 0.0
+    pitch: float = 15.0
+    distance: float = 4.0
+    fov_y: float = 45.0
+    near: float = 0.05
+    far: float = 200.0
+    aspect: float = 16.0 / 9.0
+    orbit_speed: float = 0.3  # degrees per pixel
+    zoom_factor: float = 0.9  # distance multiplier per wheel notch
+    min_distance: float = 0.05
+    max_distance: float = 500.0
+
+    def __post_init__(self) -> None:
+        self.target = _vec3(self.target, "target")
+        if not self.distance > 0:
+            raise ValueError(f"distance must be > 0, got {self.distance}")
+        self.pitch = float(np.clip(self.pitch, -89.0, 89.0))
+        perspective(self.fov_y, self.aspect, self.near, self.far)
+
+    @property
+    def eye(self) -> np.ndarray:
+        y, p = math.radians(self.yaw), math.radians(self.pitch)
+        offset = np.array([math.cos(p) * math.sin(y), math.sin(p), math.cos(p) * math.cos(y)])
+        return self.target + self.distance * offset
+
+    @property
+    def eye_position(self) -> np.ndarray:
+        return self.eye.astype(np.float32)
+
+    @property
+    def view(self) -> np.ndarray:
+        return look_at(self.eye, self.target)
+
+    @property
+    def projection(self) -> np.ndarray:
+        return perspective(self.fov_y, self.aspect, self.near, self.far)
+
+    def projection_for(self, aspect: float) -> np.ndarray:
+        return perspective(self.fov_y, aspect, self.near, self.far)
+
+    def view_projection(self, aspect: float | None = None) -> np.ndarray:
+        p = self.projection if aspect is None else self.projection_for(aspect)
+        return (p @ self.view).astype(np.float32)
+
+    def drag(self, dx_pixels: float, dy_pixels: float) -> None:
+        """Orbit: dragging right turns the camera to the right around the target (yaw decreases),
+        dragging up (dy > 0 in a y-up window) raises the eye."""
+        self.yaw = (self.yaw - dx_pixels * self.orbit_speed) % 360.0
+        self.pitch = float(np.clip(self.pitch + dy_pixels * self.orbit_speed, -89.0, 89.0))
+
+    def zoom(self, wheel_notches: float) -> None:
+        """Positive notches (wheel up) move closer."""
+        self.distance = float(np.clip(self.distance * self.zoom_factor ** wheel_notches,
+                                      self.min_distance, self.max_distance))
+
+    def pan(self, dx_pixels: float, dy_pixels: float, viewport_height: int) -> None:
+        """Move the target in the view plane so the point under the cursor follows it."""
+        if viewport_height <= 0:
+            raise ValueError(f"viewport_height must be > 0, got {viewport_height}")
+        m_per_px = 2.0 * self.distance * math.tan(math.radians(self.fov_y) / 2.0) / viewport_height
+        v = self.view
+        right, up = v[0, :3].astype(np.float64), v[1, :3].astype(np.float64)
+        self.target = self.target - right * dx_pixels * m_per_px - up * dy_pixels * m_per_px
+
+    def fit(self, bounds_min, bounds_max, *, margin: float = 1.1) -> "OrbitCamera":
+        """Centre on a box and set the distance so its bounding sphere fits the view."""
+        centre, dist = _fit_distance(bounds_min, bounds_max, self.fov_y, self.aspect, margin)
+        self.target = centre
+        self.distance = float(np.clip(dist, self.min_distance, self.max_distance))
+        self.near = max(1e-3, dist * 0.01)
+        self.far = max(self.far, dist * 20.0)
+        return self
+
+    def to_camera(self) -> Camera:
+        return Camera(eye=self.eye, target=self.target.copy(), fov_y=self.fov_y, near=self.near, far=self.far,
+                      aspect=self.aspect)

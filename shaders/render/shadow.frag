@@ -1,0 +1,3 @@
+#version 430 core
+// Shadow pass: depth only (the key light's view of the deformed meshes).
+void main() {}
