@@ -1,0 +1,144 @@
+"""Skinned mesh primitives of an asset and their per-instance deformation on the CPU (numpy reference).
+
+An asset may instance one skinned mesh from several nodes (RecursiveSkeletons: 84 nodes share one mesh), so
+an instance is (node, mesh, primitive, skin). ``SkinnedPrimitive`` caches what a deformer needs once per
+instance (welded topology, attachment binding, skin hierarchy) and ``deform`` evaluates one pose with any
+method of the reference: lbs, dqs (per display vertex, exact glTF semantics), rigid, irs, spring, arap (on
+welded control points, copied back to display vertices).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from engine.assets.model import Asset, Primitive, Skin
+
+__all__ = ["SkinnedPrimitive", "skinned_primitives", "instance_key", "CPU_METHODS"]
+
+CPU_METHODS = ("lbs", "dqs", "rigid", "irs", "spring", "arap")
+
+
+def instance_key(node: int, mesh: int, prim: int) -> str:
+    """The export key of one skinned primitive instance: ``node{n}_mesh{m}_prim{p}``."""
+    return f"node{node}_mesh{mesh}_prim{prim}"
+
+
+@dataclass(eq=False)
+class SkinnedPrimitive:
+    """One skinned primitive instanced by one node of the default scene."""
+
+    node: int
+    mesh: int
+    prim: int
+    skin_index: int
+    primitive: Primitive
+    skin: Skin
+    parents: np.ndarray  # (J,) parent joint within the skin
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def key(self) -> str:
+        return instance_key(self.node, self.mesh, self.prim)
+
+    @property
+    def bind_joints(self) -> np.ndarray:
+        if "bind_joints" not in self._cache:
+            ib = np.asarray(self.skin.inverse_bind, np.float64)
+            self._cache["bind_joints"] = np.linalg.inv(ib).astype(np.float32)
+        return self._cache["bind_joints"]
+
+    def topology(self):
+        """Welded control points with CSR adjacency (computed once)."""
+        if "topology" not in self._cache:
+            from engine.skinning.meshprep import prepare_mesh
+
+            self._cache["topology"] = prepare_mesh(self.primitive.positions, self.primitive.indices)
+        return self._cache["topology"]
+
+    def binding(self, *, method: str = "planar", smooth_passes: int = 6):
+        """Attachment binding of the control points (computed once per method and smoothing)."""
+        key = ("binding", method, smooth_passes)
+        if key not in self._cache:
+            from engine.skinning.binding import bind
+
+            kw = {}
+            if method == "weights":
+                kw = dict(joints=self.primitive.joints, weights=self.primitive.weights)
+            self._cache[key] = bind(self.topology(), self.bind_joints, self.parents, method=method,
+                                    smooth_passes=smooth_passes, **kw)
+        return self._cache[key]
+
+    def skin_matrices(self, globals_: np.ndarray) -> np.ndarray:
+        """(J,4,4) joint world @ inverse bind for node world matrices ``globals_`` (N,4,4)."""
+        return (globals_[self.skin.joints] @ self.skin.inverse_bind).astype(np.float32)
+
+    def deform(self, globals_: np.ndarray, method: str = "lbs", *, config=None) -> np.ndarray:
+        """World-space display vertex positions (D,3) float32 for the pose ``globals_``."""
+        if method not in CPU_METHODS:
+            raise ValueError(f"deformer must be one of {', '.join(CPU_METHODS)}, got {method!r}")
+        prim = self.primitive
+        if method in ("lbs", "dqs"):
+            from engine.skinning.skinning import dqs, lbs
+
+            fn = lbs if method == "lbs" else dqs
+            return fn(prim.positions, prim.joints, prim.weights, self.skin_matrices(globals_))
+        from engine.skinning.meshprep import copy_to_display
+
+        posed = np.asarray(globals_[self.skin.joints], np.float32)
+        ctrl = self._deform_control(method, posed, config)
+        return copy_to_display(self.topology(), ctrl).astype(np.float32)
+
+    def _deform_control(self, method: str, posed: np.ndarray, config) -> np.ndarray:
+        from engine.skinning.skinning import irs, rigid
+
+        binding_method = getattr(config, "binding_method", "planar") if config is not None else "planar"
+        passes = getattr(config, "smooth_passes", 6) if config is not None else 6
+        binding = self.binding(method=binding_method, smooth_passes=passes)
+        if method == "rigid":
+            return rigid(binding, self.bind_joints, posed)
+        if method == "irs":
+            return irs(binding, self.bind_joints, posed, self.parents)
+        if method == "spring":
+            return self._spring(binding, posed, config)
+        return self._arap(binding, posed, config)
+
+    def _spring(self, binding, posed: np.ndarray, config) -> np.ndarray:
+        from engine.skinning.springs import SpringDeformer, SpringParams
+
+        params = getattr(config, "spring", None) if config is not None else None
+        params = params if params is not None else SpringParams()
+        key = ("spring", id(binding), params)
+        if key not in self._cache:
+            self._cache[key] = SpringDeformer(self.topology(), binding, self.bind_joints, self.parents, params)
+        positions, _stats = self._cache[key].solve(posed)
+        return positions
+
+    def _arap(self, binding, posed: np.ndarray, config) -> np.ndarray:
+        from engine.skinning.arap import ArapDeformer
+
+        key = ("arap", id(binding))
+        if key not in self._cache:
+            self._cache[key] = ArapDeformer(self.topology(), binding, self.bind_joints, self.parents)
+        return self._cache[key].solve(posed)
+
+
+def skinned_primitives(asset: Asset, rig=None) -> list[SkinnedPrimitive]:
+    """Every skinned mesh primitive instanced in the default scene, in scene order."""
+    from engine.anim.rig import Rig
+
+    rig = rig if rig is not None else Rig.from_asset(asset)
+    out: list[SkinnedPrimitive] = []
+    parents_cache: dict[int, np.ndarray] = {}
+    for n in asset.scene_nodes():
+        node = asset.nodes[n]
+        if node.mesh is None or node.skin is None:
+            continue
+        if node.skin not in parents_cache:
+            parents_cache[node.skin] = np.asarray(rig.skin_parents(node.skin), np.int32)
+        for p, prim in enumerate(asset.meshes[node.mesh].primitives):
+            if prim.is_skinned:
+                out.append(SkinnedPrimitive(n, node.mesh, p, node.skin, prim, asset.skins[node.skin],
+                                            parents_cache[node.skin]))
+    return out

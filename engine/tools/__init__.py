@@ -1,0 +1,1 @@
+"""Command implementations behind main.py (inspect, export-frame, render, compare, doctor)."""

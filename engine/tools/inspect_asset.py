@@ -1,0 +1,35 @@
+"""`python main.py inspect ASSET`: what an asset holds, one block per meshes / skins / clips."""
+from __future__ import annotations
+
+from engine.assets.model import Asset
+
+
+def describe(asset: Asset) -> str:
+    lines = [f"asset {asset.path.name if asset.path else '<memory>'}: {len(asset.nodes)} nodes, "
+             f"{len(asset.scenes)} scenes (default {asset.scene})"]
+    lines.append(f"meshes: {len(asset.meshes)}")
+    for m, mesh in enumerate(asset.meshes):
+        for p, prim in enumerate(mesh.primitives):
+            tags = []
+            if prim.is_skinned:
+                tags.append("skinned")
+            if prim.normals is not None:
+                tags.append("normals")
+            if prim.texcoords is not None:
+                tags.append("uv")
+            lines.append(f"  mesh {m} {mesh.name!r} prim {p}: {prim.vertex_count} vertices, "
+                         f"{prim.triangle_count} triangles" + (f" ({', '.join(tags)})" if tags else ""))
+    lines.append(f"skins: {len(asset.skins)}")
+    for s, skin in enumerate(asset.skins):
+        users = [n for n, node in enumerate(asset.nodes) if node.skin == s]
+        lines.append(f"  skin {s} {skin.name!r}: {len(skin.joints)} joints, used by nodes {users}")
+    lines.append(f"clips: {len(asset.clips)}")
+    for c, clip in enumerate(asset.clips):
+        interps = sorted({ch.interpolation for ch in clip.channels})
+        paths = sorted({ch.path for ch in clip.channels})
+        lines.append(f"  clip {c} {clip.name!r}: {clip.duration:.3f} s, {len(clip.channels)} channels, "
+                     f"{'/'.join(interps) or '-'} on {'/'.join(paths) or '-'}")
+    lines.append(f"materials: {len(asset.materials)}, images: {len(asset.images)}")
+    for w in asset.warnings:
+        lines.append(f"warning: {w}")
+    return "\n".join(lines)
