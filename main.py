@@ -43,7 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--height", type=int, default=720)
     parser.add_argument("--characters", type=int, default=6, help="number of characters in the demo scene")
     parser.add_argument("--asset", default=None, help="play this glTF file instead of the generated cast")
-    parser.add_argument("--deformer", default="lbs", choices=DEFORMERS, help="demo deformer (default lbs)")
+    parser.add_argument("--deformer", default="auto", choices=("auto",) + DEFORMERS[:-1],
+                        help="demo deformer (auto: spring on a GPU, lbs on a software rasteriser)")
+    parser.add_argument("--device", default="gpu", choices=("gpu", "cpu"),
+                        help="demo deformation on the GPU deformer graph (default) or numpy (lbs/dqs)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     sub.add_parser("doctor", help="report the GL stack, compute limits, display and OpenVR")

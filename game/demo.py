@@ -49,10 +49,13 @@ class MeshInstance:
     entity: int
     key: str
     skinned: SkinnedPrimitive | None
+    asset_name: str
     node: int
     positions: np.ndarray  # (V,3) bind/local positions
     normals: np.ndarray | None
     handle: object  # renderer MeshHandle (owned by the renderer)
+    deform: object = None  # DeformHandle in the scene's deformer graph (GPU path)
+    radius: float = 0.0  # how far the skin reaches from the joints (for the shadow bounds on the GPU path)
 
 
 def placement(x: float, z: float, yaw_deg: float = 0.0, scale: float = 1.0) -> np.ndarray:
@@ -93,19 +96,30 @@ class DemoScene:
     """World + schedule + renderer for the demo; also used by tests and benchmarks headless."""
 
     def __init__(self, gl, *, width: int, height: int, cast=DEFAULT_CAST, count: int = 6,
-                 asset_path: str | None = None, deformer: str = "lbs") -> None:
+                 asset_path: str | None = None, deformer: str = "auto", device: str = "gpu") -> None:
         from engine.render.camera import OrbitCamera
         from engine.render.renderer import SceneRenderer
         from engine.render.resources import GpuResources
 
         if count < 1 or count > 256:
             raise ValueError(f"--characters must be in [1, 256], got {count}")
-        if deformer not in ("lbs", "dqs"):
-            raise ValueError(f"the demo's CPU path deforms with lbs or dqs, got {deformer!r}")
+        if device not in ("gpu", "cpu"):
+            raise ValueError(f"--device must be gpu or cpu, got {device!r}")
+        if deformer == "auto":
+            deformer = "lbs" if "llvmpipe" in gl.ctx.info.get("GL_RENDERER", "") else "spring"
+        valid = ("lbs", "dqs", "rigid", "irs", "spring") if device == "gpu" else ("lbs", "dqs")
+        if deformer not in valid:
+            raise ValueError(f"the demo on --device {device} deforms with {', '.join(valid)}; got {deformer!r}")
         self.gl = gl
         self.deformer = deformer
+        self.device = device
         self.resources = GpuResources(gl.ctx)
         self.renderer = SceneRenderer(gl.ctx, self.resources, width, height)
+        self.graph = None
+        if device == "gpu":
+            from engine.skinning.graph import DeformerGraph
+
+            self.graph = DeformerGraph(gl.ctx, self.resources)
         self.world = World()
         self.clock = Clock(step=1.0 / 60.0)
         self.world.insert_resource(self.clock)
@@ -158,14 +172,23 @@ class DemoScene:
                 self.world.add(e, Animator(playback, pose))
             else:
                 self.world.add(e, Animator(_StillPlayback(), pose))
-            self._register_meshes(e, asset, rig, prims)
+            self._register_meshes(e, name, asset, rig, prims)
 
-    def _register_meshes(self, e: int, asset: Asset, rig: Rig, prims: list[SkinnedPrimitive]) -> None:
+    def _register_meshes(self, e: int, name: str, asset: Asset, rig: Rig, prims: list[SkinnedPrimitive]) -> None:
         for sp in prims:
             prim = sp.primitive
             handle = self.renderer.add_mesh(prim.indices, prim.vertex_count, **self._material(asset, prim),
                                             label=f"e{e}:{sp.key}")
-            self.instances.append(MeshInstance(e, sp.key, sp, sp.node, prim.positions, prim.normals, handle))
+            inst = MeshInstance(e, sp.key, sp, name, sp.node, prim.positions, prim.normals, handle)
+            if self.graph is not None:
+                binding = None if self.deformer in ("lbs", "dqs") else sp.binding()
+                inst.deform = self.graph.add_mesh(
+                    sp.topology(), binding, prim.joints, prim.weights, sp.skin.inverse_bind, sp.parents,
+                    method=self.deformer, asset_key=(name, sp.mesh, sp.prim, sp.skin_index),
+                    positions_buffer=handle.positions, normals_buffer=handle.normals)
+                lo, hi = prim.positions.min(0), prim.positions.max(0)
+                inst.radius = float(np.linalg.norm(hi - lo)) * 0.35
+            self.instances.append(inst)
         skinned_nodes = {sp.node for sp in prims}
         for n in asset.scene_nodes():
             node = asset.nodes[n]
@@ -174,7 +197,7 @@ class DemoScene:
             for p, prim in enumerate(asset.meshes[node.mesh].primitives):
                 handle = self.renderer.add_mesh(prim.indices, prim.vertex_count, **self._material(asset, prim),
                                                 label=f"e{e}:node{n}_prim{p}")
-                self.instances.append(MeshInstance(e, f"node{n}_mesh{node.mesh}_prim{p}", None, n,
+                self.instances.append(MeshInstance(e, f"node{n}_mesh{node.mesh}_prim{p}", None, name, n,
                                                    prim.positions, prim.normals, handle))
 
     @staticmethod
@@ -197,19 +220,29 @@ class DemoScene:
 
     # -- systems that touch GPU-side state (owned by the scene) ---------------------------------
     def deform_system(self, world: World) -> None:
+        """GPU path: hand every skinned instance's pose to the deformer graph and run it once for all meshes
+        (skin -> [spring] -> copy -> normals straight into the renderer's SSBOs). CPU path: numpy LBS/DQS."""
         from engine.skinning.skinning import dqs, lbs
 
         fn = lbs if self.deformer == "lbs" else dqs
         for inst in self.instances:
             skel = world.get(inst.entity, SkeletonPose)
             out = world.get(inst.entity, DeformedMeshes).positions
-            if inst.skinned is not None:
+            if inst.deform is not None:
+                sp = inst.skinned
+                joints = skel.globals[sp.skin.joints]
+                self.graph.set_pose(inst.deform, sp.skin_matrices(skel.globals), joints)
+                jp = joints[:, :3, 3]
+                inst.handle.bounds = (jp.min(0) - inst.radius, jp.max(0) + inst.radius)
+            elif inst.skinned is not None:
                 sp = inst.skinned
                 prim = sp.primitive
                 out[inst.key] = fn(prim.positions, prim.joints, prim.weights, sp.skin_matrices(skel.globals))
             else:
                 g = skel.globals[inst.node]
                 out[inst.key] = (inst.positions @ g[:3, :3].T + g[:3, 3]).astype(np.float32)
+        if self.graph is not None:
+            self.graph.run()
 
     def upload_system(self, world: World) -> None:
         for inst in self.instances:
@@ -231,6 +264,8 @@ class DemoScene:
         self.renderer.render(self.camera, target=target)
 
     def release(self) -> None:
+        if self.graph is not None:
+            self.graph.release()
         self.renderer.release()
         self.resources.release_all()
 
@@ -260,7 +295,9 @@ def run_demo(args: argparse.Namespace) -> int:
     screenshot = args.screenshot or ("out/demo.png" if headless and not args.screenshot else None)
     gl = create_context(headless=headless, width=args.width, height=args.height, title="skinengine demo")
     scene = DemoScene(gl, width=args.width, height=args.height, count=args.characters, asset_path=args.asset,
-                      deformer=args.deformer)
+                      deformer=args.deformer, device=args.device)
+    print(f"demo: {args.characters} characters, deformer {scene.deformer} on {scene.device} "
+          f"({gl.ctx.info.get('GL_RENDERER')})")
     scene.frame_ms.clear()
     try:
         if headless:

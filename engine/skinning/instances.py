@@ -91,37 +91,74 @@ class SkinnedPrimitive:
         return copy_to_display(self.topology(), ctrl).astype(np.float32)
 
     def _deform_control(self, method: str, posed: np.ndarray, config) -> np.ndarray:
+        from engine.skinning.config import DeformerConfig
         from engine.skinning.skinning import irs, rigid
 
-        binding_method = getattr(config, "binding_method", "planar") if config is not None else "planar"
-        passes = getattr(config, "smooth_passes", 6) if config is not None else 6
-        binding = self.binding(method=binding_method, smooth_passes=passes)
+        cfg = config if config is not None else DeformerConfig()
+        binding = self.binding(method=cfg.binding.method, smooth_passes=cfg.binding.smooth_passes)
         if method == "rigid":
             return rigid(binding, self.bind_joints, posed)
         if method == "irs":
-            return irs(binding, self.bind_joints, posed, self.parents)
+            return irs(binding, self.bind_joints, posed, self.parents,
+                       influence=(cfg.irs.parent_influence, cfg.irs.child_influence),
+                       length_correction=cfg.irs.length_correction, blend=cfg.irs.blend)
         if method == "spring":
-            return self._spring(binding, posed, config)
-        return self._arap(binding, posed, config)
+            from engine.skinning.springs import SpringDeformer
 
-    def _spring(self, binding, posed: np.ndarray, config) -> np.ndarray:
-        from engine.skinning.springs import SpringDeformer, SpringParams
+            key = ("spring", id(binding), repr(cfg.spring))
+            if key not in self._cache:
+                self._cache[key] = SpringDeformer(self.topology(), binding, self.bind_joints, self.parents,
+                                                  cfg.spring)
+            positions, _stats = self._cache[key].solve(posed)
+            return positions
+        from engine.skinning.arap import ScaleArap
 
-        params = getattr(config, "spring", None) if config is not None else None
-        params = params if params is not None else SpringParams()
-        key = ("spring", id(binding), params)
+        key = ("arap", id(binding), repr(cfg.arap))
         if key not in self._cache:
-            self._cache[key] = SpringDeformer(self.topology(), binding, self.bind_joints, self.parents, params)
-        positions, _stats = self._cache[key].solve(posed)
-        return positions
+            self._cache[key] = ScaleArap(self.topology(), binding, self.bind_joints, weights=cfg.arap.weights,
+                                         anchor_weight=cfg.arap.anchor_weight)
+        return self._cache[key].solve(posed, iterations=cfg.arap.iterations).astype(np.float32)
 
-    def _arap(self, binding, posed: np.ndarray, config) -> np.ndarray:
-        from engine.skinning.arap import ArapDeformer
 
-        key = ("arap", id(binding))
-        if key not in self._cache:
-            self._cache[key] = ArapDeformer(self.topology(), binding, self.bind_joints, self.parents)
-        return self._cache[key].solve(posed)
+def deform_gpu(prims: list["SkinnedPrimitive"], globals_: np.ndarray, method: str = "lbs", *, config=None,
+               ctx=None) -> dict[str, np.ndarray]:
+    """The same as ``{sp.key: sp.deform(...)}`` through the GPU deformer graph (compute shaders), read back
+    once. Creates a headless context when ``ctx`` is None. ``arap`` has no GPU stage: it is refused."""
+    from engine.render.resources import GpuResources
+    from engine.skinning.config import DeformerConfig
+    from engine.skinning.graph import METHODS, DeformerGraph
+
+    if method not in METHODS:
+        raise ValueError(f"--device gpu supports the deformers {', '.join(m for m in METHODS if '-' not in m)}; "
+                         f"got {method!r} (use --device cpu for it)")
+    cfg = config if config is not None else DeformerConfig()
+    own = ctx is None
+    if own:
+        from engine.render.context import create_context
+
+        gl = create_context(headless=True)
+        ctx = gl.ctx
+    res = GpuResources(ctx)
+    graph = DeformerGraph(ctx, res)
+    try:
+        handles = []
+        for sp in prims:
+            prim = sp.primitive
+            binding = None
+            if method not in ("lbs", "dqs"):
+                binding = sp.binding(method=cfg.binding.method, smooth_passes=cfg.binding.smooth_passes)
+            h = graph.add_mesh(sp.topology(), binding, prim.joints, prim.weights, sp.skin.inverse_bind,
+                               sp.parents, method=method, spring=cfg.spring, asset_key=(sp.mesh, sp.prim,
+                                                                                      sp.skin_index))
+            graph.set_pose(h, sp.skin_matrices(globals_), globals_[sp.skin.joints])
+            handles.append(h)
+        graph.run()
+        return {sp.key: graph.download(h)[0][:, :3].astype(np.float32) for sp, h in zip(prims, handles)}
+    finally:
+        graph.release()
+        res.release_all()
+        if own:
+            gl.release()
 
 
 def skinned_primitives(asset: Asset, rig=None) -> list[SkinnedPrimitive]:

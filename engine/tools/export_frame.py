@@ -41,9 +41,9 @@ def deform_frame(asset: Asset, *, clip: str | int | None, time: float, deformer:
     globals_ = pose_globals(asset, rig, clip, time)
     prims = skinned_primitives(asset, rig)
     if device == "gpu":
-        from engine.skinning.graph import deform_frame_gpu
+        from engine.skinning.instances import deform_gpu
 
-        return deform_frame_gpu(prims, globals_, deformer, config=config)
+        return deform_gpu(prims, globals_, deformer, config=config)
     if device != "cpu":
         raise ValueError(f"--device must be gpu or cpu, got {device!r}")
     return {sp.key: sp.deform(globals_, deformer, config=config) for sp in prims}

@@ -1,0 +1,180 @@
+"""Benchmark of the GPU deformer graph: the research's Table 1 for the project's meshes, plus a batch sweep.
+
+    python main.py bench deform [--quick] [--synthetic] [--reps N]
+
+Per mesh (assets/box.glb ~1.8k control points, plus ~5.6k, humanoid ~16k, humanoid_dense ~90k through
+engine.assets.library.character_path; synthetic tubes of the same sizes when a character is unavailable or with
+--synthetic): mean GPU ms of the spring stage for 1, 25, 50, 100 iterations (GL timer queries, convergence
+scheme "iterations" so every iteration runs), the largest iteration count fitting a 10 ms budget (research:
+10 ms / per-iteration time), the LBS skinning time, GPU bytes per control point, and the numpy reference time
+of 50 iterations with the GPU/numpy ratio. Then N instances of the humanoid (1, 8, 32, 64) x 50 iterations in
+one graph: GPU ms per frame. Prints tables; asserts nothing. ``--quick`` uses small tubes and few repetitions
+(for llvmpipe).
+"""
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+
+ITERATIONS = (1, 25, 50, 100)
+SIZES = {"box": 1802, "plus": 5634, "humanoid": 16000, "humanoid_dense": 90000}
+QUICK_SIZES = {"box": 300, "plus": 800, "humanoid": 1600, "humanoid_dense": 3000}
+
+
+def _tube_of(n_control: int):
+    from engine.skinning.gpu_synthetic import tube
+
+    segments = max(6, int(np.sqrt(n_control / 4)))
+    rings = max(3, n_control // segments)
+    return tube(rings=rings, segments=segments, length=1.0, n_joints=4)
+
+
+def _load_character(name: str):
+    """(topology, binding, joints, weights, inverse_bind, parents, bind_joints) of a generated character."""
+    from engine.assets.gltf import load
+    from engine.assets.library import character_path
+    from engine.skinning.binding import bind
+    from engine.skinning.meshprep import prepare_mesh
+
+    asset = load(character_path(name))
+    for node in asset.nodes:
+        if node.mesh is None or node.skin is None:
+            continue
+        for prim in asset.meshes[node.mesh].primitives:
+            if not prim.is_skinned:
+                continue
+            skin = asset.skins[node.skin]
+            index = {int(n): k for k, n in enumerate(skin.joints)}
+            parents = np.array([index.get(asset.nodes[int(n)].parent, -1) for n in skin.joints], np.int32)
+            topo = prepare_mesh(prim.positions, prim.indices.astype(np.int64))
+            ib = np.asarray(skin.inverse_bind, np.float64)
+            bj = np.linalg.inv(ib)
+            binding = bind(topo, bj, parents, method="weights", joints=prim.joints, weights=prim.weights)
+            return topo, binding, prim.joints, prim.weights, ib, parents, bj
+    raise ValueError(f"character {name!r} has no skinned primitive")
+
+
+def _rig(name: str, quick: bool, synthetic: bool):
+    if not (quick or synthetic):
+        try:
+            return name, _load_character(name)
+        except Exception as exc:  # a benchmark falls back to a tube of the same size and says so
+            print(f"  ({name}: {exc}; using a synthetic tube)")
+    n = (QUICK_SIZES if quick else SIZES)[name]
+    r = _tube_of(n)
+    return f"tube~{name}", (r.topology, r.binding, r.joints, r.weights, r.inverse_bind.astype(np.float64),
+                            r.parents, r.bind_joints)
+
+
+def _pose(bind_joints: np.ndarray, inverse_bind: np.ndarray, seed: int = 3):
+    rng = np.random.default_rng(seed)
+    posed = bind_joints.copy()
+    for j in range(1, bind_joints.shape[0]):
+        axis = rng.normal(size=3)
+        axis /= np.linalg.norm(axis)
+        k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+        r = np.eye(4)
+        r[:3, :3] = np.eye(3) + np.sin(0.3) * k + (1 - np.cos(0.3)) * k @ k
+        posed[j] = bind_joints[j] @ r
+    return posed @ inverse_bind, posed
+
+
+def _time_graph(graph, reps: int, node: str | None = None) -> float:
+    graph.run(profile=True)  # warm-up (compiles, first upload)
+    total = 0.0
+    for _ in range(reps):
+        graph.run(profile=True)
+        t = graph.last_timings
+        total += t.get(node, 0.0) if node else sum(t.values())
+    return total / reps
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bench deform", description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small tubes, few repetitions (llvmpipe)")
+    ap.add_argument("--synthetic", action="store_true", help="synthetic tubes instead of the characters")
+    ap.add_argument("--reps", type=int, default=None, help="timed frames per measurement")
+    args = ap.parse_args(argv)
+    reps = args.reps or (2 if args.quick else 10)
+
+    import moderngl
+
+    from engine.render.resources import GpuResources
+    from engine.skinning.graph import DeformerGraph
+    from engine.skinning.springs import SpringDeformer, SpringParams
+
+    ctx = moderngl.create_standalone_context(require=430, backend="egl")
+    res = GpuResources(ctx)
+    print(f"device: {ctx.info.get('GL_RENDERER')} ({ctx.info.get('GL_VENDOR')})")
+    print("Table 1: spring stage GPU ms (mean of %d frames), scheme 'iterations'" % reps)
+    source = []
+    head = (f"{'mesh':<22}{'ctrl':>7}{'tris':>8}{'I=1':>8}{'I=25':>8}{'I=50':>8}{'I=100':>8}{'maxI':>7}"
+            f"{'LBS ms':>8}{'B/ctrl':>8}{'np50 ms':>9}{'np/gpu':>8}")
+    print(head)
+    print("-" * len(head))
+    humanoid = None
+    for name in SIZES:
+        label, (topo, binding, jn, w, ib, par, bj) = _rig(name, args.quick, args.synthetic)
+        if name == "humanoid":
+            humanoid = (topo, binding, jn, w, ib, par, bj)
+        skin_mats, posed = _pose(bj, ib)
+        times = {}
+        for it in ITERATIONS:
+            graph = DeformerGraph(ctx, res)
+            params = SpringParams(convergence="iterations", max_iterations=it)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                h = graph.add_mesh(topo, binding, jn, w, ib, par, method="spring", spring=params)
+            graph.set_pose(h, skin_mats, posed)
+            times[it] = _time_graph(graph, reps, "spring")
+            source.append(graph.timing_source)
+            if it == 50:
+                bytes_per = sum(graph.gpu_bytes().values()) / topo.n_control
+            graph.release()
+        per_iter = max((times[100] - times[1]) / 99.0, 1e-9)
+        max_i = int(10.0 / per_iter)
+        graph = DeformerGraph(ctx, res)
+        h = graph.add_mesh(topo, binding, jn, w, ib, par, method="lbs")
+        graph.set_pose(h, skin_mats, posed)
+        lbs_ms = _time_graph(graph, reps, "skin")
+        graph.release()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            d = SpringDeformer(topo, binding, bj, par, SpringParams(convergence="iterations", max_iterations=50))
+        t0 = time.perf_counter()
+        d.solve(posed)
+        np_ms = (time.perf_counter() - t0) * 1e3
+        print(f"{label:<22}{topo.n_control:>7}{topo.display_triangles.shape[0]:>8}{times[1]:>8.3f}"
+              f"{times[25]:>8.3f}{times[50]:>8.3f}{times[100]:>8.3f}{max_i:>7} {lbs_ms:>7.3f}"
+              f"{bytes_per:>8.0f}{np_ms:>9.1f}{np_ms / max(times[50], 1e-9):>8.1f}")
+
+    print(f"timings: {source[-1]}; maxI = 10 ms / per-iteration ms ((I=100 - I=1) / 99); B/ctrl = GPU bytes of "
+          "every graph buffer / control points; np50 = numpy reference, 50 iterations")
+    print()
+    print("Batch sweep: N humanoid instances x 50 spring iterations in one graph (one dispatch per iteration)")
+    print(f"{'N':>4}{'control pts':>13}{'GPU ms/frame':>14}{'ms/instance':>13}")
+    topo, binding, jn, w, ib, par, bj = humanoid
+    skin_mats, posed = _pose(bj, ib)
+    counts = (1, 8) if args.quick else (1, 8, 32, 64)
+    for n in counts:
+        graph = DeformerGraph(ctx, res)
+        params = SpringParams(convergence="iterations", max_iterations=50)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            hs = [graph.add_mesh(topo, binding, jn, w, ib, par, method="spring", spring=params, asset_key="h")
+                  for _ in range(n)]
+        for h in hs:
+            graph.set_pose(h, skin_mats, posed)
+        ms = _time_graph(graph, max(1, reps // 2))
+        graph.release()
+        print(f"{n:>4}{n * topo.n_control:>13}{ms:>14.3f}{ms / n:>13.3f}")
+    res.release_all()
+    ctx.release()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,64 @@
+"""Spring deformer (numpy reference): cost of one spring iteration vs control-point count (1.8k to 90k).
+
+Run: ``.venv/bin/python bench/bench_springs.py [--sizes 1.8k,5.6k,16k,90k] [--repeat 5]``. Prints the table of
+bench_reference (median and min ms per call, ns per point); asserts nothing.
+
+Uses bench_reference's synthetic cases (tube + joint chain, bent and twisted) and registers two rows there:
+"spring-it" is one iteration (`spring_step`: forces over the CSR slots + explicit update) from the rigid
+initial skinning; "spring-pose" is the per-frame set-up before iterating (pose frame + rigid skinning).
+Importing this module is enough for bench_reference to list the rows too.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make `bench` and `engine` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.bench_reference import DEFORMERS, SIZES, Case, format_table, register, run  # noqa: E402
+from engine.skinning.springs import SpringDeformer, SpringParams, spring_step  # noqa: E402
+
+
+def _deformer(case: Case) -> SpringDeformer:
+    return SpringDeformer(case.topology, case.binding, case.bind_joints, case.parents, SpringParams())
+
+
+def spring_iteration(case: Case):
+    d = _deformer(case)
+    fr = d.frame(case.posed_joints)
+    x = d.rigid(fr)
+    vel = x * 0.0
+    return lambda: spring_step(x, vel, fr.attach, fr.bone_ref, d.rest, d.params)
+
+
+def spring_pose(case: Case):
+    d = _deformer(case)
+    return lambda: d.rigid(d.frame(case.posed_joints))
+
+
+for _name, _factory in (("spring-it", spring_iteration), ("spring-pose", spring_pose)):
+    if _name not in DEFORMERS:
+        register(_name, _factory)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default=",".join(SIZES), help=f"comma-separated subset of {','.join(SIZES)}")
+    ap.add_argument("--repeat", type=int, default=5, help="timed calls per cell (after one warm-up)")
+    ap.add_argument("--with-lbs", action="store_true", help="add the LBS row for comparison")
+    args = ap.parse_args(argv)
+    sizes = [s for s in args.sizes.split(",") if s]
+    bad = [s for s in sizes if s not in SIZES]
+    if bad:
+        ap.error(f"unknown size {bad}; sizes: {list(SIZES)}")
+    if args.repeat < 1:
+        ap.error(f"--repeat must be >= 1, got {args.repeat}")
+    rows = ["spring-it", "spring-pose"] + (["lbs"] if args.with_lbs else [])
+    print(format_table(run(sizes, rows, args.repeat)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

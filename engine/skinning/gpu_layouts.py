@@ -1,0 +1,211 @@
+"""std430 layouts, SSBO binding points and constants of the deform compute shaders (one definition each).
+
+The structs are :class:`engine.render.layouts.Std430Struct` declarations; their GLSL text reaches the shaders
+through the virtual include ``generated/deform_layouts.glsl`` (registered with the shader library by the
+deformer graph), and the binding points and limits reach GLSL as ``#define``s taken from :data:`BINDINGS` and
+:func:`defines_for`. No number below is typed again in a shader.
+
+Pool layout (see graph.py): control-domain data of every mesh instance of a batch is concatenated in one
+*dynamic pool*; each instance's range starts at ``group_base * LOCAL_SIZE`` and is padded to a whole number of
+work groups, so a work group never spans two instances and ``group_instance[gl_WorkGroupID.x]`` names its
+instance. Static data (bind positions, weights, binding, CSR adjacency, rest lengths and angles) lives in a
+*static pool* with one segment per asset, shared by all instances of it (``static_base``, ``adj_base``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from engine.render.layouts import LOCAL_SIZE, MAX_JOINTS, Std430Struct
+
+MAX_INFLUENCES = 4
+"""Skin influences per vertex (glTF JOINTS_0/WEIGHTS_0)."""
+
+# ---- per-instance record (one per mesh instance in a batch) ---------------------------------------------
+DEFORM_INSTANCE = Std430Struct("DeformInstance", [
+    ("dyn_base", "int"),        # first control point of the instance in the dynamic pool
+    ("static_base", "int"),     # first control point of its asset in the static pool
+    ("n_control", "int"),       # control points of the mesh
+    ("adj_base", "int"),        # first CSR slot of its asset in the adjacency pool
+    ("joint_base", "int"),      # first joint of the instance in the joint pool (per frame)
+    ("bone_base", "int"),       # first bone of the instance in the bone pool (per frame)
+    ("group_base", "int"),      # first work group of the instance (dyn_base = group_base * LOCAL_SIZE)
+    ("n_groups", "int"),        # work groups of the instance
+    ("flags", "uint"),          # SPRING_* / FLAG_* bits below
+    ("max_iterations", "int"),  # spring iterations per frame (upper bound)
+    ("scheme", "int"),          # convergence scheme (SCHEME_*)
+    ("n_bones", "int"),         # bones of the instance's binding
+    ("dt", "float"),            # spring time step
+    ("thr_disp", "float"),      # displacement threshold (AABB_min_extent * displacement_rel)
+    ("thr_force", "float"),     # force threshold
+    ("limit", "float"),         # divergence: a step longer than this (divergence_rel * bbox diagonal)
+    ("tiny", "float"),          # 1e-12 * bbox diagonal: lengths below are zero (reference SpringRest.tiny)
+    ("handle_weight", "float"),  # factor on neighbour forces of an edit handle (Algorithm 1)
+    ("damping", "float"),       # semi-implicit velocity damping
+    ("energy_rtol", "float"),   # energy scheme: relative decrease that still counts as progress
+    ("k", "vec4"),              # stiffness x k_s (edges), y k_l (lengths), z k_t (torsion), w k_b (bone)
+    ("k2", "vec4"),             # x k_r (radial), y k_e (edits), zw unused
+])
+
+# ---- per-instance convergence state (written by the GPU only) -----------------------------------------
+DEFORM_STATUS = Std430Struct("DeformStatus", [
+    ("iterations", "int"),      # accepted spring iterations this frame
+    ("converged", "int"),       # 1 once the instance stopped (any reason)
+    ("reason", "int"),          # REASON_*
+    ("max_disp_bits", "uint"),  # floatBitsToUint(max |x_new - x|) of the last dispatch
+    ("max_force_bits", "uint"),  # floatBitsToUint(max |F(x)|) of the last dispatch
+    ("energy", "float"),        # total energy (+ kinetic) at the input of the last dispatch
+    ("prev_energy", "float"),   # the same one dispatch earlier
+    ("last_disp", "float"),     # max displacement of the last accepted step
+])
+
+# ---- per-joint pose (per frame, CPU -> GPU) ----------------------------------------------------------
+DEFORM_JOINT = Std430Struct("DeformJoint", [
+    ("skin", "mat4"),     # skinning matrix (bind mode) or differential matrix (differential mode), for GLSL
+    ("stretch", "mat4"),  # DQS: symmetric stretch S of the polar decomposition skin = [R t][S 0]
+    ("qr", "vec4"),       # DQS: unit quaternion of R (x, y, z, w)
+    ("qd", "vec4"),       # DQS: dual part 0.5 (t, 0) qr
+])
+
+# ---- per-bone pose (per frame, CPU -> GPU) -----------------------------------------------------------
+DEFORM_BONE = Std430Struct("DeformBone", [
+    ("p", "vec4"),        # xyz posed parent end P' (w unused)
+    ("c", "vec4"),        # xyz posed child end C'
+    ("p_src", "vec4"),    # xyz parent end in the source pose (bind, or last frame in differential mode)
+    ("c_src", "vec4"),    # xyz child end in the source pose
+    ("q_start", "vec4"),  # IRS: bend quaternion at the parent end (w >= 0)
+    ("q_end", "vec4"),    # IRS: bend quaternion at the child end
+    ("rot", "mat4"),      # R_now R_src^T of the parent joint (polar rotations; GLSL layout)
+    ("rot_now", "mat4"),  # R_now of the parent joint relative to bind (GLSL layout)
+])
+
+DEFORM_LAYOUTS = (DEFORM_INSTANCE, DEFORM_STATUS, DEFORM_JOINT, DEFORM_BONE)
+LAYOUT_INCLUDE = "generated/deform_layouts.glsl"
+
+# ---- spring flags and convergence schemes ------------------------------------------------------------
+SPRING_EDGE = 1 << 0      # F_s: edge-length springs
+SPRING_LENGTH = 1 << 1    # F_l: scale-vector length springs
+SPRING_BONE = 1 << 2      # F_b: bone torsion springs
+SPRING_TORSION = 1 << 3   # F_t: attachment torsion springs between neighbours
+SPRING_EDIT = 1 << 4      # F_e: surface edit forces
+SPRING_RADIAL = 1 << 5    # F_r: radial length springs
+FLAG_SEMI_IMPLICIT = 1 << 8   # semi-implicit Euler with damping (else explicit eq. 23)
+FLAG_BONE_CONE = 1 << 9       # bone springs against the bone run with the bind angle (else the carried frame)
+FLAG_KEEP_VELOCITY = 1 << 10  # frame-dependent mode: start from last frame's velocities
+
+SCHEME_ITERATIONS = 0     # run max_iterations
+SCHEME_DISPLACEMENT = 1   # stop when the largest position change < threshold
+SCHEME_FORCE = 2          # stop when the largest force magnitude < threshold
+SCHEME_ENERGY = 3         # stop when the total spring energy stops decreasing (local minimum)
+SCHEMES = {"iterations": SCHEME_ITERATIONS, "displacement": SCHEME_DISPLACEMENT, "force": SCHEME_FORCE,
+           "energy": SCHEME_ENERGY}
+
+REASON_NONE = 0
+REASON_MAX_ITERATIONS = 1
+REASON_DISPLACEMENT = 2
+REASON_FORCE = 3
+REASON_ENERGY = 4
+REASON_DIVERGED = 5
+REASONS = ("", "max_iterations", "displacement", "force", "energy", "diverged")
+
+# ---- SSBO binding points (one table; each shader gets the subset it declares as defines) -------------
+BINDINGS: dict[str, int] = {
+    "B_INSTANCES": 0,
+    "B_GROUPS": 1,
+    "B_STATUS": 2,
+    "B_SRC": 3,
+    "B_DST": 4,
+    "B_BIND": 5,
+    "B_JOINT_IDS": 6,
+    "B_WEIGHTS": 7,
+    "B_JOINTS": 8,
+    "B_BONES": 9,
+    "B_ATTACH": 10,
+    "B_SCALE": 11,
+    "B_BONE_OF": 12,
+    "B_ADJ": 13,
+    "B_ADJ_INDEX": 14,
+    "B_REST": 15,
+    "B_EDIT": 16,
+    "B_ACTIVE": 17,
+    "B_INDIRECT": 18,
+    "B_PARTIALS": 19,
+    "B_SKINNED": 20,
+    "B_ALT": 21,
+    "B_MAP": 22,
+    "B_TRIS": 23,
+    "B_FACES": 24,
+    "B_DFACE": 25,
+    "B_DFACE_INDEX": 26,
+    "B_CFACE": 27,
+    "B_CFACE_INDEX": 28,
+    "B_IRS": 29,
+    "B_FRAME": 30,
+    "B_VSTATIC": 31,
+    "B_VEL": 32,
+    "B_RING0": 33,
+    "B_RING1": 34,
+    "B_RING2": 35,
+}
+
+METHOD_IDS = {"lbs": 0, "dqs": 1, "rigid": 2, "irs": 3}
+
+CONSTANTS: dict[str, int | float] = {
+    "METHOD_LBS": METHOD_IDS["lbs"],
+    "METHOD_DQS": METHOD_IDS["dqs"],
+    "METHOD_RIGID": METHOD_IDS["rigid"],
+    "METHOD_IRS": METHOD_IDS["irs"],
+    "LOCAL_SIZE": LOCAL_SIZE,
+    "MAX_JOINTS": MAX_JOINTS,
+    "MAX_INFLUENCES": MAX_INFLUENCES,
+    "SPRING_EDGE": SPRING_EDGE,
+    "SPRING_LENGTH": SPRING_LENGTH,
+    "SPRING_BONE": SPRING_BONE,
+    "SPRING_TORSION": SPRING_TORSION,
+    "SPRING_EDIT": SPRING_EDIT,
+    "SPRING_RADIAL": SPRING_RADIAL,
+    "FLAG_SEMI_IMPLICIT": FLAG_SEMI_IMPLICIT,
+    "FLAG_BONE_CONE": FLAG_BONE_CONE,
+    "FLAG_KEEP_VELOCITY": FLAG_KEEP_VELOCITY,
+    "REASON_MAX_ITERATIONS": REASON_MAX_ITERATIONS,
+    "REASON_DISPLACEMENT": REASON_DISPLACEMENT,
+    "REASON_FORCE": REASON_FORCE,
+    "REASON_ENERGY": REASON_ENERGY,
+    "REASON_DIVERGED": REASON_DIVERGED,
+    "SCHEME_ITERATIONS": SCHEME_ITERATIONS,
+    "SCHEME_DISPLACEMENT": SCHEME_DISPLACEMENT,
+    "SCHEME_FORCE": SCHEME_FORCE,
+    "SCHEME_ENERGY": SCHEME_ENERGY,
+}
+
+
+def layouts_glsl() -> str:
+    """Text of ``generated/deform_layouts.glsl``."""
+    parts = ["// Generated from engine/skinning/gpu_layouts.py; do not edit (one definition of each layout)."]
+    parts += [s.glsl() for s in DEFORM_LAYOUTS]
+    return "\n".join(parts) + "\n"
+
+
+def defines_for(source_text: str, extra: dict[str, object] | None = None) -> dict[str, object]:
+    """The binding/constant defines a shader's expanded text mentions (the loader refuses unused ones)."""
+    import re
+
+    out: dict[str, object] = {}
+    for table in (BINDINGS, CONSTANTS, extra or {}):
+        for k, v in table.items():
+            if re.search(rf"\b{re.escape(k)}\b", source_text):
+                out[k] = v
+    return out
+
+
+def pad_groups(n: int) -> int:
+    """Work groups that cover ``n`` items (at least one, so every instance owns a group)."""
+    return max(1, -(-int(n) // LOCAL_SIZE))
+
+
+def vec4(x: np.ndarray, w: float = 0.0) -> np.ndarray:
+    """(N,3) -> (N,4) float32 with a constant w (SSBOs never hold vec3)."""
+    x = np.asarray(x, np.float32).reshape(-1, 3)
+    out = np.empty((x.shape[0], 4), np.float32)
+    out[:, :3] = x
+    out[:, 3] = w
+    return out

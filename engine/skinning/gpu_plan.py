@@ -1,0 +1,327 @@
+"""The deformer graph as data: nodes, the resources between them, and the execution plan derived from them.
+
+Pure Python (no GL): a :class:`GraphConfig` lists nodes; each node names its *stage* (skin, spring, copy,
+face_normals, vertex_normals) and binds the stage's fixed ports to named resources. Everything else follows
+from those declarations (STYLE.md habit 8, Filament's frame graph):
+
+* **execution order**: a node that reads a resource runs after the node that writes it (stable topological
+  order, ties broken by declaration order). Two writers of one resource, a read of a resource nobody
+  writes, or a cycle raise ``ValueError``;
+* **barriers**: before a node, the bits needed by the resources it reads that an earlier node wrote since
+  the last barrier (compute -> compute: SHADER_STORAGE); after the last node, the bits the renderer needs
+  for the graph's outputs (vertex pull through SSBOs or vertex attributes: SHADER_STORAGE |
+  VERTEX_ATTRIB_ARRAY);
+* **frame-dependent loops**: a read of ``"name@previous"`` reads the value ``name`` had at the end of the
+  previous frame (the bind positions on the first frame). It creates no ordering edge, so the spring output
+  can be fed back into next frame's differential skinning without a cycle.
+
+Resources live in one of three *domains*: ``control`` (one vec4 per control point, pooled over all meshes
+so that one dispatch covers every mesh), ``display`` (one vec4 per glTF vertex, per mesh, what the renderer
+reads) and ``face`` (one vec4 per triangle, per mesh). ``bind`` is the built-in control-domain resource
+holding the bind positions. Port domains are checked.
+
+The file format (TOML or JSON) mirrors :meth:`GraphConfig.to_dict`::
+
+    name = "spring"
+    [[nodes]]
+    name = "skin"
+    stage = "skin"
+    inputs = { source = "bind" }
+    outputs = { target = "skinned" }
+    options = { method = "rigid", mode = "bind" }
+    [[nodes]]
+    ...
+    outputs = { positions = "positions", normals = "normals" }   # top-level: what the renderer reads
+"""
+from __future__ import annotations
+
+import copy
+import json
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Barrier bits (values of GL_*_BARRIER_BIT; identical to moderngl's constants, kept here so the plan stays
+# importable and testable without moderngl).
+SHADER_STORAGE_BARRIER_BIT = 0x00002000
+VERTEX_ATTRIB_ARRAY_BARRIER_BIT = 0x00000001
+ELEMENT_ARRAY_BARRIER_BIT = 0x00000002
+COMMAND_BARRIER_BIT = 0x00000040
+
+#: bits a compute stage needs before reading an SSBO another compute stage wrote
+COMPUTE_READ_BITS = SHADER_STORAGE_BARRIER_BIT
+#: bits the renderer needs before pulling graph outputs (SSBO vertex pull or bound as vertex attributes)
+RENDER_READ_BITS = SHADER_STORAGE_BARRIER_BIT | VERTEX_ATTRIB_ARRAY_BARRIER_BIT
+
+PREVIOUS = "@previous"
+BIND = "bind"
+
+SKIN_METHODS = ("lbs", "dqs", "rigid", "irs")
+SKIN_MODES = ("bind", "differential")
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    """The fixed ports of one stage kind: name -> domain for inputs and outputs, and its known options."""
+
+    inputs: dict[str, str]
+    outputs: dict[str, str]
+    options: dict[str, Any]
+
+
+#: every stage the GPU graph can run; options listed with their defaults
+STAGES: dict[str, StageSpec] = {
+    # influence / length_correction / blend: IRS options of engine.skinning.skinning.irs
+    "skin": StageSpec({"source": "control"}, {"target": "control"},
+                      {"method": "lbs", "mode": "bind", "influence": (0.5, 0.5), "length_correction": False,
+                       "blend": "nlerp"}),
+    # check_every: run the convergence check after every k-th iteration (1 reproduces the reference exactly)
+    "spring": StageSpec({"source": "control"}, {"target": "control"}, {"check_every": 1}),
+    "copy": StageSpec({"source": "control"}, {"target": "display"}, {}),
+    "face_normals": StageSpec({"positions": "display"}, {"target": "face"}, {}),
+    # crease_angle: radians in [0, pi]; absent = smooth over every face around the control point
+    "vertex_normals": StageSpec({"positions": "display", "faces": "face"}, {"target": "display"},
+                                {"crease_angle": None}),
+}
+
+
+@dataclass
+class NodeConfig:
+    name: str
+    stage: str
+    inputs: dict[str, str]
+    outputs: dict[str, str]
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class GraphConfig:
+    """One deformer graph, as data. ``outputs`` maps 'positions'/'normals' to the display resources the
+    renderer reads."""
+
+    name: str
+    nodes: list[NodeConfig]
+    outputs: dict[str, str] = field(default_factory=lambda: {"positions": "positions", "normals": "normals"})
+
+    # ---- construction -------------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "GraphConfig":
+        if not isinstance(d, dict) or "nodes" not in d:
+            raise ValueError(f"a graph config needs a 'nodes' list; got keys {sorted(d) if isinstance(d, dict) else d!r}")
+        nodes = []
+        for i, n in enumerate(d["nodes"]):
+            if "stage" not in n:
+                raise ValueError(f"node {i} ({n!r}) has no 'stage'; valid stages: {sorted(STAGES)}")
+            nodes.append(NodeConfig(name=str(n.get("name", n["stage"])), stage=str(n["stage"]),
+                                    inputs=dict(n.get("inputs", {})), outputs=dict(n.get("outputs", {})),
+                                    options=dict(n.get("options", {}))))
+        cfg = cls(name=str(d.get("name", "custom")), nodes=nodes,
+                  outputs=dict(d.get("outputs", {"positions": "positions", "normals": "normals"})))
+        cfg.validate()
+        return cfg
+
+    @classmethod
+    def load(cls, path: str | Path) -> "GraphConfig":
+        """Read a graph from a .toml or .json file (the layout of :meth:`to_dict`)."""
+        p = Path(path)
+        if p.suffix.lower() == ".toml":
+            with p.open("rb") as f:
+                data = tomllib.load(f)
+        elif p.suffix.lower() == ".json":
+            data = json.loads(p.read_text())
+        else:
+            raise ValueError(f"graph config {str(p)!r}: expected a .toml or .json file")
+        data = data.get("graph", data)  # allow a [graph] table inside a larger config file
+        return cls.from_dict(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "outputs": dict(self.outputs),
+                "nodes": [{"name": n.name, "stage": n.stage, "inputs": dict(n.inputs),
+                           "outputs": dict(n.outputs), "options": dict(n.options)} for n in self.nodes]}
+
+    def copy(self) -> "GraphConfig":
+        return GraphConfig.from_dict(copy.deepcopy(self.to_dict()))
+
+    def node(self, name: str) -> NodeConfig:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise ValueError(f"no node {name!r}; the graph has {[n.name for n in self.nodes]}")
+
+    # ---- checks ---------------------------------------------------------------------------------------
+    def validate(self) -> None:
+        """Raise ValueError for unknown stages/ports/options, domain mismatches, double writers, reads of
+        resources nobody writes, and cycles. Called by every constructor and by :func:`plan`."""
+        names = [n.name for n in self.nodes]
+        if len(set(names)) != len(names):
+            raise ValueError(f"node names must be unique; got {names}")
+        for n in self.nodes:
+            if n.stage not in STAGES:
+                raise ValueError(f"node {n.name!r}: unknown stage {n.stage!r}; valid stages: {sorted(STAGES)}")
+            spec = STAGES[n.stage]
+            for ports, want, what in ((n.inputs, spec.inputs, "input"), (n.outputs, spec.outputs, "output")):
+                if set(ports) != set(want):
+                    raise ValueError(f"node {n.name!r} ({n.stage}): {what} ports {sorted(ports)}; "
+                                     f"the stage has exactly {sorted(want)}")
+            for k in n.options:
+                if k not in spec.options:
+                    raise ValueError(f"node {n.name!r} ({n.stage}): unknown option {k!r}; "
+                                     f"valid options: {sorted(spec.options) or 'none'}")
+            if n.stage == "skin":
+                m = n.options.get("method", "lbs")
+                if m not in SKIN_METHODS:
+                    raise ValueError(f"node {n.name!r}: skin method {m!r}; valid: {SKIN_METHODS}")
+                mode = n.options.get("mode", "bind")
+                if mode not in SKIN_MODES:
+                    raise ValueError(f"node {n.name!r}: skin mode {mode!r}; valid: {SKIN_MODES}")
+                if mode == "differential" and m == "irs":
+                    raise ValueError(f"node {n.name!r}: IRS is a direct method and has no differential mode; "
+                                     f"use method in ('lbs', 'dqs', 'rigid') or mode='bind'")
+            if n.stage == "skin" and n.options.get("blend", "nlerp") not in ("nlerp", "matrix"):
+                raise ValueError(f"node {n.name!r}: IRS blend {n.options['blend']!r}; valid: 'nlerp', 'matrix'")
+            if n.stage == "spring":
+                ce = n.options.get("check_every", 1)
+                if not isinstance(ce, int) or isinstance(ce, bool) or not 1 <= ce <= 1000:
+                    raise ValueError(f"node {n.name!r}: check_every must be an integer in [1, 1000], got {ce!r}")
+            if n.stage == "vertex_normals" and n.options.get("crease_angle") is not None:
+                a = n.options["crease_angle"]
+                if not isinstance(a, (int, float)) or not (0.0 <= float(a) <= 3.141592653589793):
+                    raise ValueError(f"node {n.name!r}: crease_angle must be in [0, pi] radians, got {a!r}")
+        domains = self.resource_domains()
+        for n in self.nodes:
+            spec = STAGES[n.stage]
+            for port, res in n.inputs.items():
+                base = res.removesuffix(PREVIOUS)
+                if base not in domains:
+                    raise ValueError(f"node {n.name!r} reads {res!r}, which no node writes "
+                                     f"(written: {sorted(domains)})")
+                if domains[base] != spec.inputs[port]:
+                    raise ValueError(f"node {n.name!r} port {port!r} takes a {spec.inputs[port]} resource; "
+                                     f"{base!r} is a {domains[base]} resource")
+        for key, res in self.outputs.items():
+            if key not in ("positions", "normals"):
+                raise ValueError(f"graph output {key!r}: valid outputs are 'positions' and 'normals'")
+            if domains.get(res) != "display":
+                raise ValueError(f"graph output {key}={res!r} must be a display resource written by a node")
+        _ = self.order()  # raises on cycles
+
+    def resource_domains(self) -> dict[str, str]:
+        """Every resource with its domain; raises ValueError if a resource has two writers."""
+        out: dict[str, str] = {BIND: "control"}
+        writer: dict[str, str] = {}
+        for n in self.nodes:
+            for port, res in n.outputs.items():
+                if PREVIOUS in res or res == BIND:
+                    raise ValueError(f"node {n.name!r} cannot write {res!r} (reserved name)")
+                if res in writer:
+                    raise ValueError(f"resource {res!r} is written by both {writer[res]!r} and {n.name!r}")
+                writer[res] = n.name
+                out[res] = STAGES[n.stage].outputs[port]
+        return out
+
+    def order(self) -> list[NodeConfig]:
+        """Nodes in execution order: writers before same-frame readers, else declaration order."""
+        writer = {res: n.name for n in self.nodes for res in n.outputs.values()}
+        deps = {n.name: {writer[r] for r in n.inputs.values() if PREVIOUS not in r and r in writer}
+                for n in self.nodes}
+        # a node reading X@previous must run before X is overwritten this frame (write-after-read)
+        for n in self.nodes:
+            for r in n.inputs.values():
+                if r.endswith(PREVIOUS):
+                    w = writer.get(r.removesuffix(PREVIOUS))
+                    if w is not None and w != n.name:
+                        deps[w].add(n.name)
+        done: list[NodeConfig] = []
+        left = list(self.nodes)
+        while left:
+            ready = [n for n in left if deps[n.name] <= {d.name for d in done}]
+            if not ready:
+                raise ValueError(f"the deformer graph has a cycle among {[n.name for n in left]}; "
+                                 f"read 'name{PREVIOUS}' to feed a result back into the next frame")
+            done.append(ready[0])
+            left.remove(ready[0])
+        return done
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    node: NodeConfig
+    barrier_before: int  # GL barrier bits issued before this node runs (0: none)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the graph executes per frame: ordered steps with their barriers, the final barrier for the
+    renderer, the resources read at ``@previous`` (kept across frames) and each resource's domain."""
+
+    steps: tuple[PlanStep, ...]
+    final_barrier: int
+    feedback: tuple[str, ...]
+    domains: dict[str, str]
+    outputs: dict[str, str]
+
+
+def plan(config: GraphConfig) -> Plan:
+    """Derive execution order and barrier bits from the node declarations (see the module docstring)."""
+    config.validate()
+    domains = config.resource_domains()
+    steps = []
+    dirty: set[str] = set()  # written since the last barrier
+    read_prev: set[str] = set()  # read at @previous since the last barrier
+    for n in config.order():
+        # a @previous read of a resource rewritten this frame needs no barrier (it was written last frame and a
+        # barrier ended that frame), a same-frame read of a dirty resource does
+        need = {r for r in n.inputs.values() if PREVIOUS not in r} & dirty
+        # write-after-read: overwriting a resource a @previous reader used since the last barrier
+        war = set(n.outputs.values()) & read_prev
+        bits = COMPUTE_READ_BITS if (need or war) else 0
+        if bits:
+            dirty.clear()
+            read_prev.clear()
+        steps.append(PlanStep(n, bits))
+        dirty |= set(n.outputs.values())
+        read_prev |= {r.removesuffix(PREVIOUS) for r in n.inputs.values() if r.endswith(PREVIOUS)}
+    feedback = tuple(sorted({r.removesuffix(PREVIOUS) for n in config.nodes for r in n.inputs.values()
+                             if r.endswith(PREVIOUS)}))
+    # outputs are read by the renderer; feedback resources by the next frame's compute stages
+    final = RENDER_READ_BITS | (COMPUTE_READ_BITS if dirty else 0)
+    return Plan(tuple(steps), final, feedback, domains, dict(config.outputs))
+
+
+# ---- the built-in graphs ----------------------------------------------------------------------------------
+def _normals_tail(source: str) -> list[dict[str, Any]]:
+    return [
+        {"name": "copy", "stage": "copy", "inputs": {"source": source}, "outputs": {"target": "positions"}},
+        {"name": "face_normals", "stage": "face_normals", "inputs": {"positions": "positions"},
+         "outputs": {"target": "face_normals"}},
+        {"name": "vertex_normals", "stage": "vertex_normals",
+         "inputs": {"positions": "positions", "faces": "face_normals"}, "outputs": {"target": "normals"}},
+    ]
+
+
+def default_config(method: str = "spring", *, skin: str | None = None) -> GraphConfig:
+    """The built-in graphs.
+
+    ``method`` in lbs | dqs | rigid | irs: skin -> copy -> face normals -> vertex normals (no springs).
+    ``method == "spring"``: skin (``skin``, default rigid, as the research initialises springs) -> spring
+    -> copy -> normals. ``method == "spring-feedback"``: the frame-dependent loop: differential skinning of
+    the previous frame's spring result -> spring -> copy -> normals.
+    """
+    valid = SKIN_METHODS + ("spring", "spring-feedback")
+    if method not in valid:
+        raise ValueError(f"graph method {method!r}; valid: {valid}")
+    if method in SKIN_METHODS:
+        nodes = [{"name": "skin", "stage": "skin", "inputs": {"source": BIND}, "outputs": {"target": "skinned"},
+                  "options": {"method": method, "mode": "bind"}}] + _normals_tail("skinned")
+        return GraphConfig.from_dict({"name": method, "nodes": nodes})
+    skin_method = skin or "rigid"
+    if method == "spring":
+        nodes = [{"name": "skin", "stage": "skin", "inputs": {"source": BIND}, "outputs": {"target": "skinned"},
+                  "options": {"method": skin_method, "mode": "bind"}}]
+    else:
+        nodes = [{"name": "skin", "stage": "skin", "inputs": {"source": "deformed" + PREVIOUS},
+                  "outputs": {"target": "skinned"}, "options": {"method": skin_method, "mode": "differential"}}]
+    nodes.append({"name": "spring", "stage": "spring", "inputs": {"source": "skinned"},
+                  "outputs": {"target": "deformed"}})
+    return GraphConfig.from_dict({"name": method, "nodes": nodes + _normals_tail("deformed")})

@@ -1,0 +1,193 @@
+"""Set-up data of the GPU spring and IRS stages, taken from the numpy references (one definition of the maths).
+
+* :func:`spring_params` normalises the ``spring=`` argument of ``DeformerGraph.add_mesh`` to a validated
+  :class:`engine.skinning.springs.SpringParams`;
+* :func:`rest_arrays` runs the reference's ``build_rest`` (bind edge lengths, scale-vector length differences and
+  angles, torsion pair weights, bone angles, |s| floors) and lays it out per CSR slot / per control point as
+  the shaders read it (float32);
+* :func:`fill_record` writes the per-instance spring fields of ``DeformInstance`` (stiffness with their
+  switches applied, thresholds in scene units exactly as ``SpringDeformer`` derives them);
+* :func:`irs_arrays` precomputes the eq. 14 weights (p_w, c_w) and the bind distance to the skeleton d0 per
+  control point, and :func:`irs_bend_quats` the per-frame bend quaternions per bone, as ``skinning.irs`` does.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from engine.skinning import gpu_layouts as L
+from engine.skinning.binding import nearest_bone
+from engine.anim.quat import from_matrix as quat_from_matrix
+from engine.skinning.skinning import bend_refs as _bend_refs
+from engine.skinning.springs import SpringParams, build_rest
+from engine.skinning.types import Binding, MeshTopology, bone_endpoints
+
+
+def spring_params(spring: Any) -> SpringParams:
+    """None -> defaults; a dict -> SpringParams.from_dict; a SpringParams -> validated copy."""
+    if spring is None:
+        return SpringParams().validate()
+    if isinstance(spring, SpringParams):
+        return spring.validate()
+    if isinstance(spring, dict):
+        return SpringParams.from_dict(spring)
+    raise TypeError(f"spring must be a SpringParams, a dict or None, got {type(spring).__name__}")
+
+
+def mesh_scales(topology: MeshTopology) -> tuple[float, float, float]:
+    """(AABB smallest positive extent, bbox diagonal (1 if 0), tiny) of the control points, as the reference."""
+    x = np.asarray(topology.positions, np.float64)
+    ext = x.max(0) - x.min(0) if x.shape[0] else np.ones(3)
+    pos = ext[ext > 0.0]
+    aabb_min = float(pos.min()) if pos.size else 1.0
+    diag = float(np.linalg.norm(ext)) or 1.0
+    raw_diag = float(np.linalg.norm(ext)) if x.shape[0] else 1.0
+    tiny = 1e-12 * max(raw_diag, 1e-30)
+    return aabb_min, diag, tiny
+
+
+def rest_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(rest (H,4) per CSR slot: rest_len, rest_dlen, rest_angle, w_t; vstatic (V,8): s_dir xyz, r, bone_angle,
+    s_floor, 0, 0). Zeros without a binding (no spring stage then)."""
+    v = topology.n_control
+    h = int(topology.adj_index.shape[0])
+    rest = np.zeros((h, 4), np.float32)
+    vstatic = np.zeros((v, 8), np.float32)
+    if binding is None or v == 0:
+        return rest, vstatic
+    r = build_rest(topology, binding, bind_joints)
+    # slot h of the reference is (rows[h], cols[h]) in row order; place it at its CSR position
+    count = np.asarray(topology.adj_count, np.int64)
+    start = np.cumsum(count) - count
+    local = np.arange(r.rows.shape[0]) - np.repeat(start, count)
+    flat = np.asarray(topology.adj_offset, np.int64)[r.rows] + local
+    rest[flat] = np.stack([r.rest_len, r.rest_dlen, r.rest_angle, r.w_t], 1)
+    vstatic[:, :3] = r.s_dir
+    vstatic[:, 3] = r.r
+    vstatic[:, 4] = r.bone_angle
+    vstatic[:, 5] = r.s_floor
+    return rest, vstatic
+
+
+def fill_record(rec: np.ndarray, params: SpringParams, topology: MeshTopology) -> None:
+    """Write the spring fields of one DeformInstance record."""
+    aabb_min, diag, tiny = mesh_scales(topology)
+    p = params
+    flags = 0
+    for bit, name in ((L.SPRING_EDGE, "k_s"), (L.SPRING_LENGTH, "k_l"), (L.SPRING_BONE, "k_b"),
+                      (L.SPRING_TORSION, "k_t"), (L.SPRING_EDIT, "k_e"), (L.SPRING_RADIAL, "k_r")):
+        if p.stiffness(name):
+            flags |= bit
+    if p.integrator == "semi_implicit":
+        flags |= L.FLAG_SEMI_IMPLICIT
+    if p.bone_mode == "cone":
+        flags |= L.FLAG_BONE_CONE
+    if p.mode == "dependent" and p.integrator == "semi_implicit":
+        flags |= L.FLAG_KEEP_VELOCITY
+    thr_d = aabb_min * p.displacement_rel
+    rec["flags"] = flags
+    rec["max_iterations"] = int(p.max_iterations)
+    rec["scheme"] = L.SCHEMES[p.convergence]
+    rec["dt"] = p.dt
+    rec["thr_disp"] = thr_d
+    rec["thr_force"] = p.force_tol if p.force_tol is not None else thr_d / p.dt
+    rec["limit"] = p.divergence_rel * diag
+    rec["tiny"] = tiny
+    rec["handle_weight"] = p.handle_weight
+    rec["damping"] = p.damping
+    rec["energy_rtol"] = p.energy_rtol
+    rec["k"] = [p.stiffness("k_s"), p.stiffness("k_l"), p.stiffness("k_t"), p.stiffness("k_b")]
+    rec["k2"] = [p.stiffness("k_r"), p.stiffness("k_e"), 0.0, 0.0]
+
+
+def _influence(value: Any, nj: int, name: str) -> np.ndarray:
+    arr = np.asarray(value, np.float64)
+    if arr.ndim == 0:
+        arr = np.full(nj, float(arr))
+    if arr.shape != (nj,) or not np.all((arr >= 0) & (arr <= 1)):
+        raise ValueError(f"IRS {name} must be a scalar or ({nj},) values in [0, 1], got {value!r}")
+    return arr
+
+
+def irs_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: np.ndarray,
+               influence: Any = (0.5, 0.5)) -> tuple[np.ndarray, np.ndarray]:
+    """(irs (V,4): p_w, c_w (eq. 14), 0, 0; d0 (V,): bind distance of each control point to the skeleton)."""
+    v = topology.n_control
+    out = np.zeros((v, 4), np.float32)
+    d0 = np.zeros(v, np.float32)
+    if binding is None or v == 0:
+        return out, d0
+    nj = bind_joints.shape[0]
+    try:
+        pi_val, ci_val = influence
+    except (TypeError, ValueError):
+        raise ValueError(f"IRS influence must be a pair (p_i, c_i), got {influence!r}") from None
+    p_inf = _influence(pi_val, nj, "influence p_i").astype(np.float32)
+    c_inf = _influence(ci_val, nj, "influence c_i").astype(np.float32)
+    bones = binding.bones
+    b = binding.bone
+    t = binding.t.astype(np.float64)
+    pi_b = p_inf[bones.parent_joint][b].astype(np.float64)
+    ci_b = c_inf[np.maximum(bones.child_joint, 0)][b].astype(np.float64)
+    pw = np.zeros_like(t)
+    np.divide(t, pi_b, out=pw, where=pi_b > 0)
+    pw = np.where(pi_b > 0, np.clip(1.0 - pw, 0.0, 1.0), 0.0)
+    cw = np.zeros_like(t)
+    np.divide(t - ci_b, 1.0 - ci_b, out=cw, where=ci_b < 1)
+    cw = np.where(ci_b < 1, np.clip(cw, 0.0, 1.0), 0.0)
+    cw = np.where(bones.child_joint[b] >= 0, cw, 0.0)
+    out[:, 0] = pw
+    out[:, 1] = cw
+    pb, cb = bone_endpoints(bones, np.asarray(bind_joints, np.float32))
+    _, _, d0 = nearest_bone(binding.attach + binding.scale, pb, cb)
+    return out, d0.astype(np.float32)
+
+
+def bend_refs(binding: Binding, bind_joints: np.ndarray, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per bone, the reference joints of the bend at its parent and child ends (skinning.irs's rule)."""
+    return _bend_refs(binding.bones, bind_joints, parents)
+
+
+def irs_bend_quats(rot: np.ndarray, binding: Binding, start_ref: np.ndarray, end_ref: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per-bone bend quaternions (q_start, q_end) (B,4) xyzw, w >= 0, from joint rotations rot (J,3,3)."""
+    q_joint = quat_from_matrix(rot)
+    bones = binding.bones
+    q_par = q_joint[bones.parent_joint]
+    ident = np.array([0.0, 0.0, 0.0, 1.0])
+    conj = np.array([-1.0, -1.0, -1.0, 1.0])
+    q_start = np.where((start_ref >= 0)[:, None], _qmul(q_par, q_joint[np.maximum(start_ref, 0)] * conj), ident)
+    q_end = np.where((end_ref >= 0)[:, None], _qmul(q_joint[np.maximum(end_ref, 0)], q_par * conj), ident)
+    q_start[q_start[:, 3] < 0] *= -1.0
+    q_end[q_end[:, 3] < 0] *= -1.0
+    return q_start.astype(np.float32), q_end.astype(np.float32)
+
+
+def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    av, aw = a[..., :3], a[..., 3:]
+    bv, bw = b[..., :3], b[..., 3:]
+    return np.concatenate([aw * bv + bw * av + np.cross(av, bv), aw * bw - (av * bv).sum(-1, keepdims=True)], -1)
+
+
+def dual_quats(mats: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per joint (qr (J,4), qd (J,4), stretch (J,4,4)) of skin matrices as skinning.dqs splits them: polar
+    M[:3,:3] = R S, qr = quat(R), qd = 0.5 (t, 0) qr; stretch is exactly the identity when every S is within
+    1e-6 of it (the reference then skips the stretch blend)."""
+    m = np.asarray(mats, np.float64)
+    a = m[:, :3, :3]
+    u, _, vt = np.linalg.svd(a)
+    det = np.linalg.det(u @ vt)
+    u = u.copy()
+    u[:, :, 2] *= np.where(det < 0, -1.0, 1.0)[:, None]
+    r = u @ vt
+    s = np.swapaxes(r, 1, 2) @ a
+    s = 0.5 * (s + np.swapaxes(s, 1, 2))
+    qr = quat_from_matrix(r).astype(np.float32)
+    t = np.concatenate([m[:, :3, 3], np.zeros((m.shape[0], 1))], 1)
+    qd = (0.5 * _qmul(t, qr.astype(np.float64))).astype(np.float32)
+    stretch = np.broadcast_to(np.eye(4), m.shape).copy()
+    if not np.allclose(s, np.eye(3), atol=1e-6):
+        stretch[:, :3, :3] = s.astype(np.float32)
+    return qr, qd, stretch

@@ -1,0 +1,219 @@
+"""Dispatch code of each deformer-graph stage (what one node of a plan does on the GPU).
+
+Control-domain stages (skin, spring) run once per batch over the pooled buffers: one dispatch per stage, and
+per spring iteration one indirect dispatch plus the one-work-group convergence check. Display-domain stages
+(copy, face normals, vertex normals) run per mesh on that mesh's own buffers. Binding points come from
+:data:`engine.skinning.gpu_layouts.BINDINGS` (one table shared with the shaders through defines).
+
+Spring buffers: ``spring_s0`` holds the initial state x_0 (skinned positions, initial velocities); dispatch n
+reads x_n (S0 for n = 0, else ring[(n - 1) % 3]) and writes x_{n+1} to ring[n % 3]. Three ring buffers keep
+x_{n-1} intact while dispatch n runs, so the energy scheme can still reject the last step. ``resolve`` copies
+each instance's accepted state (by its GPU-side iteration count) into the stage's target.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import moderngl
+
+from engine.render.layouts import LOCAL_SIZE
+from engine.skinning import gpu_layouts as L
+from engine.skinning.gpu_plan import BIND, COMMAND_BARRIER_BIT, PREVIOUS, SHADER_STORAGE_BARRIER_BIT, NodeConfig
+
+if TYPE_CHECKING:
+    from engine.skinning.graph import DeformerGraph, _Batch
+
+_DEFINES_CACHE: dict[tuple, dict[str, object]] = {}
+
+
+def program(graph: "DeformerGraph", name: str, extra: dict[str, object] | None = None) -> moderngl.ComputeShader:
+    """Compute shader ``shaders/deform/<name>.comp`` with the bindings/constants it mentions plus ``extra``."""
+    path = f"deform/{name}.comp"
+    key = (id(graph.programs), path, tuple(sorted((extra or {}).items())))
+    defines = _DEFINES_CACHE.get(key)
+    if defines is None:
+        text = graph.programs.library.load(path, dict(extra or {}), strict=False).text
+        defines = L.defines_for(text, extra)
+        _DEFINES_CACHE[key] = defines
+    return graph.programs.get_compute(path, defines)
+
+
+def _set(cs: moderngl.ComputeShader, name: str, value: Any) -> None:
+    u = cs.get(name, None)
+    if u is not None:  # a uniform the compiler optimised away needs no value
+        u.value = value
+
+
+def _bind(buf: moderngl.Buffer, point: str) -> None:
+    buf.bind_to_storage_buffer(L.BINDINGS[point])
+
+
+def _control(batch: "_Batch", resource: str) -> tuple[moderngl.Buffer, bool]:
+    """(buffer, indexed like the static pool) of a control-domain resource read."""
+    base = resource.removesuffix(PREVIOUS)
+    if base == BIND:
+        return batch.buffers["s_bind"], True
+    return batch.buffers["d_" + base], False
+
+
+def _bind_common(batch: "_Batch") -> None:
+    _bind(batch.buffers["instances"], "B_INSTANCES")
+    _bind(batch.buffers["groups"], "B_GROUPS")
+
+
+def run_node(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> None:
+    {"skin": run_skin, "spring": run_spring, "copy": run_copy, "face_normals": run_face_normals,
+     "vertex_normals": run_vertex_normals}[node.stage](graph, batch, node)
+
+
+# ---- control-domain stages (batched) ---------------------------------------------------------------------
+def run_skin(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> None:
+    o = node.options
+    method = o.get("method", "lbs")
+    cs = program(graph, "skin", {
+        "METHOD": L.METHOD_IDS[method],
+        "SKIN_DIFFERENTIAL": int(o.get("mode", "bind") == "differential"),
+        "IRS_BLEND_MATRIX": int(o.get("blend", "nlerp") == "matrix"),
+        "IRS_LENGTH_CORRECTION": int(bool(o.get("length_correction", False))),
+    })
+    b = batch.buffers
+    src, static = _control(batch, node.inputs["source"])
+    _bind_common(batch)
+    _bind(src, "B_SRC")
+    _bind(b["d_" + node.outputs["target"]], "B_DST")
+    for name, point in (("s_joint_ids", "B_JOINT_IDS"), ("s_weights", "B_WEIGHTS"), ("joints", "B_JOINTS"),
+                        ("bones", "B_BONES"), ("s_attach", "B_ATTACH"), ("s_scale", "B_SCALE"),
+                        ("s_bone_of", "B_BONE_OF"), ("s_irs", "B_IRS")):
+        _bind(b[name], point)
+    _set(cs, "u_source_static", int(static))
+    cs.run(batch.total_groups)
+
+
+def spring_dispatches(batch: "_Batch") -> int:
+    """Spring dispatches per frame: the largest iteration cap (+1 evaluation dispatch for the energy scheme)."""
+    n = 0
+    for inst in batch.instances:
+        p = inst.params
+        n = max(n, int(p.max_iterations) + (1 if p.convergence == "energy" else 0))
+    return n
+
+
+def run_spring(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> None:
+    b = batch.buffers
+    ctx = graph.ctx
+    src, static = _control(batch, node.inputs["source"])
+    if static:
+        raise ValueError(f"spring node {node.name!r} reads {node.inputs['source']!r}; it needs a skinned "
+                         "control resource (put a skin node before it)")
+    target = b["d_" + node.outputs["target"]]
+    check_every = int(node.options.get("check_every", 1))
+    n_inst = len(batch.instances)
+    _bind_common(batch)
+    # 1. per-frame set-up: posed attachments, bone references, x_0
+    frame_cs = program(graph, "spring_frame")
+    for name, point in (("bones", "B_BONES"), ("s_attach", "B_ATTACH"), ("s_bone_of", "B_BONE_OF"),
+                        ("s_vstatic", "B_VSTATIC"), ("spring_vel", "B_VEL"), ("spring_frame", "B_FRAME"),
+                        ("spring_s0", "B_DST")):
+        _bind(b[name], point)
+    _bind(src, "B_SKINNED")
+    frame_cs.run(batch.total_groups)
+    # 2. reset the convergence state; every work group active
+    conv = program(graph, "converge")
+    for name, point in (("status", "B_STATUS"), ("partials", "B_PARTIALS"), ("active", "B_ACTIVE"),
+                        ("indirect", "B_INDIRECT")):
+        _bind(b[name], point)
+    _set(conv, "u_n_instances", n_inst)
+    _set(conv, "u_n_groups", batch.total_groups)
+    _set(conv, "u_mode", 0)
+    _set(conv, "u_done", 0)
+    conv.run(1)
+    ctx.memory_barrier(SHADER_STORAGE_BARRIER_BIT | COMMAND_BARRIER_BIT)
+    # 3. iterations: indirect dispatches (zero groups once every instance stopped), checks every k
+    spring = program(graph, "spring")
+    for name, point in (("spring_frame", "B_FRAME"), ("s_vstatic", "B_VSTATIC"), ("s_adj", "B_ADJ"),
+                        ("s_adj_index", "B_ADJ_INDEX"), ("s_rest", "B_REST"), ("edit", "B_EDIT")):
+        _bind(b[name], point)
+    ring = (b["spring_r0"], b["spring_r1"], b["spring_r2"])
+    n_total = spring_dispatches(batch)
+    _set(conv, "u_mode", 1)
+    for n in range(n_total):
+        _bind(b["spring_s0"] if n == 0 else ring[(n - 1) % 3], "B_SRC")
+        _bind(ring[n % 3], "B_DST")
+        last = n == n_total - 1
+        check = (n + 1) % check_every == 0 or last
+        _set(spring, "u_iteration", n)
+        _set(spring, "u_record", int(check))
+        spring.run_indirect(b["indirect"])
+        if check:
+            ctx.memory_barrier(SHADER_STORAGE_BARRIER_BIT)
+            _set(conv, "u_done", n + 1)
+            conv.run(1)
+            ctx.memory_barrier(SHADER_STORAGE_BARRIER_BIT | COMMAND_BARRIER_BIT)
+        else:
+            ctx.memory_barrier(SHADER_STORAGE_BARRIER_BIT)
+    batch.iterations_run = n_total
+    # 4. resolve: the accepted state of each instance -> target (+ velocities for the next frame)
+    res = program(graph, "resolve")
+    _bind(b["spring_s0"], "B_SRC")
+    _bind(ring[0], "B_RING0")
+    _bind(ring[1], "B_RING1")
+    _bind(ring[2], "B_RING2")
+    _bind(target, "B_DST")
+    _bind(b["spring_vel"], "B_VEL")
+    res.run(batch.total_groups)
+
+
+# ---- display-domain stages (per mesh) --------------------------------------------------------------------
+def _groups(n: int) -> int:
+    return max(1, math.ceil(n / LOCAL_SIZE))
+
+
+def run_copy(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> None:
+    cs = program(graph, "copy")
+    src, static = _control(batch, node.inputs["source"])
+    _bind(src, "B_SRC")
+    _bind(batch.buffers["s_map"], "B_MAP")
+    for inst in batch.instances:
+        sb = batch.static_bases[id(inst.asset)]
+        nd = inst.asset.topology.n_display
+        _bind(inst.display[node.outputs["target"]], "B_DST")
+        _set(cs, "u_src_base", sb["control"] if static else inst.dyn_base)
+        _set(cs, "u_map_base", sb["display"])
+        _set(cs, "u_n_display", nd)
+        cs.run(_groups(nd))
+
+
+def run_face_normals(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> None:
+    cs = program(graph, "face_normals")
+    _bind(batch.buffers["s_tris"], "B_TRIS")
+    for inst in batch.instances:
+        sb = batch.static_bases[id(inst.asset)]
+        nt = int(inst.asset.topology.display_triangles.shape[0])
+        _bind(inst.display[node.inputs["positions"]], "B_SRC")
+        _bind(inst.display[node.outputs["target"]], "B_FACES")
+        _set(cs, "u_tri_base", sb["tri"])
+        _set(cs, "u_n_tris", nt)
+        cs.run(_groups(nt))
+
+
+def run_vertex_normals(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> None:
+    cs = program(graph, "vertex_normals")
+    b = batch.buffers
+    for name, point in (("s_map", "B_MAP"), ("s_dface", "B_DFACE"), ("s_dface_index", "B_DFACE_INDEX"),
+                        ("s_cface", "B_CFACE"), ("s_cface_index", "B_CFACE_INDEX")):
+        _bind(b[name], point)
+    crease = node.options.get("crease_angle")
+    cos_crease = -4.0 if crease is None else math.cos(float(crease)) - 1e-9
+    _set(cs, "u_cos_crease", cos_crease)
+    for inst in batch.instances:
+        sb = batch.static_bases[id(inst.asset)]
+        nd = inst.asset.topology.n_display
+        _bind(inst.display[node.inputs["faces"]], "B_FACES")
+        _bind(inst.display[node.outputs["target"]], "B_DST")
+        _set(cs, "u_n_display", nd)
+        _set(cs, "u_map_base", sb["display"])
+        _set(cs, "u_ctrl_base", sb["control"])
+        _set(cs, "u_dface_base", sb["dface"])
+        _set(cs, "u_cface_base", sb["cface"])
+        cs.run(_groups(nd))

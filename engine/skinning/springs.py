@@ -1,0 +1,693 @@
+"""Spring deformer: numpy reference of the research's spring-based skinning (ch. 4.2, eqs. 21-23, Algorithm 1,
+and eq. 22 with the surface-edit force F_e of ch. 5.2).
+
+One frame: skin the control points (attachment-rigid by default, or LBS/DQS through a caller's skinner), then
+iterate `spring_step` until the convergence scheme says stop. Every vertex i has a posed attachment point a_i on
+its bone and a scale vector s_i = v_i - a_i. The forces, each Hooke-like in the form of eq. 21,
+F(i) = sum_j k(i,j) (Delta(i,j)_current - Delta(i,j)_bind), are:
+
+  F_s  edge springs: Delta = |v_j - v_i|, along the edge (over- and under-stretch of the surface)
+  F_l  scale-vector length springs: Delta = |s_i| - |s_j|, along -s_i (keeps the offset profile from the bone)
+  F_t  torsion springs between adjacent scale vectors: Delta = angle(s_i, s_j). The torque
+       tau = k_t w_ij (theta - theta_bind) becomes a linear force of magnitude |tau| / |s_i| orthogonal to s_i,
+       towards s_j when the angle is too wide (away when too narrow). w_ij = min(r_i, r_j)^2 with r the bind
+       lengths |s| is the per-pair coefficient k(i,j) of eq. 21: it makes k_t scale-free (its linear stiffness
+       is ~k_t like the others, in any unit system) and keeps torque small for vertices sitting on the bone.
+  F_b  bone springs: Delta = angle between s_i and a bone reference direction, torque k_b r_i^2 Delta turned
+       into |tau|/|s_i| orthogonal to s_i, opposite the angular displacement. bone_mode "frame" (default) uses
+       the bind direction of s_i carried by the bone's rotation (rest angle 0), which also holds the twist about
+       the bone; "cone" uses the bone run c - p with the bind angle (the research's literal wording; it leaves
+       the spin about the bone free, so a twisted limb can unwind).
+  F_r  (extension, k_r = 0 gives the research's exact force set) radial offset spring holding |s_i| at its bind length r_i.
+  F_e  surface edits: sum over edits of k_e k_edit w_edit (v'_i - v_i) (see edits.py).
+
+As in Algorithm 1 the neighbour forces (F_t, F_l, F_s) of a vertex that is a kinematic handle of an active edit
+are multiplied by `handle_weight`, then F_e is added, then the per-vertex bone (and radial) forces. The
+position update is eq. 23, v += dt F ("explicit"), or semi-implicit Euler with velocity damping.
+
+All forces are minus the gradient of the spring energy E = sum_edges 1/2 k (Delta - Delta_bind)^2 + ... (up to
+the handle weighting and the |s| floor below), which gives the "energy" convergence scheme and the stability
+bound: for the explicit update dt * lambda_max < 1, lambda_max bounded per vertex by Gershgorin from the
+per-pair stiffnesses (`safe_range`). Denominators |s_i| are floored at S_FLOOR * r_i.
+
+GPU contract: `spring_step` is a pure function of arrays. Per vertex i it reads x_i, vel_i, a_i, bone_ref_i,
+r_i, bone_angle_i, s_floor_i, the edit terms (K_i, C_i) and, for each CSR slot of i (adj_offset/adj_count,
+neighbour j = adj_index), x_j, a_j, r_j and the slot's rest_len, rest_dlen, rest_angle, w_t. It writes the new
+x_i, vel_i and the net force. The numpy reference computes in float64; a float32 shader matches it within
+tolerance.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Callable
+
+import numpy as np
+
+from engine.skinning.edits import EditStack, EditTerms
+from engine.skinning.types import Binding, MeshTopology, bone_endpoints
+
+__all__ = [
+    "INTEGRATORS", "CONVERGENCE_SCHEMES", "MODES", "INITIAL_SKINNING", "BONE_MODES", "S_FLOOR",
+    "SpringParams", "SpringRest", "PoseFrame", "SpringStats", "SpringState", "SpringDeformer",
+    "csr_slots", "build_rest", "joint_rotations", "pose_frame", "spring_forces", "integrate", "spring_step",
+    "safe_range",
+]
+
+INTEGRATORS = ("explicit", "semi_implicit")
+CONVERGENCE_SCHEMES = ("iterations", "displacement", "force", "energy")
+MODES = ("independent", "dependent")
+INITIAL_SKINNING = ("rigid", "lbs", "dqs")
+BONE_MODES = ("frame", "cone")
+S_FLOOR = 0.5  # |s_i| denominators are floored at S_FLOOR * r_i (bind length)
+_SIN_EPS = 1e-9  # below this sine, the rotation direction of a torsion force is undefined: no force
+
+_INF = math.inf
+# name -> (low, high, low inclusive, high inclusive, integer)
+_NUMERIC_RANGES: dict[str, tuple[float, float, bool, bool, bool]] = {
+    "k_s": (0.0, _INF, True, False, False),
+    "k_l": (0.0, _INF, True, False, False),
+    "k_t": (0.0, _INF, True, False, False),
+    "k_b": (0.0, _INF, True, False, False),
+    "k_r": (0.0, _INF, True, False, False),
+    "k_e": (0.0, _INF, True, False, False),
+    "dt": (0.0, 10.0, False, True, False),
+    "damping": (0.0, 1.0, True, False, False),
+    "max_iterations": (1, 100_000, True, True, True),
+    "displacement_rel": (0.0, 1.0, False, False, False),
+    "force_tol": (0.0, _INF, False, False, False),
+    "energy_rtol": (0.0, 1.0, True, False, False),
+    "handle_weight": (0.0, 1.0, True, True, False),
+    "divergence_rel": (0.0, _INF, False, False, False),
+}
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "integrator": INTEGRATORS,
+    "convergence": CONVERGENCE_SCHEMES,
+    "mode": MODES,
+    "initial_skinning": INITIAL_SKINNING,
+    "bone_mode": BONE_MODES,
+}
+_STIFFNESS = ("k_s", "k_l", "k_t", "k_b", "k_r", "k_e")
+_SWITCH = {"k_s": "use_s", "k_l": "use_l", "k_t": "use_t", "k_b": "use_b", "k_r": "use_r", "k_e": "use_e"}
+
+
+def _range_text(lo: float, hi: float, lo_inc: bool, hi_inc: bool) -> str:
+    return f"{'[' if lo_inc else '('}{lo:g}, {hi:g}{']' if hi_inc else ')'}"
+
+
+@dataclass(frozen=True)
+class SpringParams:
+    """Parameters of the spring deformer. Stiffnesses are per unit mass (accelerations per metre or radian).
+
+    Defaults follow the research: dt = 1/30, at most 50 iterations, stop early when the largest position
+    change falls below AABB_min_extent * 1e-4; rigid initial skinning; frame-independent mode.
+    """
+
+    k_s: float = 0.5
+    k_l: float = 0.25
+    k_t: float = 0.5
+    k_b: float = 0.25
+    k_r: float = 1.0
+    k_e: float = 1.0
+    use_s: bool = True
+    use_l: bool = True
+    use_t: bool = True
+    use_b: bool = True
+    use_r: bool = True
+    use_e: bool = True
+    dt: float = 1.0 / 30.0
+    integrator: str = "explicit"
+    damping: float = 0.1
+    max_iterations: int = 50
+    convergence: str = "displacement"
+    displacement_rel: float = 1e-4
+    force_tol: float | None = None  # None: displacement threshold / dt
+    energy_rtol: float = 1e-7
+    mode: str = "independent"
+    initial_skinning: str = "rigid"
+    bone_mode: str = "frame"
+    handle_weight: float = 0.5
+    divergence_rel: float = 0.25  # a step moving a vertex further than this x bbox diagonal is divergence
+
+    def validate(self) -> "SpringParams":
+        """Raise ValueError naming the first bad parameter, its value and the valid range; return self."""
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name.startswith("use_"):
+                if not isinstance(v, (bool, np.bool_)):
+                    raise ValueError(f"SpringParams.{f.name} = {v!r}; valid: true or false")
+            elif f.name in _CHOICES:
+                if v not in _CHOICES[f.name]:
+                    raise ValueError(f"SpringParams.{f.name} = {v!r}; valid: {', '.join(_CHOICES[f.name])}")
+            elif f.name in _NUMERIC_RANGES:
+                if f.name == "force_tol" and v is None:
+                    continue
+                lo, hi, lo_inc, hi_inc, integer = _NUMERIC_RANGES[f.name]
+                valid = _range_text(lo, hi, lo_inc, hi_inc)
+                kind = "an integer" if integer else "a number"
+                if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+                    raise ValueError(f"SpringParams.{f.name} = {v!r}; valid: {kind} in {valid}")
+                if integer and int(v) != v:
+                    raise ValueError(f"SpringParams.{f.name} = {v!r}; valid: {kind} in {valid}")
+                fv = float(v)
+                ok = math.isfinite(fv) and (fv >= lo if lo_inc else fv > lo) and (fv <= hi if hi_inc else fv < hi)
+                if not ok:
+                    raise ValueError(f"SpringParams.{f.name} = {v!r} is out of range; valid: {valid}")
+        return self
+
+    def replace(self, **changes: Any) -> "SpringParams":
+        """A validated copy with `changes` applied."""
+        return replace(self, **changes).validate()
+
+    def stiffness(self, name: str) -> float:
+        """Effective stiffness of force `name` ("k_s", ...): 0 when its switch is off."""
+        return float(getattr(self, name)) if getattr(self, _SWITCH[name]) else 0.0
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        if d["force_tol"] is None:
+            del d["force_tol"]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SpringParams":
+        """Build and validate from a dict; unknown keys raise ValueError listing the valid ones."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"unknown spring parameter(s) {unknown}; valid: {sorted(names)}")
+        return cls(**d).validate()
+
+
+@dataclass
+class SpringRest:
+    """Rest state recorded at bind (the spring deformer's "initialisation step"), all float64.
+
+    rows, cols (H,)  CSR slots: vertex rows[h] sees neighbour cols[h] (rows sorted; H = sum adj_count)
+    rest_len   (H,)  bind edge length |v_j - v_i|
+    rest_dlen  (H,)  bind |s_i| - |s_j|
+    rest_angle (H,)  bind angle between s_i and s_j (radians, [0, pi])
+    w_t        (H,)  torsion pair coefficient min(r_i, r_j)^2
+    r          (V,)  bind |s_i|
+    bone_angle (V,)  bind angle between s_i and its bone direction (cone mode); frame mode uses 0
+    s_dir      (V,3) bind unit scale vectors (frame mode reference, carried by the bone rotation)
+    s_floor    (V,)  floor of |s_i| in denominators
+    degree     (V,)  neighbour count
+    """
+
+    rows: np.ndarray
+    cols: np.ndarray
+    rest_len: np.ndarray
+    rest_dlen: np.ndarray
+    rest_angle: np.ndarray
+    w_t: np.ndarray
+    r: np.ndarray
+    bone_angle: np.ndarray
+    s_dir: np.ndarray
+    s_floor: np.ndarray
+    degree: np.ndarray
+    tiny: float
+
+    @property
+    def n_vertices(self) -> int:
+        return int(self.r.shape[0])
+
+
+@dataclass
+class PoseFrame:
+    """Per-vertex pose data for one frame: posed attachments (V,3), rotation of each vertex's bone relative to
+    bind (V,3,3), and the bone reference direction the bone springs pull towards (V,3, unit)."""
+
+    attach: np.ndarray
+    rot: np.ndarray
+    bone_ref: np.ndarray
+
+
+@dataclass
+class SpringStats:
+    """What one solve did. iterations: accepted position updates; reason: why it stopped."""
+
+    iterations: int = 0
+    converged: bool = False
+    diverged: bool = False
+    reason: str = ""
+    max_displacement: float = 0.0
+    max_force: float = 0.0
+    energy: float = 0.0
+    initial_energy: float = 0.0
+
+
+@dataclass
+class SpringState:
+    """Between-frame state: last output, velocities (semi-implicit) and the frame they belong to."""
+
+    positions: np.ndarray | None = None
+    velocities: np.ndarray | None = None
+    frame: PoseFrame | None = None
+    frames: int = 0
+    last: SpringStats = field(default_factory=SpringStats)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# pure array functions (the GPU contract)
+# ---------------------------------------------------------------------------------------------------------
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """Dot product of two 1-D arrays without BLAS (BLAS threads stall on a busy machine; this is tiny work)."""
+    return float(np.einsum("i,i->", a, b))
+
+
+def _norm(a: np.ndarray) -> np.ndarray:
+    return np.sqrt(np.einsum("...i,...i->...", a, a))
+
+
+def _unit(a: np.ndarray, tiny: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(unit vectors or 0, lengths, nonzero mask)."""
+    n = _norm(a)
+    nz = n > tiny
+    return a * (nz / np.where(nz, n, 1.0))[..., None], n, nz
+
+
+def _angle(u: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Angle between unit vectors u and w, the component of w orthogonal to u, and its length (sine)."""
+    cos = np.einsum("...i,...i->...", u, w)
+    perp = w - cos[..., None] * u
+    sin = _norm(perp)
+    return np.arctan2(sin, cos), perp, sin
+
+
+def csr_slots(adj_offset: np.ndarray, adj_count: np.ndarray, adj_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Flatten CSR adjacency into slot arrays (rows, cols): slot h is vertex rows[h] seeing cols[h]."""
+    count = np.asarray(adj_count, np.int64)
+    rows = np.repeat(np.arange(count.shape[0], dtype=np.int64), count)
+    start = np.cumsum(count) - count
+    local = np.arange(rows.shape[0], dtype=np.int64) - np.repeat(start, count)
+    flat = np.asarray(adj_offset, np.int64)[rows] + local
+    return rows, np.asarray(adj_index, np.int64)[flat]
+
+
+def build_rest(topology: MeshTopology, binding: Binding, bind_joints: np.ndarray) -> SpringRest:
+    """Record the bind-pose rest state: edge lengths, scale-vector lengths and angles, bone angles."""
+    x = np.asarray(topology.positions, np.float64)
+    s = np.asarray(binding.scale, np.float64)
+    diag = float(np.linalg.norm(x.max(0) - x.min(0))) if x.shape[0] else 1.0
+    tiny = 1e-12 * max(diag, 1e-30)
+    rows, cols = csr_slots(topology.adj_offset, topology.adj_count, topology.adj_index)
+    shat, r, nz = _unit(s, tiny)
+    theta, _, _ = _angle(shat[rows], shat[cols])
+    p, c = bone_endpoints(binding.bones, np.asarray(bind_joints, np.float64))
+    bdir, _, _ = _unit((c - p).astype(np.float64), tiny)
+    bone_angle, _, _ = _angle(shat, bdir[binding.bone])
+    rmin = np.minimum(r[rows], r[cols])
+    return SpringRest(
+        rows=rows, cols=cols,
+        rest_len=_norm(x[cols] - x[rows]),
+        rest_dlen=r[rows] - r[cols],
+        rest_angle=theta,
+        w_t=rmin * rmin,
+        r=r,
+        bone_angle=np.where(nz, bone_angle, 0.0),
+        s_dir=shat,
+        s_floor=np.maximum(S_FLOOR * r, tiny),
+        degree=np.asarray(topology.adj_count, np.int64),
+        tiny=tiny,
+    )
+
+
+def joint_rotations(bind_joints: np.ndarray, posed_joints: np.ndarray) -> np.ndarray:
+    """Rotation of every joint relative to bind, (J,3,3): the polar (closest rotation) factor of the 3x3 block
+    of posed @ inv(bind), so joint scale does not leak into the scale vectors."""
+    m = np.asarray(posed_joints, np.float64) @ np.linalg.inv(np.asarray(bind_joints, np.float64))
+    u, _, vt = np.linalg.svd(m[:, :3, :3])
+    d = np.sign(np.linalg.det(u @ vt))
+    u[:, :, 2] *= d[:, None]
+    return u @ vt
+
+
+def pose_frame(binding: Binding, bind_joints: np.ndarray, posed_joints: np.ndarray, rest: SpringRest,
+               bone_mode: str = "frame") -> PoseFrame:
+    """Posed attachments a_i = p + t_i (c - p), per-vertex bone rotations and bone reference directions."""
+    posed = np.asarray(posed_joints, np.float64)
+    p, c = bone_endpoints(binding.bones, posed)
+    p = p.astype(np.float64)
+    c = c.astype(np.float64)
+    b = binding.bone
+    t = np.asarray(binding.t, np.float64)[:, None]
+    attach = p[b] + t * (c[b] - p[b])
+    rot = joint_rotations(bind_joints, posed)[binding.bones.parent_joint][b]
+    if bone_mode == "frame":
+        ref = np.einsum("vij,vj->vi", rot, rest.s_dir)
+    else:
+        bdir, _, _ = _unit(c - p, rest.tiny)
+        ref = bdir[b]
+    return PoseFrame(attach=attach, rot=rot, bone_ref=ref)
+
+
+def spring_forces(x: np.ndarray, attach: np.ndarray, bone_ref: np.ndarray, rest: SpringRest,
+                  params: SpringParams, edit: EditTerms | None = None) -> tuple[np.ndarray, float]:
+    """Net force (V,3) on every vertex (eq. 22 with F_e, weighted as in Algorithm 1) and the spring energy."""
+    n = x.shape[0]
+    rows, cols = rest.rows, rest.cols
+    shat, slen, nz = _unit(x - attach, rest.tiny)
+    sden = np.maximum(slen, rest.s_floor)
+    slot = np.zeros((rows.shape[0], 3))
+    energy = 0.0
+    k_s, k_l, k_t = params.stiffness("k_s"), params.stiffness("k_l"), params.stiffness("k_t")
+    k_b, k_r, k_e = params.stiffness("k_b"), params.stiffness("k_r"), params.stiffness("k_e")
+    if k_s:
+        e = x[cols] - x[rows]
+        length = _norm(e)
+        ok = length > rest.tiny
+        stretch = length - rest.rest_len
+        slot += (k_s * stretch * ok / np.where(ok, length, 1.0))[:, None] * e
+        energy += 0.25 * k_s * _dot(stretch, stretch)  # each edge appears in two slots
+    if k_l:
+        dl = (slen[rows] - slen[cols]) - rest.rest_dlen
+        slot -= (k_l * dl)[:, None] * shat[rows]
+        energy += 0.25 * k_l * _dot(dl, dl)
+    if k_t:
+        theta, perp, sin = _angle(shat[rows], shat[cols])
+        dth = theta - rest.rest_angle
+        ok = (sin > _SIN_EPS) & nz[rows] & nz[cols]
+        torque = k_t * rest.w_t * dth
+        slot += (torque * ok / (sden[rows] * np.where(ok, sin, 1.0)))[:, None] * perp
+        energy += 0.25 * k_t * _dot(rest.w_t, dth * dth)
+    force = np.empty((n, 3))
+    for a in range(3):  # scatter slot forces into their vertex (CSR segment sum)
+        force[:, a] = np.bincount(rows, weights=slot[:, a], minlength=n)
+    if edit is not None and k_e:
+        active = edit.active
+        if np.any(active):
+            force[active] *= params.handle_weight
+            force += k_e * edit.force(x)
+            energy += k_e * edit.energy(x)
+    if k_b:
+        phi, perp, sin = _angle(shat, bone_ref)
+        ref_angle = rest.bone_angle if params.bone_mode == "cone" else 0.0
+        dphi = phi - ref_angle
+        ok = (sin > _SIN_EPS) & nz
+        torque = k_b * rest.r * rest.r * dphi
+        force += (torque * ok / (sden * np.where(ok, sin, 1.0)))[:, None] * perp
+        energy += 0.5 * k_b * _dot(rest.r * rest.r, dphi * dphi)
+    if k_r:
+        dr = slen - rest.r
+        force -= (k_r * dr)[:, None] * shat
+        energy += 0.5 * k_r * _dot(dr, dr)
+    return force, energy
+
+
+def integrate(x: np.ndarray, vel: np.ndarray, force: np.ndarray, params: SpringParams) -> tuple[np.ndarray, np.ndarray]:
+    """Position update: eq. 23 (v += dt F) or semi-implicit Euler (unit mass) with velocity damping."""
+    if params.integrator == "explicit":
+        return x + params.dt * force, vel
+    vel = (vel + params.dt * force) * (1.0 - params.damping)
+    return x + params.dt * vel, vel
+
+
+def spring_step(x: np.ndarray, vel: np.ndarray, attach: np.ndarray, bone_ref: np.ndarray, rest: SpringRest,
+                params: SpringParams, edit: EditTerms | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """One iteration (what one dispatch of the spring compute shader does): (x', vel', force at x, energy at x)."""
+    force, energy = spring_forces(x, attach, bone_ref, rest, params, edit)
+    x_new, vel_new = integrate(x, vel, force, params)
+    return x_new, vel_new, force, energy
+
+
+def _lambda_coefficients(rest: SpringRest, edit: EditTerms | None) -> dict[str, np.ndarray]:
+    """Per-vertex Gershgorin bounds of the force Jacobian per unit of each stiffness (linearised at bind)."""
+    n = rest.n_vertices
+    sref = np.maximum(rest.r, rest.s_floor)
+    deg2 = 2.0 * rest.degree.astype(np.float64)
+    tor = rest.w_t * (1.0 / sref[rest.rows] ** 2 + 1.0 / (sref[rest.rows] * sref[rest.cols]))
+    return {
+        "k_s": deg2,
+        "k_l": deg2,
+        "k_t": np.bincount(rest.rows, weights=tor, minlength=n),
+        "k_b": (rest.r / sref) ** 2,
+        "k_r": np.ones(n),
+        "k_e": edit.stiffness.copy() if edit is not None else np.zeros(n),
+    }
+
+
+def safe_range(rest: SpringRest, params: SpringParams, edit: EditTerms | None = None,
+               shortest_edge: float | None = None) -> dict[str, float]:
+    """Largest stable dt for the current stiffnesses, and the largest value of each stiffness for the current
+    dt and other stiffnesses. Rule: explicit dt * lambda_max < 1 (monotone, no overshoot; instability starts
+    at 2), semi-implicit dt^2 * lambda_max < 2 (instability at 4), with lambda_max <= max_i sum_p k_p c_p,i
+    (Gershgorin over the per-pair stiffnesses). Also returns lambda_max and the mesh's shortest edge (the
+    stiffnesses are per metre, so the bound itself does not depend on it; it is reported for context)."""
+    coef = _lambda_coefficients(rest, edit)
+    ks = {p: params.stiffness(p) for p in _STIFFNESS}
+    lam_i = sum(ks[p] * coef[p] for p in _STIFFNESS)
+    lam = float(lam_i.max()) if lam_i.size else 0.0
+    explicit = params.integrator == "explicit"
+    budget = 1.0 / params.dt if explicit else 2.0 / params.dt ** 2
+    out: dict[str, float] = {"lambda_max": lam}
+    if lam <= 0.0:
+        out["dt"] = _INF
+    else:
+        out["dt"] = 1.0 / lam if explicit else math.sqrt(2.0 / lam)
+    for p in _STIFFNESS:
+        c = coef[p]
+        mask = c > 0.0
+        if not np.any(mask):
+            out[p] = _INF
+            continue
+        others = lam_i - ks[p] * c
+        out[p] = float(max(0.0, np.min((budget - others[mask]) / c[mask])))
+    out["shortest_edge"] = float(shortest_edge if shortest_edge is not None else
+                                 (rest.rest_len.min() if rest.rest_len.size else 0.0))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the deformer
+# ---------------------------------------------------------------------------------------------------------
+Skinner = Callable[[str, np.ndarray], np.ndarray]
+
+
+def _weights_skinner(topology: MeshTopology, bind_joints: np.ndarray, joints: np.ndarray,
+                     weights: np.ndarray) -> Skinner:
+    """LBS/DQS of the control points through skinning.skin_control_points (glTF JOINTS_0/WEIGHTS_0)."""
+    def skin(method: str, posed_joints: np.ndarray) -> np.ndarray:
+        from engine.skinning.skinning import skin_control_points
+
+        return skin_control_points(method, topology, bind_joints, posed_joints, joints=joints, weights=weights)
+
+    return skin
+
+
+class SpringDeformer:
+    """Spring-based skinning of one mesh's control points.
+
+    topology, binding: from meshprep / binding; bind_joints (J,4,4) joint world matrices at bind; parents (J,);
+    skinner(method, posed_joints) -> (V,3) control-point positions, needed only for initial_skinning "lbs" or
+    "dqs"; or give joints/weights ((D,4) or (V,4), glTF JOINTS_0/WEIGHTS_0) and skinning.py's LBS/DQS is
+    used; a caller may also pass `initial=` to `solve`.
+    """
+
+    def __init__(self, topology: MeshTopology, binding: Binding, bind_joints: np.ndarray, parents: np.ndarray,
+                 params: SpringParams | None = None, *, skinner: Skinner | None = None,
+                 joints: np.ndarray | None = None, weights: np.ndarray | None = None) -> None:
+        self.params = (params or SpringParams()).validate()
+        if skinner is None and joints is not None and weights is not None:
+            skinner = _weights_skinner(topology, np.asarray(bind_joints), joints, weights)
+        v = topology.n_control
+        for name, arr, shape in (("binding.bone", binding.bone, (v,)), ("binding.t", binding.t, (v,)),
+                                 ("binding.attach", binding.attach, (v, 3)), ("binding.scale", binding.scale, (v, 3))):
+            if np.shape(arr) != shape:
+                raise ValueError(f"{name} has shape {np.shape(arr)}; valid: {shape} for {v} control points")
+        bind_joints = np.asarray(bind_joints, np.float64)
+        parents = np.asarray(parents)
+        if bind_joints.ndim != 3 or bind_joints.shape[1:] != (4, 4) or parents.shape != (bind_joints.shape[0],):
+            raise ValueError(f"bind_joints {bind_joints.shape} / parents {parents.shape}; valid: (J,4,4) and (J,)")
+        self.topology = topology
+        self.binding = binding
+        self.bind_joints = bind_joints
+        self.parents = parents
+        self.skinner = skinner
+        self.rest = build_rest(topology, binding, bind_joints)
+        x = np.asarray(topology.positions, np.float64)
+        ext = x.max(0) - x.min(0) if v else np.ones(3)
+        pos_ext = ext[ext > 0.0]
+        self.aabb_min_extent = float(pos_ext.min()) if pos_ext.size else 1.0
+        self.bbox_diag = float(np.linalg.norm(ext)) or 1.0
+        self.state = SpringState()
+        self._warn_if_unsafe()
+
+    # -- parameters ---------------------------------------------------------------------------------------
+    @property
+    def displacement_threshold(self) -> float:
+        """Largest position change that counts as converged: AABB_min_extent * displacement_rel."""
+        return self.aabb_min_extent * self.params.displacement_rel
+
+    @property
+    def force_threshold(self) -> float:
+        p = self.params
+        return p.force_tol if p.force_tol is not None else self.displacement_threshold / p.dt
+
+    def set_params(self, params: SpringParams) -> None:
+        self.params = params.validate()
+        self._warn_if_unsafe()
+
+    def safe_range(self, edit: EditTerms | None = None) -> dict[str, float]:
+        """See module function `safe_range`."""
+        return safe_range(self.rest, self.params, edit)
+
+    def _culprit(self, edit: EditTerms | None) -> tuple[str, dict[str, float]]:
+        """The stiffness contributing most at the stiffest vertex, and the safe range."""
+        rng = safe_range(self.rest, self.params, edit)
+        coef = _lambda_coefficients(self.rest, edit)
+        contrib = {p: self.params.stiffness(p) * coef[p] for p in _STIFFNESS}
+        worst = int(np.argmax(sum(contrib.values())))
+        return max(_STIFFNESS, key=lambda p: float(contrib[p][worst])), rng
+
+    def _advice(self, edit: EditTerms | None) -> str:
+        p, rng = self._culprit(edit)
+        return (f"lower `dt` (now {self.params.dt:g}, safe < {rng['dt']:.4g}) or `{p}` "
+                f"(now {getattr(self.params, p):g}, safe < {rng[p]:.4g})")
+
+    def _warn_if_unsafe(self) -> None:
+        rng = safe_range(self.rest, self.params)
+        if self.params.dt > rng["dt"]:
+            warnings.warn(f"spring parameters exceed the stable range of this mesh: {self._advice(None)}",
+                          RuntimeWarning, stacklevel=3)
+
+    # -- per frame ----------------------------------------------------------------------------------------
+    def frame(self, posed_joints: np.ndarray) -> PoseFrame:
+        """Per-vertex pose data (attachments, rotations, bone references) for joint world matrices."""
+        posed = np.asarray(posed_joints, np.float64)
+        if posed.shape != self.bind_joints.shape:
+            raise ValueError(f"posed_joints has shape {posed.shape}; valid: {self.bind_joints.shape}")
+        return pose_frame(self.binding, self.bind_joints, posed, self.rest, self.params.bone_mode)
+
+    def rigid(self, frame: PoseFrame) -> np.ndarray:
+        """Attachment-based rigid skinning (research 4.1, first stage): v = a' + R(parent joint) s, (V,3)."""
+        return frame.attach + np.einsum("vij,vj->vi", frame.rot, np.asarray(self.binding.scale, np.float64))
+
+    def edit_terms(self, edits: EditStack | EditTerms | None, frame: PoseFrame, time: float = 0.0) -> EditTerms | None:
+        if edits is None or isinstance(edits, EditTerms):
+            return edits
+        return edits.terms(self.topology.n_control, frame.attach, frame.rot, time)
+
+    def forces(self, x: np.ndarray, frame: PoseFrame, edit: EditTerms | None = None) -> tuple[np.ndarray, float]:
+        return spring_forces(np.asarray(x, np.float64), frame.attach, frame.bone_ref, self.rest, self.params, edit)
+
+    def step(self, x: np.ndarray, frame: PoseFrame, *, vel: np.ndarray | None = None,
+             edit: EditTerms | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        """One iteration from positions x: (x', vel', force at x, energy at x)."""
+        x = np.asarray(x, np.float64)
+        vel = np.zeros_like(x) if vel is None else np.asarray(vel, np.float64)
+        return spring_step(x, vel, frame.attach, frame.bone_ref, self.rest, self.params, edit)
+
+    def initial_positions(self, posed_joints: np.ndarray, frame: PoseFrame) -> np.ndarray:
+        """Where iteration starts: the chosen initial skinning ("independent", or first "dependent" frame), or
+        last frame's output moved by the differential bone transforms ("dependent")."""
+        st = self.state
+        if self.params.mode == "dependent" and st.positions is not None and st.frame is not None:
+            delta = np.einsum("vij,vkj->vik", frame.rot, st.frame.rot)  # R_now R_prev^T
+            return frame.attach + np.einsum("vij,vj->vi", delta, st.positions - st.frame.attach)
+        method = self.params.initial_skinning
+        if method == "rigid":
+            return self.rigid(frame)
+        if self.skinner is None:
+            raise ValueError(f"initial_skinning = {method!r} needs a skinner(method, posed_joints) or "
+                             "solve(..., initial=positions); valid without one: 'rigid'")
+        x0 = np.asarray(self.skinner(method, np.asarray(posed_joints)), np.float64)
+        if x0.shape != (self.topology.n_control, 3):
+            raise ValueError(f"skinner returned shape {x0.shape}; valid: ({self.topology.n_control}, 3)")
+        return x0
+
+    def iterate(self, x: np.ndarray, frame: PoseFrame, *, vel: np.ndarray | None = None,
+                edit: EditTerms | None = None, max_iterations: int | None = None
+                ) -> tuple[np.ndarray, np.ndarray, SpringStats]:
+        """Run iterations from x until the convergence scheme (or max_iterations) stops them.
+
+        Schemes: "iterations" runs max_iterations; "displacement" stops after the first step whose largest
+        position change is below `displacement_threshold`; "force" stops before stepping once the largest
+        net force is below `force_threshold`; "energy" stops at a local minimum of the total energy (a step
+        that does not lower it by energy_rtol is rejected if it raised the energy). Divergence (non-finite
+        values or a step longer than divergence_rel x bbox diagonal) keeps the last good state and warns.
+        """
+        p = self.params
+        n_max = p.max_iterations if max_iterations is None else int(max_iterations)
+        x = np.array(x, np.float64)
+        vel = np.zeros_like(x) if vel is None or p.integrator == "explicit" else np.array(vel, np.float64)
+        a, ref = frame.attach, frame.bone_ref
+        force, energy = spring_forces(x, a, ref, self.rest, p, edit)
+        kinetic = 0.5 * float(np.einsum("ij,ij->", vel, vel))
+        stats = SpringStats(initial_energy=energy, energy=energy, reason="max_iterations")
+        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(force))):
+            raise ValueError("spring solve started from non-finite positions or forces")
+        thr_d, thr_f = self.displacement_threshold, self.force_threshold
+        limit = p.divergence_rel * self.bbox_diag
+        for it in range(n_max):
+            fmax = float(_norm(force).max()) if force.size else 0.0
+            stats.max_force = fmax
+            if p.convergence == "force" and fmax < thr_f:
+                stats.converged, stats.reason = True, "force"
+                break
+            x_new, vel_new = integrate(x, vel, force, p)
+            disp = float(_norm(x_new - x).max()) if x.size else 0.0
+            bad = ""
+            if not np.all(np.isfinite(x_new)):
+                bad = "non-finite positions"
+            elif disp > limit:
+                bad = f"a vertex moved {disp:.3g} in one step, limit {limit:.3g}"
+            if not bad:
+                f_new, e_new = spring_forces(x_new, a, ref, self.rest, p, edit)
+                if not (np.all(np.isfinite(f_new)) and math.isfinite(e_new)):
+                    bad = "non-finite forces"
+            if bad:
+                stats.diverged, stats.reason = True, "diverged"
+                warnings.warn(f"spring deformer diverged at iteration {it + 1} ({bad}); kept the last good "
+                              f"state: {self._advice(edit)}", RuntimeWarning, stacklevel=2)
+                break
+            k_new = 0.5 * float(np.einsum("ij,ij->", vel_new, vel_new))
+            if p.convergence == "energy":
+                total, total_new = energy + kinetic, e_new + k_new
+                if total_new >= total - p.energy_rtol * abs(total):
+                    stats.converged, stats.reason = True, "energy"
+                    if total_new <= total:  # a (tiny) descent: take it
+                        x, vel, force, energy, kinetic = x_new, vel_new, f_new, e_new, k_new
+                        stats.iterations += 1
+                        stats.max_displacement = disp
+                    break
+            x, vel, force, energy, kinetic = x_new, vel_new, f_new, e_new, k_new
+            stats.iterations += 1
+            stats.max_displacement = disp
+            if p.convergence == "displacement" and disp < thr_d:
+                stats.converged, stats.reason = True, "displacement"
+                break
+        else:
+            stats.converged = p.convergence == "iterations"
+        stats.energy = energy
+        stats.max_force = float(_norm(force).max()) if force.size else 0.0
+        return x, vel, stats
+
+    def solve(self, posed_joints: np.ndarray, *, edits: EditStack | EditTerms | None = None, time: float = 0.0,
+              initial: np.ndarray | None = None) -> tuple[np.ndarray, SpringStats]:
+        """Deform for one pose: initial skinning, then spring iterations. Returns float32 (V,3) and stats.
+
+        edits: an EditStack (evaluated at clip `time`) or ready EditTerms. initial: start positions overriding
+        the initial skinning (e.g. LBS from skinning.py)."""
+        posed = np.asarray(posed_joints, np.float64)
+        fr = self.frame(posed)
+        terms = self.edit_terms(edits, fr, time)
+        if initial is not None:
+            x0 = np.asarray(initial, np.float64)
+            if x0.shape != (self.topology.n_control, 3):
+                raise ValueError(f"initial has shape {x0.shape}; valid: ({self.topology.n_control}, 3)")
+        else:
+            x0 = self.initial_positions(posed, fr)
+        vel = None
+        if self.params.mode == "dependent" and self.state.velocities is not None:
+            vel = self.state.velocities
+        x, vel_out, stats = self.iterate(x0, fr, vel=vel, edit=terms)
+        self.state = SpringState(positions=x, velocities=vel_out, frame=fr, frames=self.state.frames + 1,
+                                 last=stats)
+        return x.astype(np.float32), stats
+
+    def reset(self) -> None:
+        """Forget last frame (dependent mode starts again from the initial skinning)."""
+        self.state = SpringState()

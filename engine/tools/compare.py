@@ -1,0 +1,161 @@
+"""`python main.py compare ASSET --clip C --time T [--deformers lbs,dqs,irs,spring] --out sheet.png`.
+
+Deforms the asset's first skinned primitive with every requested deformer (numpy reference), prints per
+deformer the research's quality measures against the bind pose, and renders the results side by side
+headless (one panel per deformer, same camera) into a contact sheet:
+
+  volume     enclosed volume / bind volume (1 = preserved)
+  collapse   minimum vertex-to-skeleton distance relative to bind (LBS candy-wrapper -> ~0)
+  edge       mean / max |l / l0 - 1| over edges
+  normals    mean angle between adjacent face normals near the most-rotated joint, minus the same at bind
+             (degrees; large = a crease or pointed bend)
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from engine.assets import load
+from engine.skinning.instances import CPU_METHODS
+
+__all__ = ["compare", "compare_metrics", "most_rotated_joint"]
+
+
+def most_rotated_joint(bind_joints: np.ndarray, posed_joints: np.ndarray, parents: np.ndarray) -> int:
+    """The joint whose rotation relative to its parent changed most between bind and pose."""
+    def local(m: np.ndarray) -> np.ndarray:
+        par = np.where(parents >= 0, parents, np.arange(len(parents)))
+        rel = np.linalg.inv(m[par].astype(np.float64)) @ m.astype(np.float64)
+        rel[parents < 0] = m[parents < 0]
+        return rel[:, :3, :3]
+
+    a, b = local(bind_joints), local(posed_joints)
+    a = a / np.linalg.norm(a, axis=1, keepdims=True)
+    b = b / np.linalg.norm(b, axis=1, keepdims=True)
+    d = np.einsum("jik,jil->jkl", a, b)  # a^T b
+    cos = np.clip((np.trace(d, axis1=1, axis2=2) - 1.0) / 2.0, -1.0, 1.0)
+    ang = np.arccos(cos)
+    ang[parents < 0] = -1.0
+    return int(np.argmax(ang)) if len(ang) else 0
+
+
+def compare_metrics(asset, clip, time: float, deformers: list[str], config=None) -> tuple[dict, dict, object]:
+    """(metrics per deformer, display positions per deformer, (skinned primitive, posed joints, the joint
+    the normal measure centres on))."""
+    from engine.anim import Rig
+    from engine.skinning.instances import skinned_primitives
+    from engine.skinning.metrics import quality_report
+    from engine.tools.export_frame import pose_globals
+
+    rig = Rig.from_asset(asset)
+    g = pose_globals(asset, rig, clip, time)
+    prims = skinned_primitives(asset, rig)
+    if not prims:
+        raise ValueError("compare needs an asset with a skinned mesh")
+    sp = prims[0]
+    topo = sp.topology()
+    posed = g[sp.skin.joints]
+    joint = most_rotated_joint(sp.bind_joints, posed, sp.parents)
+    binding = sp.binding()
+    metrics, positions = {}, {}
+    for d in deformers:
+        disp = sp.deform(g, d, config=config)
+        positions[d] = disp
+        ctrl = disp[topo.display_of_control]
+        metrics[d] = quality_report(ctrl, topo.positions, topo.triangles, edges=topo.edges, bones=binding.bones,
+                                    bind_joints=sp.bind_joints, posed_joints=posed, joint=joint)
+    return metrics, positions, (sp, posed, joint)
+
+
+def _view_direction(sp, posed: np.ndarray, joint: int) -> np.ndarray:
+    """A side view of the compared joint: perpendicular to its bone, as close as possible to the axis of
+    its bind->pose rotation (so a bend is seen in profile, a twist from the side)."""
+    bind = sp.bind_joints
+    rot = posed[joint, :3, :3].astype(np.float64) @ np.linalg.inv(bind[joint, :3, :3].astype(np.float64))
+    axis = np.array([rot[2, 1] - rot[1, 2], rot[0, 2] - rot[2, 0], rot[1, 0] - rot[0, 1]])
+    par = int(sp.parents[joint])
+    bone = posed[joint, :3, 3] - (posed[par, :3, 3] if par >= 0 else posed[joint, :3, 3] - np.array([0, 1.0, 0]))
+    bone = bone / max(np.linalg.norm(bone), 1e-12)
+    d = axis - np.dot(axis, bone) * bone
+    if np.linalg.norm(d) < 1e-6:
+        d = np.cross(bone, [0.0, 1.0, 0.0]) if abs(bone[1]) < 0.9 else np.cross(bone, [1.0, 0.0, 0.0])
+    d = d / np.linalg.norm(d)
+    if d[2] < 0:
+        d = -d
+    d = d + np.array([0.0, 0.25, 0.0])  # a little from above, so the ground reads
+    return d / np.linalg.norm(d)
+
+
+def _render_sheet(sp, positions: dict, out: Path, width: int, height: int, *, view_dir=None,
+                  wireframe: bool = False) -> None:
+    from PIL import Image, ImageDraw
+
+    from engine.render.camera import Camera
+    from engine.render.context import create_context
+    from engine.render.renderer import SceneRenderer
+    from engine.render.resources import GpuResources
+
+    gl = create_context(headless=True)
+    res = GpuResources(gl.ctx)
+    renderer = SceneRenderer(gl.ctx, res, width, height)
+    try:
+        prim = sp.primitive
+        allp = np.concatenate(list(positions.values()))
+        lo, hi = allp.min(0), allp.max(0)
+        centre = (lo + hi) / 2
+        diag = float(np.linalg.norm(hi - lo))
+        d = view_dir if view_dir is not None else np.array([0.55, 0.35, 1.0]) / np.linalg.norm([0.55, 0.35, 1.0])
+        eye = centre + d * diag
+        cam = Camera(eye=eye, target=centre, fov_y=40.0, aspect=width / height, near=diag * 0.01, far=diag * 10)
+        cam.fit(lo, hi, margin=1.15)
+        renderer.look.ground_height = float(lo[1]) - 0.02 * diag
+        panels = []
+        handle = renderer.add_mesh(prim.indices, prim.vertex_count, base_color=(0.85, 0.72, 0.62, 1.0))
+        renderer.wireframe = wireframe
+        for name, pos in positions.items():
+            renderer.update_vertices(handle, pos)
+            renderer.render(cam)
+            img = Image.fromarray(renderer.read_pixels()[:, :, :3])
+            ImageDraw.Draw(img).text((8, 6), name, fill=(20, 20, 20))
+            panels.append(img)
+        sheet = Image.new("RGB", (width * len(panels), height), (255, 255, 255))
+        for i, p in enumerate(panels):
+            sheet.paste(p, (i * width, 0))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        sheet.save(out)
+    finally:
+        renderer.release()
+        res.release_all()
+        gl.release()
+
+
+def compare(args: argparse.Namespace) -> int:
+    from engine.tools.export_frame import load_deformer_config
+
+    deformers = [d.strip() for d in args.deformers.split(",") if d.strip()]
+    bad = [d for d in deformers if d not in CPU_METHODS]
+    if not deformers or bad:
+        raise ValueError(f"--deformers takes a comma list of {', '.join(CPU_METHODS)}; got {args.deformers!r}")
+    if not (16 <= args.width <= 4096 and 16 <= args.height <= 4096):
+        raise ValueError(f"--width/--height must be in [16, 4096], got {args.width}x{args.height}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        asset = load(args.asset)
+    config = load_deformer_config(args)
+    metrics, positions, (sp, posed, joint) = compare_metrics(asset, args.clip, args.time, deformers, config)
+    print(f"compare {Path(args.asset).name} clip {args.clip!r} t={args.time:g}s on {sp.key} "
+          f"({sp.topology().n_control} control points)")
+    print(f"{'deformer':<9} {'volume':>7} {'collapse':>9} {'edge mean':>10} {'edge max':>9} {'normals':>8}")
+    for d, m in metrics.items():
+        print(f"{d:<9} {m['volume_ratio']:>7.3f} {m.get('collapse_min', math.nan):>9.3f} "
+              f"{m['edge_distortion_mean']:>10.4f} {m['edge_distortion_max']:>9.3f} "
+              f"{math.degrees(m.get('normal_angle_increase', math.nan)):>7.2f}d")
+    if args.out:
+        _render_sheet(sp, positions, Path(args.out), args.width, args.height,
+                      view_dir=_view_direction(sp, posed, joint))
+        print(f"wrote {args.out}")
+    return 0

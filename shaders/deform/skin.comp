@@ -1,0 +1,124 @@
+#version 430 core
+// Skinning Compute (research 6.3): one invocation per control point of every instance of the batch.
+// METHOD selects LBS, DQS, rigid attachment skinning or IRS (numpy reference engine.skinning.skinning).
+// Bind-pose mode: the source is the static bind positions and the joint data are skinning matrices.
+// Differential mode (SKIN_DIFFERENTIAL = 1): the source is last frame's result and the joint data are the
+// differential transforms M_now M_prev^-1 (bones: source = last frame's pose), as the frame-dependent graph uses.
+layout(local_size_x = LOCAL_SIZE) in;
+
+#include "deform_common.glsl"
+#include "deform_quat.glsl"
+
+layout(std430, binding = B_SRC) readonly buffer Src { vec4 src[]; };
+layout(std430, binding = B_DST) writeonly buffer Dst { vec4 dst[]; };
+layout(std430, binding = B_JOINT_IDS) readonly buffer JointIds { ivec4 joint_ids[]; };
+layout(std430, binding = B_WEIGHTS) readonly buffer Weights { vec4 weights[]; };
+layout(std430, binding = B_JOINTS) readonly buffer Joints { DeformJoint joints[]; };
+layout(std430, binding = B_BONES) readonly buffer Bones { DeformBone bones[]; };
+layout(std430, binding = B_ATTACH) readonly buffer Attach { vec4 attach[]; };   // xyz bind attachment, w = t
+layout(std430, binding = B_SCALE) readonly buffer Scale { vec4 scale[]; };     // xyz bind scale vector, w = d0
+layout(std430, binding = B_BONE_OF) readonly buffer BoneOf { int bone_of[]; };
+layout(std430, binding = B_IRS) readonly buffer Irs { vec4 irs[]; };           // x p_w, y c_w (eq. 14)
+
+uniform int u_source_static;  // 1: src is indexed like the static pool (bind positions), 0: like the dynamic pool
+
+vec3 skin_lbs(int sidx, int jb, vec3 v) {
+    ivec4 j = joint_ids[sidx];
+    vec4 w = weights[sidx];
+    mat4 m = w.x * joints[jb + j.x].skin + w.y * joints[jb + j.y].skin
+           + w.z * joints[jb + j.z].skin + w.w * joints[jb + j.w].skin;
+    return (m * vec4(v, 1.0)).xyz;
+}
+
+vec3 skin_dqs(int sidx, int jb, vec3 v) {
+    ivec4 j = joint_ids[sidx];
+    vec4 w = weights[sidx];
+    // stretch first (linear blend of the symmetric factors), identity for rigid skin matrices
+    mat4 s = w.x * joints[jb + j.x].stretch + w.y * joints[jb + j.y].stretch
+           + w.z * joints[jb + j.z].stretch + w.w * joints[jb + j.w].stretch;
+    v = mat3(s) * v;
+    // antipodality: flip every influence into the hemisphere of the largest-weight joint (first on ties)
+    int k = 0;
+    for (int i = 1; i < MAX_INFLUENCES; ++i) if (w[i] > w[k]) k = i;
+    vec4 pivot = joints[jb + j[k]].qr;
+    vec4 br = vec4(0.0), bd = vec4(0.0);
+    for (int i = 0; i < MAX_INFLUENCES; ++i) {
+        vec4 q = joints[jb + j[i]].qr;
+        float sw = dot(q, pivot) < 0.0 ? -w[i] : w[i];
+        br += sw * q;
+        bd += sw * joints[jb + j[i]].qd;
+    }
+    float n = length(br);
+    if (n > 0.0) { br /= n; bd /= n; } else { br = vec4(0, 0, 0, 1); bd = vec4(0.0); }
+    vec3 t = 2.0 * (br.w * bd.xyz - bd.w * br.xyz + cross(br.xyz, bd.xyz));
+    return quat_rotate(br, v) + t;
+}
+
+// Attachment skinning: a' = p' + t (c' - p'), v' = a' + R s (R = R_now R_src^T; s = v_src - a_src).
+vec3 posed_attach(DeformBone b, float t) { return b.p.xyz + t * (b.c.xyz - b.p.xyz); }
+
+vec3 source_scale(DeformBone b, int sidx, vec3 v) {
+#if SKIN_DIFFERENTIAL
+    float t = attach[sidx].w;
+    return v - (b.p_src.xyz + t * (b.c_src.xyz - b.p_src.xyz));
+#else
+    return scale[sidx].xyz;
+#endif
+}
+
+void main() {
+    uint g = gl_WorkGroupID.x;
+    DeformInstance inst = instances[instance_of_group(g)];
+    int i = local_index(inst, g);
+    if (i >= inst.n_control) return;
+    int sidx = inst.static_base + i;
+    int didx = inst.dyn_base + i;
+    vec3 v = src[u_source_static != 0 ? sidx : didx].xyz;
+#if METHOD == METHOD_LBS
+    vec3 r = skin_lbs(sidx, inst.joint_base, v);
+#elif METHOD == METHOD_DQS
+    vec3 r = skin_dqs(sidx, inst.joint_base, v);
+#else
+    DeformBone b = bones[inst.bone_base + bone_of[sidx]];
+    float t = attach[sidx].w;
+    vec3 a = posed_attach(b, t);
+    vec3 s = mat3(b.rot) * source_scale(b, sidx, v);
+#if METHOD == METHOD_IRS
+    // eqs. 14-17: rotate s by up to half of each joint's bend near that joint
+    float pw = irs[sidx].x, cw = irs[sidx].y, tot = pw + cw;
+    if (tot > 0.0) {
+        vec4 dp = quat_fraction(b.q_start, -0.5 * pw);
+        vec4 dc = quat_fraction(b.q_end, 0.5 * cw);
+#if IRS_BLEND_MATRIX
+        mat3 m = (pw / tot) * quat_to_mat3(dp) + (cw / tot) * quat_to_mat3(dc);
+        s = m * s;
+#else
+        vec4 q = pw * dp + cw * dc;
+        s = quat_rotate(q / length(q), s);
+#endif
+    }
+    vec3 r = a + s;  // eq. 18
+#if IRS_LENGTH_CORRECTION
+    // keep the bind distance d0 to the skeleton: v''' = v_s + d0 (v'' - v_s) / |v'' - v_s|
+    float best = 1e38;
+    vec3 vs = r;
+    for (int k = 0; k < inst.n_bones; ++k) {
+        DeformBone o = bones[inst.bone_base + k];
+        vec3 d = o.c.xyz - o.p.xyz;
+        float dd = dot(d, d);
+        float tt = dd > 0.0 ? clamp(dot(r - o.p.xyz, d) / dd, 0.0, 1.0) : 0.0;
+        vec3 q = o.p.xyz + tt * d;
+        vec3 diff = r - q;
+        float d2 = dot(diff, diff);
+        if (d2 < best) { best = d2; vs = q; }
+    }
+    float dist = sqrt(best);
+    float ratio = dist > 0.0 ? scale[sidx].w / dist : 1.0;
+    r = vs + ratio * (r - vs);
+#endif
+#else
+    vec3 r = a + s;
+#endif
+#endif
+    dst[didx] = vec4(r, 1.0);
+}

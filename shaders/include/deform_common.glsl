@@ -1,0 +1,14 @@
+// Shared by the deform compute stages: the instance table and the work-group -> instance map.
+// A work group never spans two instances (each instance's range is padded to whole groups), so every
+// invocation of a group reads the same instance record (uniform control flow per group).
+#include "generated/deform_layouts.glsl"
+
+layout(std430, binding = B_INSTANCES) readonly buffer Instances { DeformInstance instances[]; };
+layout(std430, binding = B_GROUPS) readonly buffer Groups { int group_instance[]; };
+
+// Instance of pool work group g and the control index of this invocation inside its mesh.
+int instance_of_group(uint g) { return group_instance[g]; }
+
+int local_index(DeformInstance inst, uint g) {
+    return (int(g) - inst.group_base) * LOCAL_SIZE + int(gl_LocalInvocationID.x);
+}

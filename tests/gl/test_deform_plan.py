@@ -1,0 +1,101 @@
+"""The deformer graph as data: order, barriers, feedback and validation follow from the node declarations."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.skinning.gpu_plan import (
+    COMPUTE_READ_BITS,
+    RENDER_READ_BITS,
+    GraphConfig,
+    default_config,
+    plan,
+)
+
+
+def test_default_graph_order_and_barriers():
+    p = plan(default_config("spring"))
+    assert [s.node.name for s in p.steps] == ["skin", "spring", "copy", "face_normals", "vertex_normals"]
+    # every stage reads what the previous one wrote: a storage barrier before each but the first
+    assert [s.barrier_before for s in p.steps] == [0] + [COMPUTE_READ_BITS] * 4
+    assert p.final_barrier & RENDER_READ_BITS == RENDER_READ_BITS
+    assert p.feedback == ()
+
+
+def test_order_follows_data_not_declaration():
+    cfg = default_config("lbs").to_dict()
+    cfg["nodes"].reverse()
+    p = plan(GraphConfig.from_dict(cfg))
+    assert [s.node.stage for s in p.steps] == ["skin", "copy", "face_normals", "vertex_normals"]
+
+
+def test_feedback_loop_has_no_cycle_and_reads_previous():
+    p = plan(default_config("spring-feedback"))
+    assert p.feedback == ("deformed",)
+    skin = p.steps[0].node
+    assert skin.inputs["source"] == "deformed@previous" and skin.options["mode"] == "differential"
+    assert [s.node.name for s in p.steps][:2] == ["skin", "spring"]
+
+
+def test_cycle_double_writer_and_bad_ports_raise():
+    nodes = [{"name": "a", "stage": "spring", "inputs": {"source": "y"}, "outputs": {"target": "x"}},
+             {"name": "b", "stage": "spring", "inputs": {"source": "x"}, "outputs": {"target": "y"}}]
+    with pytest.raises(ValueError, match="cycle"):
+        GraphConfig.from_dict({"nodes": nodes + default_config("lbs").to_dict()["nodes"][1:]
+                               + [{"name": "s", "stage": "skin", "inputs": {"source": "bind"},
+                                   "outputs": {"target": "skinned"}}]})
+    twice = default_config("lbs").to_dict()
+    twice["nodes"].append({"name": "again", "stage": "skin", "inputs": {"source": "bind"},
+                           "outputs": {"target": "skinned"}})
+    with pytest.raises(ValueError, match="written by both"):
+        GraphConfig.from_dict(twice)
+    bad = default_config("lbs").to_dict()
+    bad["nodes"][1]["inputs"] = {"source": "face_normals"}
+    with pytest.raises(ValueError, match="control resource"):
+        GraphConfig.from_dict(bad)
+    with pytest.raises(ValueError, match="unknown stage"):
+        GraphConfig.from_dict({"nodes": [{"stage": "blur"}]})
+    with pytest.raises(ValueError, match="skin method"):
+        default_config("lbs").from_dict({"nodes": [{"stage": "skin", "inputs": {"source": "bind"},
+                                                    "outputs": {"target": "s"}, "options": {"method": "x"}}]})
+    with pytest.raises(ValueError, match="graph method"):
+        default_config("nope")
+
+
+def test_load_toml_and_json(tmp_path):
+    d = default_config("dqs").to_dict()
+    (tmp_path / "g.json").write_text(json.dumps(d))
+    assert GraphConfig.load(tmp_path / "g.json").to_dict() == GraphConfig.from_dict(d).to_dict()
+    toml = '''
+name = "mine"
+[[nodes]]
+name = "skin"
+stage = "skin"
+inputs = { source = "bind" }
+outputs = { target = "s" }
+options = { method = "rigid" }
+[[nodes]]
+name = "copy"
+stage = "copy"
+inputs = { source = "s" }
+outputs = { target = "positions" }
+[[nodes]]
+name = "fn"
+stage = "face_normals"
+inputs = { positions = "positions" }
+outputs = { target = "f" }
+[[nodes]]
+name = "vn"
+stage = "vertex_normals"
+inputs = { positions = "positions", faces = "f" }
+outputs = { target = "normals" }
+options = { crease_angle = 0.5 }
+'''
+    (tmp_path / "g.toml").write_text(toml)
+    cfg = GraphConfig.load(tmp_path / "g.toml")
+    assert cfg.name == "mine" and cfg.node("vn").options["crease_angle"] == 0.5
+    with pytest.raises(ValueError, match="crease_angle"):
+        bad = cfg.to_dict()
+        bad["nodes"][3]["options"]["crease_angle"] = 4.0
+        GraphConfig.from_dict(bad)

@@ -1,0 +1,216 @@
+"""GPU spring stage vs engine.skinning.springs.SpringDeformer: forces, integrators, convergence schemes,
+surface edits, the frame-dependent loop and batching of many meshes into one dispatch per iteration.
+
+Tolerance after N iterations: float32 on the GPU vs float64 in the reference drift apart slowly; on these
+tubes the largest difference stays below 1e-6 of the bounding-box diagonal after 300 iterations. Tests use
+1e-5 x diagonal. The energy scheme compares float32 energy sums, so its stopping iteration can differ from
+the reference when energy_rtol is below float32 resolution (~1e-6); tests use energy_rtol = 1e-4 there.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from engine.skinning import meshprep as M
+from engine.skinning.edits import EditStack, SurfaceEdit
+from engine.skinning.gpu_synthetic import pose, tube
+from engine.skinning.graph import DeformerGraph
+from engine.skinning.springs import SpringDeformer, SpringParams
+
+pytestmark = pytest.mark.gl
+TOL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def resources(gl_ctx):
+    from engine.render.resources import GpuResources
+
+    res = GpuResources(gl_ctx)
+    yield res
+    res.release_all()
+
+
+@pytest.fixture(scope="module")
+def rig():
+    return tube(rings=8, segments=6)
+
+
+def _add(graph, rig, params, **kw):
+    return graph.add_mesh(rig.topology, rig.binding, rig.joints, rig.weights, rig.inverse_bind, rig.parents,
+                          method="spring", spring=params, **kw)
+
+
+def _reference(rig, params, posed, frames=1, edits=None):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        d = SpringDeformer(rig.topology, rig.binding, rig.bind_joints, rig.parents, params)
+        for _ in range(frames):
+            x, stats = d.solve(posed, edits=edits)
+    return x, stats
+
+
+CASES = [
+    dict(convergence="iterations", max_iterations=40),
+    dict(convergence="displacement", max_iterations=300, dt=0.08),
+    dict(convergence="force", max_iterations=300, dt=0.08),
+    dict(convergence="energy", max_iterations=300, dt=0.08, energy_rtol=1e-4),
+    dict(convergence="displacement", max_iterations=200, dt=0.08, integrator="semi_implicit"),
+    dict(convergence="iterations", max_iterations=30, bone_mode="cone", k_r=0.5, use_t=False),
+    dict(convergence="displacement", max_iterations=300, dt=0.08, initial_skinning="lbs"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
+def test_spring_matches_reference(gl_ctx, resources, rig, case):
+    params = SpringParams(**case)
+    graph = DeformerGraph(gl_ctx, resources)
+    try:
+        h = _add(graph, rig, params)
+        skin, posed = pose(rig, bend=0.9, twist=0.6)
+        graph.set_pose(h, skin, posed)
+        graph.run()
+        p, _ = graph.download(h)
+        st = graph.spring_status(h)
+        if params.initial_skinning == "lbs":
+            from engine.skinning.skinning import skin_control_points
+            init = skin_control_points("lbs", rig.topology, rig.bind_joints, posed, joints=rig.joints,
+                                       weights=rig.weights, inverse_bind=rig.inverse_bind)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                ref, stats = SpringDeformer(rig.topology, rig.binding, rig.bind_joints, rig.parents,
+                                            params).solve(posed, initial=init)
+        else:
+            ref, stats = _reference(rig, params, posed)
+        diag = M.bbox_diagonal(rig.topology.positions)
+        assert st["iterations"] == stats.iterations, (st, stats)
+        assert st["reason"] == stats.reason
+        if case["convergence"] != "iterations":
+            assert st["iterations"] < params.max_iterations  # the scheme stopped it early
+        np.testing.assert_allclose(p, M.copy_to_display(rig.topology, ref), atol=TOL * diag, rtol=0)
+    finally:
+        graph.release()
+
+
+def test_converged_meshes_cost_zero_groups(gl_ctx, resources, rig):
+    graph = DeformerGraph(gl_ctx, resources)
+    try:
+        h = _add(graph, rig, SpringParams(max_iterations=400, dt=0.08))
+        skin, posed = pose(rig)
+        graph.set_pose(h, skin, posed)
+        graph.run()
+        st = graph.spring_status(h)
+        assert st["reason"] == "displacement" and st["iterations"] < st["dispatches"]
+        batch = next(iter(graph._batches.values()))
+        indirect = np.frombuffer(batch.buffers["indirect"].read(), np.uint32)
+        assert indirect[0] == 0 and indirect[1] == 1  # the remaining dispatches ran no work group
+    finally:
+        graph.release()
+
+
+def test_batch_of_meshes_one_dispatch_each_equal_reference(gl_ctx, resources, rig):
+    small = tube(rings=5, segments=5, length=0.6, n_joints=2)
+    graph = DeformerGraph(gl_ctx, resources)
+    try:
+        pa = SpringParams(convergence="displacement", max_iterations=200, dt=0.08)
+        pb = SpringParams(convergence="iterations", max_iterations=25, k_s=2.0, dt=0.02)
+        h1 = _add(graph, rig, pa)
+        h2 = _add(graph, small, pb)
+        h3 = _add(graph, rig, pa)  # second instance of the first asset: shares its static buffers
+        assert len(graph._batches) == 1
+        batch = next(iter(graph._batches.values()))
+        assert len(batch.assets) == 2
+        assert batch.buffers["s_bind"].size == 16 * (rig.topology.n_control + small.topology.n_control)
+        poses = {h1: pose(rig, bend=0.9), h2: pose(small, bend=-0.7, twist=0.3), h3: pose(rig, bend=0.3)}
+        for h, (skin, posed) in poses.items():
+            graph.set_pose(h, skin, posed)
+        graph.run()
+        assert batch.iterations_run == 200  # one dispatch per iteration for all three meshes
+        for h, r, prm in ((h1, rig, pa), (h2, small, pb), (h3, rig, pa)):
+            ref, stats = _reference(r, prm, poses[h][1])
+            diag = M.bbox_diagonal(r.topology.positions)
+            assert graph.spring_status(h)["iterations"] == stats.iterations
+            np.testing.assert_allclose(graph.download(h)[0], M.copy_to_display(r.topology, ref),
+                                       atol=TOL * diag, rtol=0)
+        # removing a mesh re-packs the pools; the others keep working
+        graph.remove_mesh(h2)
+        graph.run()
+        ref, _ = _reference(rig, pa, poses[h3][1])
+        np.testing.assert_allclose(graph.download(h3)[0], M.copy_to_display(rig.topology, ref), atol=1e-5)
+    finally:
+        graph.release()
+
+
+def test_surface_edit_forces(gl_ctx, resources, rig):
+    params = SpringParams(convergence="iterations", max_iterations=40, handle_weight=0.3, k_e=2.0)
+    skin, posed = pose(rig, bend=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        d = SpringDeformer(rig.topology, rig.binding, rig.bind_joints, rig.parents, params)
+    fr = d.frame(posed)
+    kin = np.array([10, 11, 12])
+    target = fr.attach[kin] + 1.6 * (d.rigid(fr)[kin] - fr.attach[kin])  # push them outwards
+    stack = EditStack([SurfaceEdit.from_world(kin, target, fr.attach, fr.rot, stiffness=3.0)])
+    terms = stack.terms(rig.topology.n_control, fr.attach, fr.rot)
+    graph = DeformerGraph(gl_ctx, resources)
+    try:
+        h = _add(graph, rig, params)
+        graph.set_pose(h, skin, posed)
+        graph.set_edits(h, terms)
+        graph.run()
+        ref, _ = _reference(rig, params, posed, edits=terms)
+        plain, _ = _reference(rig, params, posed)
+        diag = M.bbox_diagonal(rig.topology.positions)
+        assert np.abs(ref - plain).max() > 0.01 * diag  # the edit changes the result
+        np.testing.assert_allclose(graph.download_control(h, "deformed"), ref, atol=TOL * diag, rtol=0)
+        graph.set_edits(h, None)
+        graph.run()
+        np.testing.assert_allclose(graph.download_control(h, "deformed"), plain, atol=TOL * diag, rtol=0)
+    finally:
+        graph.release()
+
+
+@pytest.mark.parametrize("integrator", ["explicit", "semi_implicit"])
+def test_frame_dependent_loop(gl_ctx, resources, rig, integrator):
+    params = SpringParams(mode="dependent", convergence="iterations", max_iterations=15, integrator=integrator)
+    graph = DeformerGraph(gl_ctx, resources)
+    try:
+        h = _add(graph, rig, params)
+        assert next(iter(graph._batches.values())).plan.feedback == ("deformed",)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            d = SpringDeformer(rig.topology, rig.binding, rig.bind_joints, rig.parents, params)
+        diag = M.bbox_diagonal(rig.topology.positions)
+        for bend in (0.3, 0.6, 0.9):
+            skin, posed = pose(rig, bend=bend, twist=bend / 2)
+            graph.set_pose(h, skin, posed)
+            graph.run()
+            ref, _ = d.solve(posed)
+            np.testing.assert_allclose(graph.download_control(h, "deformed"), ref, atol=TOL * diag, rtol=0)
+    finally:
+        graph.release()
+
+
+def test_check_every_k_and_runtime_params(gl_ctx, resources, rig):
+    from engine.skinning.gpu_plan import default_config
+
+    cfg = default_config("spring").to_dict()
+    cfg["nodes"][1]["options"]["check_every"] = 8
+    params = SpringParams(max_iterations=300, dt=0.08)
+    graph = DeformerGraph(gl_ctx, resources)
+    try:
+        h = graph.add_mesh(rig.topology, rig.binding, rig.joints, rig.weights, rig.inverse_bind, rig.parents,
+                           config=cfg, spring=params)
+        skin, posed = pose(rig)
+        graph.set_pose(h, skin, posed)
+        graph.run()
+        ref, stats = _reference(rig, params, posed)
+        st = graph.spring_status(h)
+        assert st["iterations"] % 8 == 0 and stats.iterations <= st["iterations"] < stats.iterations + 8
+        np.testing.assert_allclose(graph.download_control(h, "deformed"), ref, atol=1e-4)
+        graph.set_spring(h, params.replace(convergence="iterations", max_iterations=5))
+        graph.run()
+        assert graph.spring_status(h)["iterations"] == 5
+    finally:
+        graph.release()
