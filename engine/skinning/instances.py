@@ -108,7 +108,8 @@ class SkinnedPrimitive:
             key = ("spring", id(binding), repr(cfg.spring))
             if key not in self._cache:
                 self._cache[key] = SpringDeformer(self.topology(), binding, self.bind_joints, self.parents,
-                                                  cfg.spring)
+                                                  cfg.spring, joints=self.primitive.joints,
+                                                  weights=self.primitive.weights)
             positions, _stats = self._cache[key].solve(posed)
             return positions
         from engine.skinning.arap import ScaleArap
