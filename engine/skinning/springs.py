@@ -544,14 +544,21 @@ class SpringDeformer:
 
     def _advice(self, edit: EditTerms | None) -> str:
         p, rng = self._culprit(edit)
-        return (f"lower `dt` (now {self.params.dt:g}, safe < {rng['dt']:.4g}) or `{p}` "
-                f"(now {getattr(self.params, p):g}, safe < {rng[p]:.4g})")
+        if rng[p] > 0.0:
+            other = f"`{p}` (now {getattr(self.params, p):g}, safe < {rng[p]:.4g})"
+        else:  # the other stiffnesses alone already use up the budget of this dt
+            other = f"`{p}` (now {getattr(self.params, p):g}; at this dt no value of it alone is enough)"
+        return f"lower `dt` (now {self.params.dt:g}, safe < {rng['dt']:.4g}) or {other}"
 
     def _warn_if_unsafe(self) -> None:
+        """Warn at set-up when dt is past twice the monotone bound: there explicit Euler is no longer
+        guaranteed stable (dt * lambda < 2; the bound over-estimates lambda, so this is a caution, and the
+        per-iteration divergence check stays the safety net)."""
         rng = safe_range(self.rest, self.params)
-        if self.params.dt > rng["dt"]:
-            warnings.warn(f"spring parameters exceed the stable range of this mesh: {self._advice(None)}",
-                          RuntimeWarning, stacklevel=3)
+        factor = 2.0 if self.params.integrator == "explicit" else math.sqrt(2.0)
+        if self.params.dt > factor * rng["dt"]:
+            warnings.warn(f"spring parameters may be unstable on this mesh (divergence is watched for): "
+                          f"{self._advice(None)}", RuntimeWarning, stacklevel=3)
 
     # -- per frame ----------------------------------------------------------------------------------------
     def frame(self, posed_joints: np.ndarray) -> PoseFrame:
