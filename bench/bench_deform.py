@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"device: {ctx.info.get('GL_RENDERER')} ({ctx.info.get('GL_VENDOR')})")
     print("Table 1: spring stage GPU ms (mean of %d frames), scheme 'iterations'" % reps)
     source = []
-    head = (f"{'mesh':<22}{'ctrl':>7}{'tris':>8}{'I=1':>8}{'I=25':>8}{'I=50':>8}{'I=100':>8}{'maxI':>7}"
+    head = (f"{'mesh':<22}{'ctrl':>7}{'tris':>8}{'I=1':>9}{'I=25':>9}{'I=50':>9}{'I=100':>9}{'maxI':>7}"
             f"{'LBS ms':>8}{'B/ctrl':>8}{'np50 ms':>9}{'np/gpu':>8}")
     print(head)
     print("-" * len(head))
@@ -147,8 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         d.solve(posed)
         np_ms = (time.perf_counter() - t0) * 1e3
-        print(f"{label:<22}{topo.n_control:>7}{topo.display_triangles.shape[0]:>8}{times[1]:>8.3f}"
-              f"{times[25]:>8.3f}{times[50]:>8.3f}{times[100]:>8.3f}{max_i:>7} {lbs_ms:>7.3f}"
+        print(f"{label:<22}{topo.n_control:>7}{topo.display_triangles.shape[0]:>8}{times[1]:>9.3f}"
+              f"{times[25]:>9.3f}{times[50]:>9.3f}{times[100]:>9.3f}{max_i:>7} {lbs_ms:>7.3f}"
               f"{bytes_per:>8.0f}{np_ms:>9.1f}{np_ms / max(times[50], 1e-9):>8.1f}")
 
     print(f"timings: {source[-1]}; maxI = 10 ms / per-iteration ms ((I=100 - I=1) / 99); B/ctrl = GPU bytes of "

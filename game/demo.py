@@ -290,8 +290,9 @@ def run_demo(args: argparse.Namespace) -> int:
     if args.width < 16 or args.height < 16 or args.width > 8192 or args.height > 8192:
         raise ValueError(f"--width/--height must be in [16, 8192], got {args.width}x{args.height}")
     if headless and frames is None:
-        frames = 240
-        print("no display (or --headless): rendering 240 frames offscreen", file=sys.stderr)
+        frames = 120
+        print("no display (or --headless): rendering 120 frames offscreen; pass --frames N to change",
+              file=sys.stderr)
     screenshot = args.screenshot or ("out/demo.png" if headless and not args.screenshot else None)
     gl = create_context(headless=headless, width=args.width, height=args.height, title="skinengine demo")
     scene = DemoScene(gl, width=args.width, height=args.height, count=args.characters, asset_path=args.asset,
