@@ -340,10 +340,11 @@ def _run_window(scene: DemoScene, frames: int | None) -> None:
         dt, state["last"] = now - state["last"], now
         t0 = time.perf_counter()
         scene.schedule.run_frame(scene.world, scene.clock, min(dt, 0.25))
-        fb = scene.gl.ctx.detect_framebuffer()
+        fb = scene.gl.ctx.screen
         w, h = window.get_framebuffer_size()
         if (w, h) != (scene.renderer.width, scene.renderer.height) and w > 0 and h > 0:
             scene.renderer.resize(w, h)
+        fb.viewport = (0, 0, w, h)
         scene.render(target=fb)
         scene.frame_ms.append((time.perf_counter() - t0) * 1e3)
         state["frames"] += 1
