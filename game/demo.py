@@ -1,7 +1,8 @@
 """The demo scene: generated characters playing their clips on a ground plane.
 
 ``python main.py`` opens a window when a display exists (orbit camera on the mouse, Space play/pause,
-``.`` single step while paused, ``[`` / ``]`` time scale, W wireframe, Esc quit) and otherwise runs headless.
+``.`` single step while paused, ``[`` / ``]`` time scale, W wireframe, V cycles the G-buffer debug views,
+Esc quit) and otherwise runs headless.
 ``python main.py --headless --frames N --screenshot out.png`` renders N frames offscreen, writes the PNG and
 prints the frame-time summary.
 
@@ -178,7 +179,8 @@ class DemoScene:
         for sp in prims:
             prim = sp.primitive
             handle = self.renderer.add_mesh(prim.indices, prim.vertex_count, **self._material(asset, prim),
-                                            label=f"e{e}:{sp.key}")
+                                            label=f"e{e}:{sp.key}", entity=e, node=sp.node, mesh_index=sp.mesh,
+                                            primitive=sp.prim)
             inst = MeshInstance(e, sp.key, sp, name, sp.node, prim.positions, prim.normals, handle)
             if self.graph is not None:
                 binding = None if self.deformer in ("lbs", "dqs") else sp.binding()
@@ -196,7 +198,8 @@ class DemoScene:
                 continue
             for p, prim in enumerate(asset.meshes[node.mesh].primitives):
                 handle = self.renderer.add_mesh(prim.indices, prim.vertex_count, **self._material(asset, prim),
-                                                label=f"e{e}:node{n}_prim{p}")
+                                                label=f"e{e}:node{n}_prim{p}", entity=e, node=n,
+                                                mesh_index=node.mesh, primitive=p)
                 self.instances.append(MeshInstance(e, f"node{n}_mesh{node.mesh}_prim{p}", None, name, n,
                                                    prim.positions, prim.normals, handle))
 
@@ -260,8 +263,13 @@ class DemoScene:
             self.frame_ms.append((time.perf_counter() - t0) * 1e3)
 
     def render(self, target=None) -> None:
+        from engine.render.timers import record_gpu_timings
+
         self.camera.aspect = self.renderer.width / self.renderer.height
         self.renderer.render(self.camera, target=target)
+        last = self.schedule.history.last
+        if last is not None:  # GPU pass times (a few frames late) go next to the systems' CPU times
+            record_gpu_timings(last, self.renderer.gpu_ms)
 
     def release(self) -> None:
         if self.graph is not None:
@@ -374,6 +382,8 @@ def _run_window(scene: DemoScene, frames: int | None) -> None:
             scene.clock.time_scale = min(16.0, scene.clock.time_scale * 2)
         elif symbol == key.W:
             scene.renderer.wireframe = not scene.renderer.wireframe
+        elif symbol == key.V:  # debug views: colour, albedo, normal, position, depth, triangle, barycentric, mesh
+            print(f"view: {scene.renderer.cycle_view()}")
         elif symbol == key.ESCAPE:
             pyglet.app.exit()
 

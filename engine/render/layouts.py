@@ -32,7 +32,11 @@ BINDING_POSITIONS = 0
 BINDING_NORMALS = 1
 BINDING_TEXCOORDS = 2
 BINDING_LIGHTS = 3
+BINDING_INDICES = 4  # the mesh's index buffer (uint triangles) read by the G-buffer fragment stage
+BINDING_BLOBS = 5    # contact-shadow blobs (BLOB structs) of the compose pass
 MAX_LIGHTS = 8
+MAX_LAYERS = 8
+"""Most layers (meshes with their own G-buffer) the compositor takes besides the scene G-buffer."""
 
 GLSL_CONSTANTS: dict[str, int] = {
     "MAX_JOINTS": MAX_JOINTS,
@@ -41,7 +45,10 @@ GLSL_CONSTANTS: dict[str, int] = {
     "BINDING_NORMALS": BINDING_NORMALS,
     "BINDING_TEXCOORDS": BINDING_TEXCOORDS,
     "BINDING_LIGHTS": BINDING_LIGHTS,
+    "BINDING_INDICES": BINDING_INDICES,
+    "BINDING_BLOBS": BINDING_BLOBS,
     "MAX_LIGHTS": MAX_LIGHTS,
+    "MAX_LAYERS": MAX_LAYERS,
 }
 
 # GLSL type -> (numpy base dtype, numpy sub-shape, base alignment, size) under std430.
@@ -160,7 +167,13 @@ LIGHT = Std430Struct("Light", [
 ])
 """Directional light of the scene renderer (SSBO ``Lights``)."""
 
-LAYOUTS: tuple[Std430Struct, ...] = (LIGHT,)
+BLOB = Std430Struct("Blob", [
+    ("ellipse", "vec4"),  # world centre x, z and half extents x, z of the soft contact shadow on the ground
+    ("params", "vec4"),   # x: darkness in [0, 1], yzw unused
+])
+"""Contact-shadow blob under one entity (SSBO ``Blobs`` of the blob pass)."""
+
+LAYOUTS: tuple[Std430Struct, ...] = (LIGHT, BLOB)
 
 
 def layouts_glsl() -> str:

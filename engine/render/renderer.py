@@ -1,50 +1,69 @@
-"""The scene renderer: deferred G-buffer straight from the deformed-vertex SSBOs, then a compositor.
+"""The scene renderer: deferred G-buffers straight from the deformed-vertex SSBOs, then a depth compositor.
 
-Passes of one frame (each a GPU timer scope):
+Passes of one frame (each a GPU timer scope, see :attr:`SceneRenderer.gpu_ms`):
 
-``shadow``   depth of every mesh from the key light (orthographic, fitted to the meshes' bounds).
-``gbuffer``  every mesh pulled from its SSBOs by gl_VertexID (index buffer = the triangles), a geometry
-             stage adding barycentrics and the triangle index; MRT writes albedo, normal, world
-             position, ids (mesh + 1, triangle), barycentrics (+ edge distance in pixels) and depth.
-``compose``  one fullscreen triangle: lights the G-buffer (key + fill + back light, hemisphere
-             ambient, rim, key-light shadows), composites it by depth with an analytic ground plane
-             whose grid fades with distance, over a background gradient, optional wireframe from the
-             barycentrics; writes the display colour (RGBA8, sRGB-encoded) and depth.
-``present``  copies the frame to a target framebuffer (the window) when one is given.
+``shadow``      (``shadows="map"`` only) depth of every mesh from the key light, re-rendered every
+                ``shadow_interval`` frames (and when the set of meshes changes).
+``gbuffer``     every mesh WITHOUT a layer, into ONE scene G-buffer with the hardware depth test: cost
+                grows with pixels and triangles, not with a framebuffer per mesh. Meshes are pulled from
+                their SSBOs by gl_VertexID; the fragment stage writes albedo and an id texel (mesh id,
+                triangle, barycentrics, normal; ``shaders/include/gbuffer_codec.glsl``) plus depth.
+``layer:NAME``  the meshes given layer NAME, into that layer's own G-buffer (research Stage 4 gives every
+                mesh its own framebuffer; here a tool opts in where it must see a surface whatever
+                covers it: skin under clothes, a character behind another).
+``compose``     one fullscreen triangle (research Stage 5): per pixel the nearest of the scene G-buffer
+                and the layers wins, is lit (key + fill + back light, hemisphere ambient, rim; optional
+                wireframe) or shown as a debug channel (:data:`VIEWS`), and is composited by depth with
+                the cached backdrop (background gradient + ground grid, redrawn only when the camera,
+                the lights or the look change). It writes the display colour, a scene-level id buffer
+                (which mesh, which triangle: what :meth:`SceneRenderer.query` reads) and the frame depth.
+                Cost grows with the number of layers, not of meshes. Contact-shadow blobs (the default
+                ``shadows="blob"``: one instanced draw) darken the ground under each entity.
+``ui``          optional overlay callback drawing into :attr:`SceneRenderer.framebuffer`.
+``present``     copies the frame to a target framebuffer (the window) when one is given.
 
 A mesh's deformed vertex data lives in two SSBOs of vec4 (positions w = 1, normals w = 0); the
-deformer graph writes them with compute shaders (``MeshHandle.positions`` / ``.normals``), or
-:meth:`SceneRenderer.update_vertices` uploads them from the CPU. The G-buffer also answers surface
-queries (:meth:`SceneRenderer.query`): mesh, triangle and barycentrics under a pixel, which stay
-valid while the mesh deforms.
+deformer graph writes them with compute shaders (pass its ``output_buffers`` as ``buffers=`` to
+:meth:`SceneRenderer.add_mesh`), or :meth:`SceneRenderer.update_vertices` uploads them from the CPU.
+Every mesh carries tags (entity, glTF node, mesh, primitive) so ids decode to scene objects.
 
-Per-mesh layers (one G-buffer per mesh, composited by depth, as the dissertation's Stage 4/5) are the
-next step: the compose pass already composites a layer by depth, so a layer is one more G-buffer
-bound in a loop.
+Queries (:meth:`~SceneRenderer.query`, :meth:`~SceneRenderer.query_many`, :meth:`~SceneRenderer.query_async`)
+read the id and depth texels of the last frame (or of one layer); a batch reads only the bounding
+region of its pixels, once; the async form copies it into a pixel-pack buffer and maps it a frame
+later, so a query never stalls the frame it is issued in. A hit's (mesh, triangle, barycentric) is a
+:class:`~engine.render.surface.SurfacePoint`; :meth:`~SceneRenderer.evaluate` re-evaluates such points
+on the current deformed vertices.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from typing import Callable, Sequence
 
 import moderngl
 import numpy as np
 
 from engine.render.camera import look_at
-from engine.render.layouts import GLSL_CONSTANTS, LIGHT, MAX_LIGHTS, pack_mat4
+from engine.render.layouts import BLOB, GLSL_CONSTANTS, LIGHT, MAX_LAYERS, MAX_LIGHTS, pack_mat4
 from engine.render.resources import GpuResources
 from engine.render.shaderlib import ProgramCache
+from engine.render.surface import (SurfaceHit, SurfacePoint, decode_ids, interpolate_surface,
+                                   unproject)
 from engine.render.timers import GpuTimers
 
-PASSES = ("shadow", "gbuffer", "compose", "present")
+PASSES = ("shadow", "gbuffer", "compose", "ui", "present")
+"""Fixed passes; each layer adds ``layer:NAME``."""
+VIEWS = ("color", "albedo", "normal", "position", "depth", "triangle", "barycentric", "mesh")
+"""What the compose pass shows: the lit frame, or one G-buffer channel in false colour."""
+SHADOW_MODES = ("off", "blob", "map")
 GL_SRGB8_ALPHA8 = 0x8C43
+_RESERVED_SOURCES = ("frame", "gbuffer")
 
 # G-buffer attachments: name -> (components, dtype); order = fragment output locations.
 GBUFFER_LAYOUT: tuple[tuple[str, int, str], ...] = (
-    ("albedo", 4, "f2"),
-    ("normal", 4, "f2"),
-    ("position", 4, "f4"),
-    ("ids", 2, "u4"),
-    ("bary", 4, "f4"),
+    ("albedo", 4, "f1"),  # sqrt(linear albedo), a = wireframe edge coverage
+    ("ids", 4, "u4"),     # mesh id + 1, triangle, packed barycentrics, packed normal (surface.py)
+    ("zcopy", 1, "f4"),   # window depth (0 = no surface): what the compositor and queries read
 )
 
 _MESH_DEFINES = ("BINDING_POSITIONS", "BINDING_NORMALS", "BINDING_TEXCOORDS")
@@ -81,7 +100,9 @@ def vertex_normals(positions: np.ndarray, triangles: np.ndarray) -> np.ndarray:
 @dataclass(eq=False)
 class MeshHandle:
     """One registered mesh. ``positions`` / ``normals`` are the vec4 SSBOs the deformers write;
-    ``bounds`` (min, max) world box used to fit the shadow camera (set it when a GPU stage deforms)."""
+    ``bounds`` (min, max) world box (fits the shadow camera and the contact-shadow blob; set it when a
+    GPU stage deforms). Tags: ``entity`` (ECS entity), glTF ``node``, ``mesh_index``, ``primitive``
+    (-1 when unknown). ``layer``: name of the layer it draws into, None for the scene G-buffer."""
 
     id: int
     label: str
@@ -95,6 +116,12 @@ class MeshHandle:
     base_color: np.ndarray = field(default_factory=lambda: np.ones(4, np.float32))
     bounds: tuple[np.ndarray, np.ndarray] | None = None
     visible: bool = True
+    entity: int = -1
+    node: int = -1
+    mesh_index: int = -1
+    primitive: int = -1
+    layer: str | None = None
+    owns_vertex_buffers: bool = True
 
     @property
     def triangle_count(self) -> int:
@@ -102,20 +129,13 @@ class MeshHandle:
 
 
 @dataclass
-class SurfaceHit:
-    """What :meth:`SceneRenderer.query` finds under a pixel."""
-
-    mesh: MeshHandle
-    triangle: int
-    barycentric: np.ndarray  # (3,)
-    position: np.ndarray  # (3,) world
-    normal: np.ndarray  # (3,) world, facing the camera
-    depth: float  # window depth in [0, 1]
-
-
-@dataclass
 class LookSettings:
-    """Colours are display sRGB (converted to linear for shading); lengths in metres."""
+    """Colours are display sRGB (converted to linear for shading); lengths in metres.
+
+    ``shadows``: "off", "blob" (default: soft contact shadows under each entity, nearly free) or "map"
+    (key-light shadow map with ``shadow_taps`` 1, 4 or 9 hardware-filtered taps per pixel, re-rendered
+    every ``shadow_interval`` frames); True means "map", False "off". ``tessellation`` turns on Phong
+    tessellation (``tess_level`` in [1, 16], shape factor ``phong_alpha`` in [0, 1])."""
 
     background_top: tuple = (0.33, 0.40, 0.50)
     background_horizon: tuple = (0.72, 0.74, 0.76)
@@ -131,9 +151,38 @@ class LookSettings:
     ambient: float = 0.45
     rim_strength: float = 0.12
     exposure: float = 1.0
-    shadows: bool = True
+    shadows: str | bool = "blob"
+    shadow_taps: int = 1
+    shadow_interval: int = 1
+    ground_shadow: float = 0.45  # darkening of the ground in full key-light shadow ("map")
+    blob_strength: float = 0.5
     wireframe: bool = False
     wire_color: tuple = (0.05, 0.06, 0.08)
+    tessellation: bool = False
+    tess_level: float = 3.0
+    phong_alpha: float = 0.75
+
+    def shadow_mode(self) -> str:
+        """The validated shadow mode ("off", "blob" or "map")."""
+        s = self.shadows
+        mode = ("map" if s else "off") if isinstance(s, bool) else s
+        if mode not in SHADOW_MODES:
+            raise ValueError(f"shadows must be one of {SHADOW_MODES} (or a bool), got {s!r}")
+        if mode == "map" and self.shadow_taps not in (1, 4, 9):
+            raise ValueError(f"shadow_taps must be 1, 4 or 9, got {self.shadow_taps!r}")
+        if mode == "map" and not (isinstance(self.shadow_interval, int) and self.shadow_interval >= 1):
+            raise ValueError(f"shadow_interval must be an int >= 1 frames, got {self.shadow_interval!r}")
+        return mode
+
+    def check(self) -> None:
+        """Raise ValueError for a setting out of range."""
+        self.shadow_mode()
+        if not 1.0 <= float(self.tess_level) <= 16.0:
+            raise ValueError(f"tess_level must be in [1, 16], got {self.tess_level!r}")
+        if not 0.0 <= float(self.phong_alpha) <= 1.0:
+            raise ValueError(f"phong_alpha must be in [0, 1], got {self.phong_alpha!r}")
+        if not 0.0 <= float(self.blob_strength) <= 1.0:
+            raise ValueError(f"blob_strength must be in [0, 1], got {self.blob_strength!r}")
 
 
 def default_lights() -> np.ndarray:
@@ -153,6 +202,64 @@ def _ortho(half_w: float, half_h: float, near: float, far: float) -> np.ndarray:
     return m
 
 
+class _GBuffer:
+    """One G-buffer (albedo RGBA8, ids RGBA32UI, depth) of a given size; the scene's or a layer's."""
+
+    def __init__(self, res: GpuResources, size: tuple[int, int], label: str) -> None:
+        self.res = res
+        self.tex: dict[str, moderngl.Texture] = {}
+        for name, comps, dtype in GBUFFER_LAYOUT:
+            self.tex[name] = res.texture(size, comps, dtype=dtype, filter=(moderngl.NEAREST, moderngl.NEAREST),
+                                         repeat=False, label=f"{label} {name}")
+        self.depth = res.depth_texture(size, label=f"{label} depth")
+        self.fbo = res.framebuffer([self.tex[n] for n, _, _ in GBUFFER_LAYOUT], self.depth, label=label)
+        self.compose_fbo: moderngl.Framebuffer | None = None
+
+    def release(self) -> None:
+        if self.compose_fbo is not None:
+            self.res.release(self.compose_fbo)
+        self.res.release(self.fbo)
+        self.res.release(self.depth)
+        for t in reversed(list(self.tex.values())):
+            self.res.release(t)
+
+
+class PendingQuery:
+    """An asynchronous batched query: the id and depth texels of the pixels' bounding region were
+    copied into pixel-pack buffers when it was issued; :meth:`result` maps them (after a frame the
+    copy is long finished, so nothing waits). Obtain from :meth:`SceneRenderer.query_async`."""
+
+    def __init__(self, renderer: "SceneRenderer", points: np.ndarray, region: tuple[int, int, int, int],
+                 source: str, buffers: tuple[moderngl.Buffer, moderngl.Buffer], inv_vp: np.ndarray,
+                 frame: int) -> None:
+        self._r = renderer
+        self.points = points
+        self.region = region
+        self.source = source
+        self._buffers = buffers
+        self._inv_vp = inv_vp
+        self.frame = frame
+        self._result: list[SurfaceHit | None] | None = None
+
+    @property
+    def ready(self) -> bool:
+        """True once a frame has been rendered since the query was issued (mapping will not wait)."""
+        return self._result is not None or self._r.frame_index > self.frame
+
+    def result(self) -> list[SurfaceHit | None]:
+        """The hits (None where no surface), in the order of the points; releases the buffers."""
+        if self._result is None:
+            x0, y0, w, h = self.region
+            ids_buf, depth_buf = self._buffers
+            ids = np.frombuffer(ids_buf.read(size=w * h * 16), np.uint32).reshape(h, w, 4)
+            depth = np.frombuffer(depth_buf.read(size=w * h * 4), np.float32).reshape(h, w)
+            self._result = self._r._hits_from_region(self.points, self.region, ids, depth, self.source,
+                                                     self._inv_vp)
+            self._r._recycle(self._buffers)
+            self._buffers = ()
+        return self._result
+
+
 class SceneRenderer:
     """Deferred scene renderer over meshes whose vertices live in SSBOs (see the module doc)."""
 
@@ -167,35 +274,44 @@ class SceneRenderer:
         self._own_programs = programs is None
         self.programs = programs if programs is not None else ProgramCache(resources)
         self.look = look or LookSettings()
+        self.look.check()
         self.meshes: dict[int, MeshHandle] = {}
         self._next_id = 0
         self._owned: list = []  # renderer-wide objects (not per mesh, not per size)
-        self._targets: list = []  # size-dependent objects
         self._vaos: dict[tuple, moderngl.VertexArray] = {}
         self._vao_generation = self.programs.generation
+        self._view = "color"
+        self._layers: dict[str, _GBuffer | None] = {}  # name -> G-buffer (None until sized)
+        self._draw_lists: dict[str | None, list[MeshHandle]] | None = None
+        self._pbo_pool: list[moderngl.Buffer] = []
+        self.frame_index = 0
+        self.texture_anisotropy = 1.0  # max anisotropy of base-colour textures added from now on
         self.last_view_proj: np.ndarray | None = None
+        self.last_view: np.ndarray | None = None
+        self.last_projection: np.ndarray | None = None
+        self._inv_vp = np.eye(4)
+        self._eye = np.zeros(3)
+        self._backdrop_key: tuple | None = None
+        self._shadow_valid = False
+        self._shadow_frame = -10**9
+        self._inited_programs: set[int] = set()
 
-        # Compile every program now: a shader error surfaces at set-up, not mid-frame.
-        self._program_args = {
-            "gbuffer": dict(vertex="render/mesh.vert", geometry="render/mesh.geom",
-                            fragment="render/gbuffer.frag", defines=_constants(*_MESH_DEFINES)),
-            "gbuffer_uv": dict(vertex="render/mesh.vert", geometry="render/mesh.geom",
-                               fragment="render/gbuffer.frag",
-                               defines={**_constants(*_MESH_DEFINES), "HAS_TEXCOORDS": 1}),
-            "shadow": dict(vertex="render/mesh.vert", fragment="render/shadow.frag",
-                           defines=_constants(*_MESH_DEFINES)),
-            "compose": dict(vertex="render/fullscreen.vert", fragment="render/compose.frag",
-                            defines=_constants(*_LIGHT_DEFINES)),
-            "present": dict(vertex="render/fullscreen.vert", fragment="render/present.frag"),
-        }
-        for name in self._program_args:
-            self._program(name)
+        # Compile every program the current settings need now: a shader error surfaces at set-up.
+        for uv in (False, True):
+            self._gbuffer_program(uv, tess=self.look.tessellation)
+        self._program("backdrop")
+        self._program("present")
+        self._program("shadow")
+        self._program("blob")
+        self._program("ground_shadow")
+        self._compose_program()
 
-        lights = default_lights()
         self._lights = self._own(resources.buffer(LIGHT.zeros(MAX_LIGHTS), label="lights"))
         self.light_count = 0
-        self.set_lights(lights)
-        self._white = self._own(resources.texture((1, 1), 4, bytes([255, 255, 255, 255]), label="white"))
+        self._lights_version = 0
+        self.set_lights(default_lights())
+        self._blobs = self._own(resources.buffer(BLOB.zeros(64), label="contact shadow blobs"))
+        self._blob_capacity = 64
         self._shadow_size = shadow_size
         self._shadow_tex = self._own(resources.depth_texture((shadow_size, shadow_size), label="shadow map"))
         self._shadow_tex.compare_func = "<="
@@ -204,7 +320,9 @@ class SceneRenderer:
         self._shadow_fbo = self._own(resources.framebuffer([], self._shadow_tex, label="shadow fbo"))
         self._shadow_matrix = np.eye(4, dtype=np.float32)
         self.timers = GpuTimers(resources, PASSES)
-        self._build_shared_vaos()
+        self._fullscreen: dict[int, moderngl.VertexArray] = {}
+        self._targets: list = []
+        self._scene: _GBuffer | None = None
         self.width = self.height = 0
         self.resize(width, height)
 
@@ -213,30 +331,64 @@ class SceneRenderer:
         self._owned.append(obj)
         return obj
 
+    _STAGES = {
+        "backdrop": dict(vertex="render/fullscreen.vert", fragment="render/backdrop.frag",
+                         defines=_constants(*_LIGHT_DEFINES)),
+        "present": dict(vertex="render/fullscreen.vert", fragment="render/present.frag"),
+        "shadow": dict(vertex="render/mesh.vert", fragment="render/shadow.frag", defines=_constants(*_MESH_DEFINES)),
+        "blob": dict(vertex="render/blob.vert", fragment="render/blob.frag", defines=_constants("BINDING_BLOBS")),
+        "ground_shadow": dict(vertex="render/fullscreen.vert", fragment="render/ground_shadow.frag"),
+    }
+
     def _program(self, name: str) -> moderngl.Program:
-        return self.programs.get_program(**self._program_args[name])
+        return self.programs.get_program(**self._STAGES[name])
 
-    def _build_shared_vaos(self) -> None:
-        for name in ("compose", "present"):
-            self._vaos[(name,)] = self.res.vertex_array(self._program(name), [], label=f"{name} fullscreen")
+    def _gbuffer_program(self, uv: bool, *, tess: bool) -> moderngl.Program:
+        defines = _constants(*_MESH_DEFINES)
+        if uv:
+            defines["HAS_TEXCOORDS"] = 1
+        if tess:
+            defines["TESSELLATION"] = 1
+            return self.programs.get_program(vertex="render/mesh.vert", tess_control="render/phong.tesc",
+                                             tess_evaluation="render/phong.tese", fragment="render/gbuffer.frag",
+                                             defines=defines)
+        defines["BINDING_INDICES"] = GLSL_CONSTANTS["BINDING_INDICES"]
+        return self.programs.get_program(vertex="render/mesh.vert", fragment="render/gbuffer.frag", defines=defines)
 
-    def _build_mesh_vaos(self, h: MeshHandle) -> None:
-        gname = "gbuffer_uv" if h.texcoords is not None else "gbuffer"
-        self._vaos[("gbuffer", h.id)] = self.res.vertex_array(self._program(gname), [], index_buffer=h.indices,
-                                                             label=f"{h.label} gbuffer")
-        self._vaos[("shadow", h.id)] = self.res.vertex_array(self._program("shadow"), [], index_buffer=h.indices,
-                                                            label=f"{h.label} shadow")
+    def _compose_program(self) -> moderngl.Program:
+        defines = _constants(*_LIGHT_DEFINES)
+        n = len(self._layers)
+        if n:
+            defines["LAYER_COUNT"] = n
+        v = VIEWS.index(self._view)
+        if v:
+            defines["VIEW"] = v
+        elif self.look.shadow_mode() == "map":
+            defines["SHADOW_TAPS"] = int(self.look.shadow_taps)
+        return self.programs.get_program(vertex="render/fullscreen.vert", fragment="render/compose.frag",
+                                         defines=defines)
+
+    def _vao(self, prog: moderngl.Program, h: MeshHandle | None) -> moderngl.VertexArray:
+        """The vertex array of ``prog`` for mesh ``h`` (or the attribute-less fullscreen one), made
+        once per (program, mesh) and kept until the mesh goes or a shader reload swaps programs."""
+        key = (id(prog), None if h is None else h.id)
+        vao = self._vaos.get(key)
+        if vao is None:
+            label = "fullscreen" if h is None else f"{h.label}"
+            vao = self.res.vertex_array(prog, [], index_buffer=None if h is None else h.indices,
+                                        label=f"{label} vao")
+            self._vaos[key] = vao
+        return vao
 
     def _refresh_after_reload(self) -> None:
-        """Vertex arrays are bound to a program: rebuild them after the cache swapped programs."""
+        """Vertex arrays are bound to a program: drop them after the cache swapped programs."""
         if self._vao_generation == self.programs.generation:
             return
         for vao in self._vaos.values():
             self.res.release(vao)
         self._vaos.clear()
-        self._build_shared_vaos()
-        for h in self.meshes.values():
-            self._build_mesh_vaos(h)
+        self._inited_programs.clear()
+        self._backdrop_key = None
         self._vao_generation = self.programs.generation
 
     @staticmethod
@@ -250,46 +402,147 @@ class SceneRenderer:
         self._check_size(width, height)
         if (width, height) == (self.width, self.height):
             return
+        self._release_targets()
+        self.width, self.height = int(width), int(height)
+        size = (self.width, self.height)
+        r = self.res
+        t = self._targets
+        near = (moderngl.NEAREST, moderngl.NEAREST)
+        self._color = r.texture(size, 4, filter=(moderngl.LINEAR, moderngl.LINEAR), repeat=False, label="frame colour")
+        self._ids = r.texture(size, 4, dtype="u4", filter=near, repeat=False, label="frame ids")
+        self._depth = r.texture(size, 1, dtype="f4", filter=near, repeat=False, label="frame depth")
+        self._frame = r.framebuffer([self._color, self._ids, self._depth], label="frame")
+        self._frame_clear = r.framebuffer([self._ids, self._depth], label="frame ids + depth")
+        self._overlay = r.framebuffer([self._color], label="frame overlay")
+        self._backdrop = r.texture(size, 4, filter=near, repeat=False, label="backdrop colour")
+        self._backdrop_depth = r.depth_texture(size, label="backdrop depth")
+        self._backdrop_fbo = r.framebuffer([self._backdrop], self._backdrop_depth, label="backdrop")
+        t += [self._color, self._ids, self._depth, self._frame, self._frame_clear, self._overlay, self._backdrop,
+              self._backdrop_depth, self._backdrop_fbo]
+        self._scene = self._new_gbuffer("scene")
+        for name in self._layers:
+            self._layers[name] = self._new_gbuffer(f"layer {name}")
+        self._backdrop_key = None
+
+    def _new_gbuffer(self, label: str) -> _GBuffer:
+        """A G-buffer plus the compose framebuffer that writes the frame with the G-buffer's depth as
+        the early-depth-test mask (needs the frame targets)."""
+        gb = _GBuffer(self.res, (self.width, self.height), f"{label} gbuffer")
+        gb.compose_fbo = self.res.framebuffer([self._color, self._ids, self._depth], gb.depth,
+                                              label=f"{label} compose")
+        return gb
+
+    def _release_targets(self) -> None:
+        for name, gb in self._layers.items():
+            if gb is not None:
+                gb.release()
+                self._layers[name] = None
+        if self._scene is not None:
+            self._scene.release()
+            self._scene = None
         for obj in reversed(self._targets):
             self.res.release(obj)
         self._targets.clear()
-        self.width, self.height = int(width), int(height)
-        size = (self.width, self.height)
-        t = self._targets
-        self._gtex: dict[str, moderngl.Texture] = {}
-        for name, comps, dtype in GBUFFER_LAYOUT:
-            tex = self.res.texture(size, comps, dtype=dtype, filter=(moderngl.NEAREST, moderngl.NEAREST),
-                                   repeat=False, label=f"gbuffer {name}")
-            self._gtex[name] = tex
-            t.append(tex)
-        self._gdepth = self.res.depth_texture(size, label="gbuffer depth")
-        t.append(self._gdepth)
-        self._gbuffer = self.res.framebuffer([self._gtex[n] for n, _, _ in GBUFFER_LAYOUT], self._gdepth,
-                                             label="gbuffer")
-        t.append(self._gbuffer)
-        self._color = self.res.texture(size, 4, filter=(moderngl.LINEAR, moderngl.LINEAR), repeat=False,
-                                       label="frame colour")
-        self._depth = self.res.depth_texture(size, label="frame depth")
-        self._frame = self.res.framebuffer([self._color], self._depth, label="frame")
-        t += [self._color, self._depth, self._frame]
 
     @property
     def framebuffer(self) -> moderngl.Framebuffer:
-        """The finished frame (colour RGBA8 + depth); overlays (UI) may draw into it."""
-        return self._frame
+        """The finished frame's colour (RGBA8) for overlays (UI) to draw into."""
+        return self._overlay
 
     @property
     def color_texture(self) -> moderngl.Texture:
         return self._color
 
+    # -- layers --------------------------------------------------------------------------------
+    @property
+    def layers(self) -> tuple[str, ...]:
+        return tuple(self._layers)
+
+    def add_layer(self, name: str) -> None:
+        """Create a layer: a G-buffer of its own that meshes can be moved into (:meth:`set_layer`)."""
+        if not isinstance(name, str) or not name or name in _RESERVED_SOURCES:
+            raise ValueError(f"layer name must be a non-empty str other than {_RESERVED_SOURCES}, got {name!r}")
+        if name in self._layers:
+            raise ValueError(f"layer {name!r} exists already; layers: {list(self._layers)}")
+        if len(self._layers) >= MAX_LAYERS:
+            raise ValueError(f"at most {MAX_LAYERS} layers, got a request for layer {len(self._layers) + 1}")
+        self._layers[name] = self._new_gbuffer(f"layer {name}")
+        self.timers.add_pass(f"layer:{name}")
+        self._draw_lists = None
+        self._compose_program()
+
+    def remove_layer(self, name: str) -> None:
+        """Remove a layer; its meshes go back to the scene G-buffer."""
+        if name not in self._layers:
+            raise ValueError(f"no layer {name!r}; layers: {list(self._layers)}")
+        for h in self.meshes.values():
+            if h.layer == name:
+                h.layer = None
+        gb = self._layers.pop(name)
+        if gb is not None:
+            gb.release()
+        self.timers.remove_pass(f"layer:{name}")
+        self._draw_lists = None
+
+    def set_layer(self, handles: MeshHandle | Sequence[MeshHandle], layer: str | None) -> None:
+        """Draw these meshes into ``layer`` (created with :meth:`add_layer`), or the scene G-buffer (None)."""
+        if layer is not None and layer not in self._layers:
+            raise ValueError(f"no layer {layer!r}; layers: {list(self._layers)} (add_layer first)")
+        hs = [handles] if isinstance(handles, MeshHandle) else list(handles)
+        for h in hs:
+            self._check_handle(h)
+            h.layer = layer
+        self._draw_lists = None
+
+    # -- settings -------------------------------------------------------------------------------
+    @property
+    def view(self) -> str:
+        """The channel the compose pass shows (one of :data:`VIEWS`)."""
+        return self._view
+
+    @view.setter
+    def view(self, name: str) -> None:
+        if name not in VIEWS:
+            raise ValueError(f"view must be one of {', '.join(VIEWS)}; got {name!r}")
+        self._view = name
+        self._compose_program()
+
+    def cycle_view(self, step: int = 1) -> str:
+        """Switch to the next debug view (for a window key); returns its name."""
+        self.view = VIEWS[(VIEWS.index(self._view) + step) % len(VIEWS)]
+        return self._view
+
+    @property
+    def wireframe(self) -> bool:
+        return self.look.wireframe
+
+    @wireframe.setter
+    def wireframe(self, on: bool) -> None:
+        self.look.wireframe = bool(on)
+
+    def set_tessellation(self, on: bool, *, level: float | None = None, alpha: float | None = None) -> None:
+        """Toggle Phong tessellation (compiles its programs now)."""
+        if level is not None:
+            self.look.tess_level = float(level)
+        if alpha is not None:
+            self.look.phong_alpha = float(alpha)
+        self.look.tessellation = bool(on)
+        self.look.check()
+        for uv in (False, True):
+            self._gbuffer_program(uv, tess=self.look.tessellation)
+
     # -- meshes --------------------------------------------------------------------------------
     def add_mesh(self, triangles: np.ndarray, vertex_count: int, *, base_color=(1.0, 1.0, 1.0, 1.0),
                  texcoords: np.ndarray | None = None, image: np.ndarray | None = None,
                  positions: np.ndarray | None = None, normals: np.ndarray | None = None,
-                 label: str = "") -> MeshHandle:
-        """Register a mesh: SSBOs for V vertices (filled by ``update_vertices`` or a deformer), its
-        index buffer, optional TEXCOORD_0 and base-colour image ((H,W,4) uint8, row 0 = top, sRGB).
-        ``base_color`` is the linear glTF baseColorFactor. ``positions`` (and ``normals``) upload now."""
+                 buffers: tuple[moderngl.Buffer, moderngl.Buffer] | None = None,
+                 entity: int = -1, node: int = -1, mesh_index: int = -1, primitive: int = -1,
+                 layer: str | None = None, label: str = "") -> MeshHandle:
+        """Register a mesh: SSBOs for V vertices (filled by ``update_vertices`` or a deformer; or the
+        deformer's own vec4 ``buffers`` = (positions, normals), not owned here), its index buffer,
+        optional TEXCOORD_0 and base-colour image ((H,W,4) uint8, row 0 = top, sRGB). ``base_color``
+        is the linear glTF baseColorFactor. ``positions`` (and ``normals``) upload now. Tags
+        (entity, node, mesh_index, primitive) name the mesh in query results and G-buffer exports."""
         v = int(vertex_count)
         if v < 1:
             raise ValueError(f"vertex_count must be >= 1, got {vertex_count}")
@@ -312,35 +565,52 @@ class SceneRenderer:
                 raise ValueError(f"image must be (H,W,4) uint8, got {image.shape} {image.dtype}")
             if texcoords is None:
                 raise ValueError("an image needs texcoords (TEXCOORD_0) to be mapped")
+        if buffers is not None:
+            if len(buffers) != 2 or any(b.size < v * 16 for b in buffers):
+                raise ValueError(f"buffers must be (positions, normals) of >= {v * 16} bytes (V vec4), "
+                                 f"got sizes {[b.size for b in buffers]}")
+        if layer is not None and layer not in self._layers:
+            raise ValueError(f"no layer {layer!r}; layers: {list(self._layers)} (add_layer first)")
         mid = self._next_id
         self._next_id += 1
         label = label or f"mesh{mid}"
         r = self.res
         h = MeshHandle(
             id=mid, label=label, vertex_count=v, triangles=tri,
-            positions=r.buffer(reserve=v * 16, label=f"{label} positions"),
-            normals=r.buffer(reserve=v * 16, label=f"{label} normals"),
+            positions=buffers[0] if buffers else r.buffer(reserve=v * 16, label=f"{label} positions"),
+            normals=buffers[1] if buffers else r.buffer(reserve=v * 16, label=f"{label} normals"),
             indices=r.buffer(tri, label=f"{label} indices"),
             texcoords=None if texcoords is None else r.buffer(texcoords, label=f"{label} texcoords"),
             texture=None if image is None else r.texture(
                 (image.shape[1], image.shape[0]), 4, image, internal_format=GL_SRGB8_ALPHA8, mipmaps=True,
                 label=f"{label} base colour"),
-            base_color=color,
+            base_color=color, entity=int(entity), node=int(node), mesh_index=int(mesh_index),
+            primitive=int(primitive), layer=layer, owns_vertex_buffers=buffers is None,
         )
+        if h.texture is not None:
+            # trilinear only: anisotropic filtering costs several times more on software rasterisers
+            h.texture.anisotropy = float(self.texture_anisotropy)
         self.meshes[mid] = h
-        self._build_mesh_vaos(h)
+        self._draw_lists = None
         if positions is not None:
             self.update_vertices(h, positions, normals)
         return h
 
-    def remove_mesh(self, handle: MeshHandle) -> None:
-        """Release a mesh's buffers, texture and vertex arrays."""
+    def _check_handle(self, handle: MeshHandle) -> None:
         if self.meshes.get(handle.id) is not handle:
             raise ValueError(f"mesh {handle.label!r} (id {handle.id}) is not registered here")
+
+    def remove_mesh(self, handle: MeshHandle) -> None:
+        """Release a mesh's buffers, texture and vertex arrays."""
+        self._check_handle(handle)
         del self.meshes[handle.id]
-        for key in (("gbuffer", handle.id), ("shadow", handle.id)):
+        self._draw_lists = None
+        for key in [k for k in self._vaos if k[1] == handle.id]:
             self.res.release(self._vaos.pop(key))
-        for obj in (handle.positions, handle.normals, handle.indices, handle.texcoords, handle.texture):
+        owned = [handle.indices, handle.texcoords, handle.texture]
+        if handle.owns_vertex_buffers:
+            owned += [handle.positions, handle.normals]
+        for obj in owned:
             if obj is not None:
                 self.res.release(obj)
 
@@ -373,7 +643,18 @@ class SceneRenderer:
             raise ValueError(f"lights must be 1..{MAX_LIGHTS} LIGHT structs, got {len(lights)} of {lights.dtype}")
         self._lights.write(np.ascontiguousarray(lights).tobytes())
         self.light_count = len(lights)
+        self._lights_version += 1
         self._key_dir = np.asarray(lights["direction"][0, :3], np.float64)
+        self._shadow_valid = False
+
+    def id_table(self) -> np.ndarray:
+        """(K, 5) int32 rows (mesh id, entity, node, mesh index, primitive) for ids up to the largest
+        registered one, -1 rows for unused ids: decodes id buffers to scene objects with one gather."""
+        k = max(self.meshes, default=-1) + 1
+        t = np.full((k, 5), -1, np.int32)
+        for h in self.meshes.values():
+            t[h.id] = (h.id, h.entity, h.node, h.mesh_index, h.primitive)
+        return t
 
     # -- frame -----------------------------------------------------------------------------------
     def scene_bounds(self) -> tuple[np.ndarray, np.ndarray] | None:
@@ -399,34 +680,72 @@ class SceneRenderer:
         proj = _ortho(radius * 1.05, radius * 1.05, radius * 0.5, radius * 3.5)
         return (proj @ view).astype(np.float32)
 
-    def render(self, camera, *, target: moderngl.Framebuffer | None = None) -> None:
+    def _lists(self) -> dict[str | None, list[MeshHandle]]:
+        """Visible meshes per target (None = scene G-buffer), textured ones last; cached until the set
+        of meshes, their layers or visibility change."""
+        if self._draw_lists is None:
+            lists: dict[str | None, list[MeshHandle]] = {None: []}
+            for name in self._layers:
+                lists[name] = []
+            for h in self.meshes.values():
+                if h.visible:
+                    lists[h.layer].append(h)
+            for k in lists:
+                lists[k].sort(key=lambda m: m.texcoords is not None)
+            self._draw_lists = lists
+            self._shadow_valid = False
+        return self._draw_lists
+
+    def invalidate(self) -> None:
+        """Call after changing ``visible`` on a mesh: rebuilds the draw lists and the shadow map."""
+        self._draw_lists = None
+
+    def render(self, camera, *, target: moderngl.Framebuffer | None = None,
+               ui: Callable[["SceneRenderer"], None] | None = None) -> None:
         """Render one frame with ``camera`` (anything with ``view`` and ``projection_for(aspect)``) into
-        the offscreen frame; then copy it to ``target`` (e.g. ``ctx.screen`` of the window) if given."""
+        the offscreen frame; ``ui(renderer)`` may then draw into :attr:`framebuffer`; the frame is copied
+        to ``target`` (e.g. the window's framebuffer) if given."""
         self._refresh_after_reload()
+        look = self.look
+        mode = look.shadow_mode()
         ctx = self.ctx
         aspect = self.width / self.height
-        vp = (camera.projection_for(aspect).astype(np.float64) @ camera.view.astype(np.float64))
+        view = np.asarray(camera.view, np.float64)
+        proj = np.asarray(camera.projection_for(aspect), np.float64)
+        vp = proj @ view
+        self.last_view, self.last_projection = view.astype(np.float32), proj.astype(np.float32)
         self.last_view_proj = vp.astype(np.float32)
-        inv_vp = np.linalg.inv(vp).astype(np.float32)
-        eye = np.linalg.inv(camera.view.astype(np.float64))[:3, 3]
-        visible = [h for h in self.meshes.values() if h.visible]
+        self._inv_vp = np.linalg.inv(vp)
+        self._eye = np.linalg.inv(view)[:3, 3]
+        lists = self._lists()
         t = self.timers
         t.begin_frame()
         try:
-            shadow_vp = self._shadow_view_proj() if (self.look.shadows and visible) else None
             with t.scope("shadow"):
-                if shadow_vp is not None:
-                    self._shadow_pass(shadow_vp, visible)
+                if mode == "map":
+                    self._shadow_pass(lists)
+            vp32 = self.last_view_proj
             with t.scope("gbuffer"):
-                self._gbuffer_pass(vp.astype(np.float32), visible)
+                self._gbuffer_pass(self._scene, vp32, lists[None])
+            for name, gb in self._layers.items():
+                with t.scope(f"layer:{name}"):
+                    self._gbuffer_pass(gb, vp32, lists[name])
             with t.scope("compose"):
-                self._compose_pass(vp.astype(np.float32), inv_vp, eye, camera, shadow_vp)
+                self._backdrop_pass(camera)
+                self._compose_pass(mode)
+                if mode == "blob" and look.ground and self._view == "color":
+                    self._blob_pass(vp32)
+            with t.scope("ui"):
+                if ui is not None:
+                    self._overlay.use()
+                    ui(self)
             with t.scope("present"):
                 if target is not None:
                     self._present(target)
         finally:
-            ctx.disable(moderngl.DEPTH_TEST)
+            ctx.disable(moderngl.DEPTH_TEST | moderngl.BLEND)
             t.end_frame()
+            self.frame_index += 1
 
     @staticmethod
     def _mat(prog: moderngl.Program, name: str, m: np.ndarray) -> None:
@@ -438,13 +757,14 @@ class SceneRenderer:
         if name in prog:
             prog[name].value = value
 
-    def _bind_mesh(self, h: MeshHandle) -> None:
-        h.positions.bind_to_storage_buffer(GLSL_CONSTANTS["BINDING_POSITIONS"])
-        h.normals.bind_to_storage_buffer(GLSL_CONSTANTS["BINDING_NORMALS"])
-        if h.texcoords is not None:
-            h.texcoords.bind_to_storage_buffer(GLSL_CONSTANTS["BINDING_TEXCOORDS"])
-
-    def _shadow_pass(self, shadow_vp: np.ndarray, meshes: list[MeshHandle]) -> None:
+    def _shadow_pass(self, lists: dict[str | None, list[MeshHandle]]) -> None:
+        look = self.look
+        due = self.frame_index - self._shadow_frame >= look.shadow_interval
+        if self._shadow_valid and not due:
+            return
+        shadow_vp = self._shadow_view_proj()
+        if shadow_vp is None:
+            return
         ctx = self.ctx
         self._shadow_fbo.use()
         self._shadow_fbo.clear(depth=1.0)
@@ -452,51 +772,81 @@ class SceneRenderer:
         ctx.depth_func = "<"
         prog = self._program("shadow")
         self._mat(prog, "u_view_proj", shadow_vp)
-        for h in meshes:
-            self._bind_mesh(h)
-            self._vaos[("shadow", h.id)].render(moderngl.TRIANGLES)
+        bp, bn = GLSL_CONSTANTS["BINDING_POSITIONS"], GLSL_CONSTANTS["BINDING_NORMALS"]
+        for meshes in lists.values():
+            for h in meshes:
+                h.positions.bind_to_storage_buffer(bp)
+                h.normals.bind_to_storage_buffer(bn)
+                self._vao(prog, h).render(moderngl.TRIANGLES)
         bias = np.array([[0.5, 0, 0, 0.5], [0, 0.5, 0, 0.5], [0, 0, 0.5, 0.5], [0, 0, 0, 1]], np.float32)
         self._shadow_matrix = bias @ shadow_vp
+        self._shadow_valid = True
+        self._shadow_frame = self.frame_index
 
-    def _gbuffer_pass(self, vp: np.ndarray, meshes: list[MeshHandle]) -> None:
+    def _gbuffer_pass(self, gb: _GBuffer, vp: np.ndarray, meshes: list[MeshHandle]) -> None:
         ctx = self.ctx
-        self._gbuffer.use()
-        self._gbuffer.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+        gb.fbo.use()
+        gb.fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+        if not meshes:
+            return
         ctx.enable(moderngl.DEPTH_TEST)
         ctx.depth_func = "<"
+        tess = self.look.tessellation
+        mode = moderngl.PATCHES if tess else moderngl.TRIANGLES
+        if tess:
+            ctx.patch_vertices = 3
+        bp, bn = GLSL_CONSTANTS["BINDING_POSITIONS"], GLSL_CONSTANTS["BINDING_NORMALS"]
+        bi, bt = GLSL_CONSTANTS["BINDING_INDICES"], GLSL_CONSTANTS["BINDING_TEXCOORDS"]
+        current = None
+        u_id = u_color = u_tex = None
         for h in meshes:
-            prog = self._program("gbuffer_uv" if h.texcoords is not None else "gbuffer")
-            self._mat(prog, "u_view_proj", vp)
-            self._set(prog, "u_base_color", tuple(float(x) for x in h.base_color))
-            self._set(prog, "u_mesh_id", h.id)
-            self._set(prog, "u_has_texture", h.texture is not None)
-            (h.texture or self._white).use(location=0)
-            self._set(prog, "u_base_texture", 0)
-            self._bind_mesh(h)
-            self._vaos[("gbuffer", h.id)].render(moderngl.TRIANGLES)
+            uv = h.texcoords is not None
+            if current is None or current[0] != uv:
+                prog = self._gbuffer_program(uv, tess=tess)
+                current = (uv, prog)
+                self._mat(prog, "u_view_proj", vp)
+                if tess:
+                    self._set(prog, "u_tess_level", float(self.look.tess_level))
+                    self._set(prog, "u_phong_alpha", float(self.look.phong_alpha))
+                self._set(prog, "u_base_texture", 0)
+                u_id, u_color = prog["u_mesh_id"], prog["u_base_color"]
+                u_tex = prog["u_has_texture"] if "u_has_texture" in prog else None
+            prog = current[1]
+            u_id.value = h.id
+            u_color.value = (float(h.base_color[0]), float(h.base_color[1]), float(h.base_color[2]),
+                             float(h.base_color[3]))
+            if uv:
+                if h.texture is not None:
+                    h.texture.use(location=0)
+                u_tex.value = h.texture is not None
+                h.texcoords.bind_to_storage_buffer(bt)
+            h.positions.bind_to_storage_buffer(bp)
+            h.normals.bind_to_storage_buffer(bn)
+            if not tess:
+                h.indices.bind_to_storage_buffer(bi)
+            self._vao(prog, h).render(mode)
 
-    def _compose_pass(self, vp, inv_vp, eye, camera, shadow_vp) -> None:
-        ctx, look = self.ctx, self.look
-        self._frame.use()
+    def _backdrop_pass(self, camera) -> None:
+        """Redraw background + ground only when the camera, the lights, the look or the size changed."""
+        look = self.look
+        target = np.asarray(getattr(camera, "target", self._eye), np.float64)
+        key = (self.last_view_proj.tobytes(), target.tobytes(), self.width, self.height, self._lights_version,
+               dataclasses.astuple(look))
+        if key == self._backdrop_key:
+            return
+        self._backdrop_key = key
+        ctx = self.ctx
+        prog = self._program("backdrop")
+        self._backdrop_fbo.use()
         ctx.enable(moderngl.DEPTH_TEST)
         ctx.depth_func = "1"  # always: the pass writes every pixel's depth itself
-        prog = self._program("compose")
-        for unit, name in enumerate(("albedo", "normal", "bary", "position")):
-            self._gtex[name].use(location=unit)
-            self._set(prog, f"g_{name}", unit)
-        self._gdepth.use(location=4)
-        self._set(prog, "g_depth", 4)
-        self._shadow_tex.use(location=5)
-        self._set(prog, "u_shadow_map", 5)
-        self._set(prog, "u_shadow_enabled", shadow_vp is not None)
-        self._mat(prog, "u_shadow_matrix", self._shadow_matrix)
-        self._set(prog, "u_shadow_texel", 1.0 / self._shadow_size)
         self._lights.bind_to_storage_buffer(GLSL_CONSTANTS["BINDING_LIGHTS"])
-        self._set(prog, "u_light_count", self.light_count)
-        self._mat(prog, "u_view_proj", vp)
-        self._mat(prog, "u_inv_view_proj", inv_vp)
-        self._set(prog, "u_eye", tuple(float(x) for x in eye))
         lin = lambda c: tuple(float(x) for x in srgb_to_linear(c))  # noqa: E731
+        eye = self._eye
+        self._mat(prog, "u_view_proj", self.last_view_proj)
+        self._mat(prog, "u_inv_view_proj", self._inv_vp)
+        self._set(prog, "u_eye", tuple(float(x) for x in eye))
+        self._set(prog, "u_light_count", self.light_count)
         self._set(prog, "u_exposure", float(look.exposure))
         self._set(prog, "u_bg_top", lin(look.background_top))
         self._set(prog, "u_bg_horizon", lin(look.background_horizon))
@@ -509,7 +859,6 @@ class SceneRenderer:
         self._set(prog, "u_ground_albedo", lin(look.ground_color))
         self._set(prog, "u_grid_color", lin(look.grid_color))
         self._set(prog, "u_grid_spacing", tuple(float(x) for x in look.grid_spacing))
-        target = np.asarray(getattr(camera, "target", eye), np.float64)
         if look.fade_range is None:
             d = float(np.linalg.norm(eye - target))
             fade = (max(3.0, 1.5 * d), max(8.0, 4.0 * d))
@@ -517,9 +866,142 @@ class SceneRenderer:
             fade = tuple(float(x) for x in look.fade_range)
         self._set(prog, "u_fade_center", tuple(float(x) for x in target))
         self._set(prog, "u_fade_range", fade)
+        self._vao(prog, None).render(moderngl.TRIANGLES, vertices=3)
+
+    def _compose_pass(self, mode: str) -> None:
+        """Backdrop (or a dark clear for debug views) into the frame, then one early-depth-tested
+        fullscreen pass per G-buffer (see shaders/render/compose.frag)."""
+        ctx, look = self.ctx, self.look
+        if self._view == "color":
+            ctx.copy_framebuffer(self._overlay, self._backdrop_fbo)
+        else:
+            self._overlay.clear(0.08, 0.08, 0.08, 1.0)
+        self._frame_clear.clear(0.0, 0.0, 0.0, 0.0)
+        gbs = [self._scene] + list(self._layers.values())
+        n = len(gbs)
+        prog = self._compose_program()
+        if id(prog) not in self._inited_programs:
+            self._inited_programs.add(id(prog))
+            self._set(prog, "g_zcopy", list(range(n)) if n > 1 else 0)
+            self._set(prog, "g_albedo", list(range(n, 2 * n)) if n > 1 else 1)
+            self._set(prog, "g_ids", list(range(2 * n, 3 * n)) if n > 1 else 2)
+            self._set(prog, "u_backdrop", 3 * n)
+            self._set(prog, "u_backdrop_depth", 3 * n + 1)
+            self._set(prog, "u_shadow_map", 3 * n + 2)
+            self._set(prog, "u_depth", 1.0 - 1e-6)
+        lin = lambda c: tuple(float(x) for x in srgb_to_linear(c))  # noqa: E731
+        self._mat(prog, "u_inv_view_proj", self._inv_vp)
+        self._set(prog, "u_inv_size", (1.0 / self.width, 1.0 / self.height))
+        self._set(prog, "u_eye", tuple(float(x) for x in self._eye))
+        if self._view == "color":
+            self._lights.bind_to_storage_buffer(GLSL_CONSTANTS["BINDING_LIGHTS"])
+            self._set(prog, "u_light_count", self.light_count)
+            self._set(prog, "u_exposure", float(look.exposure))
+            self._set(prog, "u_sky_color", tuple(look.ambient * x for x in lin(look.sky_color)))
+            self._set(prog, "u_ground_color", tuple(look.ambient * x for x in lin(look.ground_bounce)))
+            self._set(prog, "u_rim_strength", float(look.rim_strength))
+            if mode == "map":
+                self._shadow_tex.use(location=3 * n + 2)
+                self._mat(prog, "u_shadow_matrix", self._shadow_matrix)
+                self._set(prog, "u_shadow_texel", 1.0 / self._shadow_size)
+        else:
+            b = self.scene_bounds()
+            lo, hi = b if b is not None else (np.zeros(3), np.ones(3))
+            self._set(prog, "u_bounds_lo", tuple(float(x) for x in lo))
+            self._set(prog, "u_bounds_hi", tuple(float(x) for x in hi))
+            corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+            dist = np.linalg.norm(corners - self._eye, axis=1)
+            self._set(prog, "u_depth_range", (float(dist.min()), float(dist.max())))
         self._set(prog, "u_wireframe", bool(look.wireframe))
         self._set(prog, "u_wire_color", lin(look.wire_color))
-        self._vaos[("compose",)].render(moderngl.TRIANGLES, vertices=3)
+        for k, gb in enumerate(gbs):
+            gb.tex["zcopy"].use(location=k)
+            gb.tex["albedo"].use(location=n + k)
+            gb.tex["ids"].use(location=2 * n + k)
+        self._backdrop.use(location=3 * n)
+        self._backdrop_depth.use(location=3 * n + 1)
+        ctx.enable(moderngl.DEPTH_TEST)
+        ctx.depth_func = ">"  # the far-plane triangle passes where the G-buffer has a surface
+        vao = self._vao(prog, None)
+        lists = self._lists()
+        names = [None] + list(self._layers)
+        for k, gb in enumerate(gbs):
+            if not lists[names[k]]:
+                continue  # an empty G-buffer has no surface to run on
+            fbo = gb.compose_fbo
+            fbo.use()
+            fbo.depth_mask = False
+            vao.render(moderngl.TRIANGLES, vertices=3)
+            fbo.depth_mask = True
+        ctx.disable(moderngl.DEPTH_TEST)
+        if mode == "map" and look.ground and self._view == "color" and self._shadow_valid:
+            self._ground_shadow_pass()
+
+    def _ground_shadow_pass(self) -> None:
+        ctx = self.ctx
+        prog = self._program("ground_shadow")
+        self._overlay.use()
+        ctx.enable(moderngl.BLEND)
+        ctx.blend_func = (moderngl.ZERO, moderngl.ONE_MINUS_SRC_ALPHA, moderngl.ZERO, moderngl.ONE)
+        self._ids.use(location=0)
+        self._backdrop_depth.use(location=1)
+        self._shadow_tex.use(location=2)
+        self._set(prog, "u_frame_ids", 0)
+        self._set(prog, "u_backdrop_depth", 1)
+        self._set(prog, "u_shadow_map", 2)
+        self._mat(prog, "u_shadow_matrix", self._shadow_matrix)
+        self._mat(prog, "u_inv_view_proj", self._inv_vp)
+        self._set(prog, "u_inv_size", (1.0 / self.width, 1.0 / self.height))
+        self._set(prog, "u_ground_shadow", float(self.look.ground_shadow))
+        self._vao(prog, None).render(moderngl.TRIANGLES, vertices=3)
+        ctx.disable(moderngl.BLEND)
+        ctx.blend_func = moderngl.DEFAULT_BLENDING
+
+    def _blob_pass(self, vp: np.ndarray) -> None:
+        """Soft contact shadows: one ellipse on the ground under each entity's bounds (meshes without
+        an entity get one each), darker the closer the entity's lowest point is to the ground."""
+        hs = [h for meshes in self._lists().values() for h in meshes if h.bounds is not None]
+        if not hs:
+            return
+        keys = np.array([h.entity if h.entity >= 0 else -1 - h.id for h in hs])
+        lo = np.array([h.bounds[0] for h in hs], np.float64)
+        hi = np.array([h.bounds[1] for h in hs], np.float64)
+        uniq, inv = np.unique(keys, return_inverse=True)
+        glo = np.full((len(uniq), 3), np.inf)
+        ghi = np.full((len(uniq), 3), -np.inf)
+        np.minimum.at(glo, inv, lo)
+        np.maximum.at(ghi, inv, hi)
+        look = self.look
+        size = ghi - glo
+        height = np.maximum(size[:, 1], 1e-3)
+        lift = np.maximum(glo[:, 1] - look.ground_height, 0.0)
+        dark = look.blob_strength * np.clip(1.0 - lift / (0.5 * height), 0.0, 1.0)
+        n = len(uniq)
+        if n > self._blob_capacity:
+            self.res.release(self._blobs)
+            self._owned.remove(self._blobs)
+            self._blob_capacity = max(n, 2 * self._blob_capacity)
+            self._blobs = self._own(self.res.buffer(BLOB.zeros(self._blob_capacity), label="contact shadow blobs"))
+        blobs = BLOB.zeros(n)
+        blobs["ellipse"][:, 0] = (glo[:, 0] + ghi[:, 0]) / 2
+        blobs["ellipse"][:, 1] = (glo[:, 2] + ghi[:, 2]) / 2
+        blobs["ellipse"][:, 2] = 0.7 * size[:, 0] + 0.08 * height
+        blobs["ellipse"][:, 3] = 0.7 * size[:, 2] + 0.08 * height
+        blobs["params"][:, 0] = dark
+        self._blobs.write(blobs.tobytes())
+        ctx = self.ctx
+        prog = self._program("blob")
+        self._overlay.use()
+        ctx.enable(moderngl.BLEND)
+        ctx.blend_func = (moderngl.ZERO, moderngl.ONE_MINUS_SRC_ALPHA, moderngl.ZERO, moderngl.ONE)
+        self._mat(prog, "u_view_proj", vp)
+        self._set(prog, "u_ground_height", float(look.ground_height))
+        self._ids.use(location=0)
+        self._set(prog, "u_frame_ids", 0)
+        self._blobs.bind_to_storage_buffer(GLSL_CONSTANTS["BINDING_BLOBS"])
+        self._vao(prog, None).render(moderngl.TRIANGLES, vertices=6, instances=n)
+        ctx.disable(moderngl.BLEND)
+        ctx.blend_func = moderngl.DEFAULT_BLENDING
 
     def _present(self, target: moderngl.Framebuffer) -> None:
         self.ctx.disable(moderngl.DEPTH_TEST)
@@ -527,17 +1009,9 @@ class SceneRenderer:
         prog = self._program("present")
         self._color.use(location=0)
         self._set(prog, "u_frame", 0)
-        self._vaos[("present",)].render(moderngl.TRIANGLES, vertices=3)
+        self._vao(prog, None).render(moderngl.TRIANGLES, vertices=3)
 
     # -- read-back -------------------------------------------------------------------------------
-    @property
-    def wireframe(self) -> bool:
-        return self.look.wireframe
-
-    @wireframe.setter
-    def wireframe(self, on: bool) -> None:
-        self.look.wireframe = bool(on)
-
     @property
     def gpu_ms(self) -> dict[str, float]:
         """Per-pass GPU time in ms, from timer queries a few frames back (empty for the first frames)."""
@@ -554,35 +1028,151 @@ class SceneRenderer:
 
         Image.fromarray(self.read_pixels(), "RGBA").save(path)
 
+    def _source(self, source: str | None) -> tuple[moderngl.Framebuffer, moderngl.Texture, moderngl.Texture, str]:
+        """(framebuffer with ids at attachment 1, ids texture, depth texture, name) of "frame"
+        (composited), "gbuffer" (the scene G-buffer) or a layer."""
+        src = "frame" if source is None else source
+        if src == "frame":
+            return self._frame, self._ids, self._depth, src
+        if src == "gbuffer":
+            gb = self._scene
+        elif src in self._layers:
+            gb = self._layers[src]
+        else:
+            raise ValueError(f"source must be 'frame', 'gbuffer' or a layer {list(self._layers)}, got {source!r}")
+        return gb.fbo, gb.tex["ids"], gb.tex["zcopy"], src
+
+    def surface_arrays(self, source: str | None = None) -> dict[str, np.ndarray]:
+        """Every surface channel of the last frame as (H, W, ...) arrays, row 0 = top of the image:
+        ``mesh`` / ``triangle`` int32 (-1 for background), ``barycentric`` and ``normal`` (H,W,3)
+        float32, ``position`` (H,W,3) float32 world (reconstructed from depth), ``depth`` (H,W)
+        float32 window depth (1 where no mesh), ``albedo`` (H,W,3) float32 linear (scene/layer only).
+        ``source``: "frame" (default: what the compositor shows), "gbuffer" (the scene G-buffer
+        alone) or a layer name."""
+        _, ids_tex, depth_tex, src = self._source(source)
+        h, w = self.height, self.width
+        ids = np.frombuffer(ids_tex.read(alignment=1), np.uint32).reshape(h, w, 4)
+        depth = np.frombuffer(depth_tex.read(alignment=1), np.float32).reshape(h, w)
+        out = decode_ids(ids)
+        hit = out["mesh"] >= 0
+        gy, gx = np.mgrid[0:h, 0:w]
+        pos = unproject(self._inv_vp, gx, gy, depth, w, h).astype(np.float32)
+        pos[~hit] = 0.0
+        out["position"] = pos
+        out["depth"] = np.where(hit, depth, 1.0).astype(np.float32)
+        if src != "frame":
+            gb = self._scene if src == "gbuffer" else self._layers[src]
+            alb = np.frombuffer(gb.tex["albedo"].read(alignment=1), np.uint8).reshape(h, w, 4)
+            out["albedo"] = ((alb[..., :3].astype(np.float32) / 255.0) ** 2).astype(np.float32)
+        return {k: v[::-1].copy() for k, v in out.items()}
+
     def gbuffer_arrays(self) -> dict[str, np.ndarray]:
-        """Every G-buffer attachment as (H, W, C) arrays (row 0 = top) plus ``depth`` (H, W) float32:
-        albedo/normal float32, position/bary float32, ids uint32 (mesh id + 1, triangle)."""
-        out = {}
-        for i, (name, comps, dtype) in enumerate(GBUFFER_LAYOUT):
-            rd = "u4" if dtype == "u4" else "f4"
-            raw = self._gbuffer.read(components=comps, attachment=i, dtype=rd, alignment=1)
-            out[name] = np.frombuffer(raw, np.dtype(rd)).reshape(self.height, self.width, comps)[::-1].copy()
-        raw = self._gbuffer.read(attachment=-1, dtype="f4", components=1, alignment=1)
-        out["depth"] = np.frombuffer(raw, np.float32).reshape(self.height, self.width)[::-1].copy()
+        """The scene G-buffer's channels (``surface_arrays("gbuffer")``)."""
+        return self.surface_arrays("gbuffer")
+
+    def _check_pixels(self, points) -> np.ndarray:
+        p = np.asarray(points)
+        if p.ndim != 2 or p.shape[1] != 2 or len(p) == 0:
+            raise ValueError(f"points must be a non-empty (N,2) array of (x, y) pixels, got shape {p.shape}")
+        p = np.floor(p).astype(np.int64)
+        bad = (p[:, 0] < 0) | (p[:, 0] >= self.width) | (p[:, 1] < 0) | (p[:, 1] >= self.height)
+        if bad.any():
+            x, y = p[np.argmax(bad)]
+            raise ValueError(f"pixel ({x}, {y}) outside the {self.width}x{self.height} frame")
+        return p
+
+    def _region(self, p: np.ndarray) -> tuple[int, int, int, int]:
+        """GL viewport (x, y from the bottom, w, h) of the pixels' bounding box (p: x, y from the top)."""
+        x0, x1 = int(p[:, 0].min()), int(p[:, 0].max())
+        gy = self.height - 1 - p[:, 1]
+        y0, y1 = int(gy.min()), int(gy.max())
+        return x0, y0, x1 - x0 + 1, y1 - y0 + 1
+
+    def _hits_from_region(self, p: np.ndarray, region, ids: np.ndarray, depth: np.ndarray, source: str,
+                          inv_vp: np.ndarray) -> list[SurfaceHit | None]:
+        x0, y0, _, _ = region
+        gx = p[:, 0]
+        gy = self.height - 1 - p[:, 1]
+        t = ids[gy - y0, gx - x0]
+        d = depth[gy - y0, gx - x0]
+        dec = decode_ids(t)
+        pos = unproject(inv_vp, gx, gy, d, self.width, self.height).astype(np.float32)
+        layer = None if source in _RESERVED_SOURCES else source
+        out: list[SurfaceHit | None] = []
+        for i in range(len(p)):
+            m = int(dec["mesh"][i])
+            h = self.meshes.get(m) if m >= 0 else None
+            if h is None:
+                out.append(None)
+                continue
+            out.append(SurfaceHit(mesh=h, triangle=int(dec["triangle"][i]), barycentric=dec["barycentric"][i],
+                                  position=pos[i], normal=dec["normal"][i], depth=float(d[i]), layer=layer))
         return out
 
-    def query(self, x: int, y: int) -> SurfaceHit | None:
-        """The surface under pixel (x, y) of the last frame (y = 0 at the top), or None for no mesh."""
-        if not (0 <= x < self.width and 0 <= y < self.height):
-            raise ValueError(f"pixel ({x}, {y}) outside the {self.width}x{self.height} frame")
-        vp = (int(x), self.height - 1 - int(y), 1, 1)
-        rd = lambda i, c, dt: np.frombuffer(  # noqa: E731
-            self._gbuffer.read(viewport=vp, components=c, attachment=i, dtype=dt, alignment=1), np.dtype(dt))
-        ids = rd(3, 2, "u4")
-        if ids[0] == 0 or ids[0] - 1 not in self.meshes:
-            return None
-        bary = rd(4, 4, "f4")
-        depth = np.frombuffer(self._gbuffer.read(viewport=vp, attachment=-1, dtype="f4", components=1,
-                                                 alignment=1), np.float32)
-        return SurfaceHit(mesh=self.meshes[int(ids[0]) - 1], triangle=int(ids[1]),
-                          barycentric=bary[:3].astype(np.float32).copy(),
-                          position=rd(2, 4, "f4")[:3].copy(), normal=rd(1, 4, "f4")[:3].copy(),
-                          depth=float(depth[0]))
+    def query(self, x: int, y: int, *, layer: str | None = None) -> SurfaceHit | None:
+        """The surface under pixel (x, y) of the last frame (y = 0 at the top), or None for no mesh.
+        ``layer``: query that layer's G-buffer (finds its surface whatever covers it); "gbuffer" the
+        scene G-buffer; None the composited frame."""
+        return self.query_many([(x, y)], layer=layer)[0]
+
+    def query_many(self, points, *, layer: str | None = None) -> list[SurfaceHit | None]:
+        """Query many pixels (N,2) (x, y from the top) at once: reads their bounding region once."""
+        p = self._check_pixels(points)
+        fbo, _, _, src = self._source(layer)
+        region = self._region(p)
+        _, _, w, h = region
+        ids = np.frombuffer(fbo.read(viewport=region, components=4, attachment=1, dtype="u4", alignment=1),
+                            np.uint32).reshape(h, w, 4)
+        depth = np.frombuffer(fbo.read(viewport=region, components=1, attachment=2, dtype="f4", alignment=1),
+                              np.float32).reshape(h, w)
+        return self._hits_from_region(p, region, ids, depth, src, self._inv_vp)
+
+    def query_async(self, points, *, layer: str | None = None) -> PendingQuery:
+        """Issue a batched query without waiting: the region's texels are copied into pixel-pack buffers
+        now (queued on the GPU); :meth:`PendingQuery.result` maps them, ideally after the next frame."""
+        p = self._check_pixels(points)
+        fbo, _, _, src = self._source(layer)
+        region = self._region(p)
+        _, _, w, h = region
+        ids_buf = self._pbo(w * h * 16)
+        depth_buf = self._pbo(w * h * 4)
+        fbo.read_into(ids_buf, viewport=region, components=4, attachment=1, dtype="u4", alignment=1)
+        fbo.read_into(depth_buf, viewport=region, components=1, attachment=2, dtype="f4", alignment=1)
+        return PendingQuery(self, p, region, src, (ids_buf, depth_buf), self._inv_vp.copy(), self.frame_index)
+
+    def _pbo(self, nbytes: int) -> moderngl.Buffer:
+        for i, b in enumerate(self._pbo_pool):
+            if b.size >= nbytes:
+                return self._pbo_pool.pop(i)
+        return self.res.buffer(reserve=max(nbytes, 4096), label="query read-back")
+
+    def _recycle(self, buffers) -> None:
+        self._pbo_pool.extend(buffers)
+        while len(self._pbo_pool) > 8:
+            self.res.release(self._pbo_pool.pop(0))
+
+    def evaluate(self, points: Sequence[SurfacePoint]) -> tuple[np.ndarray, np.ndarray]:
+        """World positions (N,3) and unit normals (N,3) of surface points on the meshes' CURRENT
+        deformed vertices (each involved mesh's SSBOs are read once)."""
+        n = len(points)
+        pos = np.zeros((n, 3), np.float32)
+        nrm = np.zeros((n, 3), np.float32)
+        by_mesh: dict[int, list[int]] = {}
+        for i, sp in enumerate(points):
+            self._check_handle(sp.mesh)
+            by_mesh.setdefault(sp.mesh.id, []).append(i)
+        if by_mesh:
+            self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT | moderngl.SHADER_STORAGE_BARRIER_BIT)
+        for mid, idx in by_mesh.items():
+            h = self.meshes[mid]
+            v = h.vertex_count
+            p4 = np.frombuffer(h.positions.read(size=v * 16), np.float32).reshape(v, 4)
+            n4 = np.frombuffer(h.normals.read(size=v * 16), np.float32).reshape(v, 4)
+            tri = np.array([points[i].triangle for i in idx])
+            bary = np.array([points[i].barycentric for i in idx], np.float64)
+            pp, nn = interpolate_surface(p4[:, :3], h.triangles, tri, bary, n4[:, :3])
+            pos[idx], nrm[idx] = pp, nn
+        return pos, nrm
 
     # -- teardown --------------------------------------------------------------------------------
     def release(self) -> None:
@@ -592,9 +1182,11 @@ class SceneRenderer:
         for vao in self._vaos.values():
             self.res.release(vao)
         self._vaos.clear()
-        for obj in reversed(self._targets):
-            self.res.release(obj)
-        self._targets.clear()
+        self._release_targets()
+        self._layers.clear()
+        for b in self._pbo_pool:
+            self.res.release(b)
+        self._pbo_pool.clear()
         self.timers.release()
         for obj in reversed(self._owned):
             self.res.release(obj)
@@ -604,5 +1196,5 @@ class SceneRenderer:
         self.width = self.height = 0
 
 
-__all__ = ["SceneRenderer", "MeshHandle", "SurfaceHit", "LookSettings", "vertex_normals", "default_lights",
-           "GBUFFER_LAYOUT", "PASSES"]
+__all__ = ["SceneRenderer", "MeshHandle", "SurfaceHit", "SurfacePoint", "PendingQuery", "LookSettings",
+           "vertex_normals", "default_lights", "GBUFFER_LAYOUT", "PASSES", "VIEWS", "SHADOW_MODES"]

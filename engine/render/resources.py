@@ -149,9 +149,11 @@ class GpuResources:
         return self._track("framebuffer", fbo, label)
 
     def program(self, *, vertex_shader: str, fragment_shader: str | None = None,
-                geometry_shader: str | None = None, label: str = "") -> moderngl.Program:
+                geometry_shader: str | None = None, tess_control_shader: str | None = None,
+                tess_evaluation_shader: str | None = None, label: str = "") -> moderngl.Program:
         prog = self.ctx.program(vertex_shader=vertex_shader, fragment_shader=fragment_shader,
-                                geometry_shader=geometry_shader)
+                                geometry_shader=geometry_shader, tess_control_shader=tess_control_shader,
+                                tess_evaluation_shader=tess_evaluation_shader)
         return self._track("program", prog, label)
 
     def compute_shader(self, source: str, *, label: str = "") -> moderngl.ComputeShader:

@@ -55,6 +55,7 @@ _MSG_RES = (
 )
 _STAGE_NAMES = {
     "vertex_shader": "vertex", "fragment_shader": "fragment", "geometry_shader": "geometry",
+    "tess_control_shader": "tess_control", "tess_evaluation_shader": "tess_evaluation",
     "compute_shader": "compute",
 }
 CONTEXT_LINES = 2
@@ -284,10 +285,12 @@ class ShaderLibrary:
 
     def compile_program(self, ctx: moderngl.Context, *, vertex: str, fragment: str | None = None,
                         geometry: str | None = None, defines: Mapping[str, object] | None = None,
+                        tess_control: str | None = None, tess_evaluation: str | None = None,
                         create=None) -> tuple[moderngl.Program, dict[str, str]]:
         """Compile and link a program from stage files; returns (program, deps). ``create`` makes the
         program from keyword sources (default ``ctx.program``; the cache passes its resource owner)."""
-        stages = {"vertex": vertex, "geometry": geometry, "fragment": fragment}
+        stages = {"vertex": vertex, "tess_control": tess_control, "tess_evaluation": tess_evaluation,
+                  "geometry": geometry, "fragment": fragment}
         stages = {k: v for k, v in stages.items() if v is not None}
         combined: dict[str, object] = dict(defines or {})
         # A define is checked against all stages together: it may serve only one of them.
@@ -413,18 +416,28 @@ class ProgramCache:
 
     @staticmethod
     def program_key(*, vertex: str, fragment: str | None = None, geometry: str | None = None,
-                    defines: Mapping[str, object] | None = None) -> ProgramKey:
-        return ("program", vertex, geometry, fragment, _freeze(defines))
+                    defines: Mapping[str, object] | None = None, tess_control: str | None = None,
+                    tess_evaluation: str | None = None) -> ProgramKey:
+        if tess_control is None and tess_evaluation is None:
+            return ("program", vertex, geometry, fragment, _freeze(defines))
+        return ("program", vertex, geometry, fragment, _freeze(defines), tess_control, tess_evaluation)
 
     def get_program(self, *, vertex: str, fragment: str | None = None, geometry: str | None = None,
-                    defines: Mapping[str, object] | None = None) -> moderngl.Program:
-        key = self.program_key(vertex=vertex, fragment=fragment, geometry=geometry, defines=defines)
+                    defines: Mapping[str, object] | None = None, tess_control: str | None = None,
+                    tess_evaluation: str | None = None) -> moderngl.Program:
+        """The program of these stage files and defines (tessellation stages optional, as a pair)."""
+        if (tess_control is None) != (tess_evaluation is None):
+            raise ValueError(f"tessellation needs both stages, got tess_control={tess_control!r}, "
+                             f"tess_evaluation={tess_evaluation!r}")
+        key = self.program_key(vertex=vertex, fragment=fragment, geometry=geometry, defines=defines,
+                               tess_control=tess_control, tess_evaluation=tess_evaluation)
         e = self._entries.get(key)
         if e is not None:
             self.stats.hits += 1
             return e.obj  # type: ignore[return-value]
         self.stats.misses += 1
-        stages = {"vertex": vertex, "geometry": geometry, "fragment": fragment}
+        stages = {"vertex": vertex, "tess_control": tess_control, "tess_evaluation": tess_evaluation,
+                  "geometry": geometry, "fragment": fragment}
         stages = {k: v for k, v in stages.items() if v is not None}
         prog, deps = self._build("program", stages, dict(defines or {}))
         self._entries[key] = _Entry("program", stages, dict(defines or {}), prog, deps)

@@ -4,13 +4,18 @@ Each declared pass owns a ring of ``latency + 1`` time-elapsed queries (created 
 drawing). Frame f times pass P with query ``f % n``; at the end of frame f the query of frame
 ``f - latency`` is read (the GPU finished it long ago), so reading never waits for the current frame.
 Results are exposed as ``ms`` (latest reading per pass) and ``smoothed_ms`` (exponential average).
+Passes can be added and removed between frames (the renderer's layers each get one).
+:func:`record_gpu_timings` copies such readings into the profiler's ``FrameTimings``.
 """
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 from engine.render.resources import GpuResources
+
+if TYPE_CHECKING:
+    from engine.profile.timings import FrameTimings
 
 
 class GpuTimers:
@@ -64,6 +69,30 @@ class GpuTimers:
             self._open = None
         self._issued[name][slot] = True
 
+    def add_pass(self, name: str) -> None:
+        """Declare one more pass (between frames); its queries are created now, not while drawing."""
+        if self._in_frame:
+            raise RuntimeError(f"add_pass({name!r}) inside a frame")
+        if name in self._queries:
+            raise ValueError(f"pass {name!r} is already declared; declared passes: {list(self.passes)}")
+        n = self.latency + 1
+        self._queries[name] = [self.resources.query(time=True, label=f"timer {name} {i}") for i in range(n)]
+        self._issued[name] = [False] * n
+        self.passes = self.passes + (name,)
+
+    def remove_pass(self, name: str) -> None:
+        """Forget a pass and release its queries (between frames)."""
+        if self._in_frame:
+            raise RuntimeError(f"remove_pass({name!r}) inside a frame")
+        if name not in self._queries:
+            raise ValueError(f"unknown pass {name!r}; declared passes: {list(self.passes)}")
+        for q in self._queries.pop(name):
+            self.resources.release(q)
+        del self._issued[name]
+        self.passes = tuple(p for p in self.passes if p != name)
+        self.ms.pop(name, None)
+        self.smoothed_ms.pop(name, None)
+
     def end_frame(self) -> None:
         """Read the queries issued ``latency`` frames ago (finished on the GPU by now)."""
         if not self._in_frame:
@@ -84,3 +113,14 @@ class GpuTimers:
             for q in qs:
                 self.resources.release(q)
         self._queries.clear()
+
+
+def record_gpu_timings(timings: "FrameTimings", gpu_ms: Mapping[str, float], *, prefix: str = "gpu:") -> None:
+    """Copy per-pass GPU milliseconds (e.g. ``SceneRenderer.gpu_ms``, readings a few frames old) into a
+    profiler frame as scopes named ``prefix + pass`` (depth 0, starting at the frame's start)."""
+    for name, ms in gpu_ms.items():
+        if ms is None:
+            continue
+        if not ms >= 0.0:
+            raise ValueError(f"GPU time of pass {name!r} must be >= 0 ms, got {ms!r}")
+        timings.record_scope(prefix + name, timings.start_ns, int(round(ms * 1e6)), 0)

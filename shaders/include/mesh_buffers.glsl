@@ -2,6 +2,7 @@
 // The renderer pulls from them by gl_VertexID; the deformer graph's compute shaders write the same
 // buffers: define MESH_BUFFER_ACCESS as writeonly / coherent (or empty) before including for that.
 // positions[i] = (x, y, z, 1) world space; normals[i] = (nx, ny, nz, 0); texcoords[i] = TEXCOORD_0.
+// With BINDING_INDICES defined, the mesh's index buffer is readable too (3 uints per triangle).
 #ifndef BINDING_POSITIONS
 #error "pass the GLSL constants of engine.render.layouts (BINDING_POSITIONS, BINDING_NORMALS, BINDING_TEXCOORDS) as defines"
 #endif
@@ -12,3 +13,6 @@
 layout(std430, binding = BINDING_POSITIONS) MESH_BUFFER_ACCESS buffer DeformedPositions { vec4 positions[]; };
 layout(std430, binding = BINDING_NORMALS) MESH_BUFFER_ACCESS buffer DeformedNormals { vec4 normals[]; };
 layout(std430, binding = BINDING_TEXCOORDS) readonly buffer Texcoords { vec2 texcoords[]; };
+#ifdef BINDING_INDICES
+layout(std430, binding = BINDING_INDICES) readonly buffer TriangleIndices { uint indices[]; };
+#endif

@@ -1,117 +1,144 @@
 #version 430 core
-// Compose pass (deferred lighting + depth compositor): one fullscreen triangle that lights the
-// G-buffer and composites it by depth with an analytic ground plane (grid fading with distance) over a
-// background gradient. Writes the final display colour (sRGB-encoded) and the scene depth.
+// Compose pass (research Stage 5, the depth compositor), run once per G-buffer: the scene's, then each
+// layer's. The pass of G-buffer g draws one fullscreen triangle at the far plane against g's own
+// hardware depth, so the early depth test runs this shader only where g has a surface (no discard here:
+// a discard would turn the early test into a late one on software rasterisers). Per pixel the nearest
+// surface of all G-buffers wins (ties: the earlier G-buffer, the scene first), unless the backdrop's
+// ground is in front. The winner is lit (or shown as a debug channel when VIEW != 0) and writes the
+// display colour, the scene-level id texel (same packing as the G-buffer) and its window depth; a pixel
+// covered by several G-buffers computes the same result in each of their passes. Pixels without any
+// surface keep the backdrop copied into the frame beforehand. So the cost grows with the pixels the
+// meshes cover and with the number of layers, not with the number of meshes.
 #include "color.glsl"
 #include "lighting.glsl"
+#include "gbuffer_codec.glsl"
+
+#ifndef LAYER_COUNT
+#define LAYER_COUNT 0
+#endif
+#ifndef VIEW
+#define VIEW 0
+#endif
+#ifndef SHADOW_TAPS
+#define SHADOW_TAPS 0
+#endif
+#define GBUFFERS (LAYER_COUNT + 1)
 
 in vec2 v_uv;
 
-uniform sampler2D g_albedo;
-uniform sampler2D g_normal;
-uniform sampler2D g_bary;
-uniform sampler2D g_position;
-uniform sampler2D g_depth;
+uniform sampler2D g_zcopy[GBUFFERS];   // window depth, 0 = no surface; [0] = scene, then the layers
+uniform sampler2D g_albedo[GBUFFERS];
+uniform usampler2D g_ids[GBUFFERS];
+uniform sampler2D u_backdrop;          // display-encoded background + ground
+uniform sampler2D u_backdrop_depth;
 
 uniform mat4 u_inv_view_proj;
-uniform mat4 u_view_proj;
+uniform vec2 u_inv_size;               // 1 / framebuffer size
 uniform vec3 u_eye;
 uniform float u_exposure;
-
-uniform vec3 u_bg_top;        // linear
-uniform vec3 u_bg_horizon;    // linear
-uniform vec3 u_bg_bottom;     // linear
-
-uniform bool u_ground;
-uniform float u_ground_height;
-uniform vec3 u_ground_albedo;  // linear
-uniform vec3 u_grid_color;     // linear
-uniform vec3 u_fade_center;
-uniform vec2 u_fade_range;     // ground fades out between these distances from u_fade_center (m)
-uniform vec2 u_grid_spacing;   // (minor, major) line spacing in metres
-
 uniform bool u_wireframe;
-uniform vec3 u_wire_color;     // linear
+uniform vec3 u_wire_color;             // linear
 
-uniform bool u_shadow_enabled;
 uniform sampler2DShadow u_shadow_map;
-uniform mat4 u_shadow_matrix;  // world -> shadow texture space [0,1]^3
+uniform mat4 u_shadow_matrix;          // world -> shadow texture space [0,1]^3
 uniform float u_shadow_texel;
 
-layout(location = 0) out vec4 o_color;
+// Debug views (VIEW): 1 albedo, 2 normal, 3 position, 4 depth, 5 triangle, 6 barycentric, 7 mesh.
+uniform vec3 u_bounds_lo;              // scene box, maps positions to colours
+uniform vec3 u_bounds_hi;
+uniform vec2 u_depth_range;            // eye distances mapped to white .. black
 
-// Percentage-closer filtered key-light visibility of a world point (1 = lit).
+layout(location = 0) out vec4 o_color;
+layout(location = 1) out uvec4 o_ids;
+layout(location = 2) out float o_depth;
+
+vec3 world_at(vec2 frag, float depth) {
+    vec4 c = vec4(frag * u_inv_size * 2.0 - 1.0, depth * 2.0 - 1.0, 1.0);
+    vec4 w = u_inv_view_proj * c;
+    return w.xyz / w.w;
+}
+
+#if SHADOW_TAPS > 0
+// Key-light visibility from the shadow map (1 = lit): SHADOW_TAPS hardware-filtered comparisons.
 float shadow_at(vec3 world, vec3 n) {
-    if (!u_shadow_enabled) return 1.0;
     vec4 s = u_shadow_matrix * vec4(world + n * 0.02, 1.0);
     vec3 p = s.xyz / s.w;
     if (any(lessThan(p, vec3(0.0))) || any(greaterThan(p, vec3(1.0)))) return 1.0;
+#if SHADOW_TAPS == 1
+    return texture(u_shadow_map, vec3(p.xy, p.z - 0.002));
+#else
+    const int S = SHADOW_TAPS == 9 ? 3 : 2;  // 2x2 or 3x3 taps, 1.5 texels apart
     float sum = 0.0;
-    // 3x3 taps of the hardware-filtered comparison, 1.5 texels apart: soft edges at 9 fetches.
-    for (int y = -1; y <= 1; ++y)
-        for (int x = -1; x <= 1; ++x)
-            sum += texture(u_shadow_map, vec3(p.xy + vec2(x, y) * u_shadow_texel * 1.5, p.z - 0.002));
-    return sum / 9.0;
+    for (int y = 0; y < S; ++y)
+        for (int x = 0; x < S; ++x) {
+            vec2 o = (vec2(x, y) - 0.5 * float(S - 1)) * 1.5 * u_shadow_texel;
+            sum += texture(u_shadow_map, vec3(p.xy + o, p.z - 0.002));
+        }
+    return sum / float(S * S);
+#endif
 }
+#else
+float shadow_at(vec3 world, vec3 n) { return 1.0; }
+#endif
 
-// Coverage of grid lines `spacing` apart around `coord` (anti-aliased, fading where cells get tiny).
-float grid_lines(vec2 coord, float spacing, float width_px) {
-    vec2 c = coord / spacing;
-    vec2 d = max(fwidth(c), vec2(1e-6));
-    vec2 g = abs(fract(c - 0.5) - 0.5) / d;
-    float line = 1.0 - min(min(g.x, g.y) / width_px, 1.0);
-    return line * (1.0 - smoothstep(0.08, 0.35, max(d.x, d.y)));
-}
-
-vec3 background(vec3 rd) {
-    float h = rd.y;
-    vec3 up = mix(u_bg_horizon, u_bg_top, smoothstep(0.0, 0.7, h));
-    return mix(up, u_bg_bottom, smoothstep(0.0, -0.5, h));
+vec3 false_color(uint k) {
+    uint h = k * 2654435761u;
+    h ^= h >> 15; h *= 2246822519u; h ^= h >> 13;
+    return vec3(float(h & 255u), float((h >> 8) & 255u), float((h >> 16) & 255u)) / 255.0 * 0.8 + 0.2;
 }
 
 void main() {
     ivec2 px = ivec2(gl_FragCoord.xy);
-    vec2 ndc = v_uv * 2.0 - 1.0;
-    vec4 pn = u_inv_view_proj * vec4(ndc, -1.0, 1.0);
-    vec4 pf = u_inv_view_proj * vec4(ndc, 1.0, 1.0);
-    vec3 ro = pn.xyz / pn.w;
-    vec3 rd = normalize(pf.xyz / pf.w - ro);
-    vec3 bg = background(rd);
-
-    // Ground plane, evaluated for every pixel so its derivatives stay defined.
-    float denom = (abs(rd.y) > 1e-6) ? rd.y : -1e-6;
-    float t = (u_ground_height - ro.y) / denom;
-    bool ground_hit = u_ground && t > 0.0 && u_eye.y > u_ground_height;
-    vec3 hit = ro + max(t, 0.0) * rd;
-    float minor = grid_lines(hit.xz, u_grid_spacing.x, 1.0);
-    float major = grid_lines(hit.xz, u_grid_spacing.y, 1.5);
-    vec4 gc = u_view_proj * vec4(hit, 1.0);
-    float ground_depth = ground_hit ? clamp(0.5 * gc.z / gc.w + 0.5, 0.0, 1.0) : 2.0;
-
-    float depth = texelFetch(g_depth, px, 0).r;
-    bool mesh = depth < 1.0 && depth <= ground_depth;
-    vec3 col = bg;
-    float out_depth = 1.0;
-    if (mesh) {
-        vec3 albedo = texelFetch(g_albedo, px, 0).rgb;
-        vec3 n = normalize(texelFetch(g_normal, px, 0).xyz);
-        vec3 p = texelFetch(g_position, px, 0).xyz;
-        vec3 v = normalize(u_eye - p);
-        col = shade_surface(albedo, n, v, shadow_at(p, n)) * u_exposure;
-        if (u_wireframe) {
-            float e = texelFetch(g_bary, px, 0).w;
-            col = mix(col, u_wire_color, 0.6 * (1.0 - smoothstep(0.4, 1.4, e)));
+    float depth = 2.0;
+    uvec4 ids = uvec4(0u);
+    vec4 alb = vec4(0.0);
+    for (int j = 0; j < GBUFFERS; ++j) {
+        float dj = texelFetch(g_zcopy[j], px, 0).r;
+        if (dj != 0.0 && dj < depth) {
+            depth = dj;
+            ids = texelFetch(g_ids[j], px, 0);
+            alb = texelFetch(g_albedo[j], px, 0);
         }
-        out_depth = depth;
-    } else if (ground_hit) {
-        vec3 up = vec3(0.0, 1.0, 0.0);
-        vec3 lit = shade_surface(u_ground_albedo, up, -rd, shadow_at(hit, up)) * u_exposure;
-        lit = mix(lit, u_grid_color, max(0.35 * minor, 0.7 * major));
-        float dist = length(hit.xz - u_fade_center.xz);
-        float alpha = 1.0 - smoothstep(u_fade_range.x, u_fade_range.y, dist);
-        col = mix(bg, lit, alpha);
-        out_depth = alpha > 0.0 ? ground_depth : 1.0;
     }
-    o_color = vec4(linear_to_srgb(tonemap_aces(col)), 1.0);
-    gl_FragDepth = out_depth;
+    float back = texelFetch(u_backdrop_depth, px, 0).r;
+    if (back < depth) {  // the ground is in front (or, defensively, no surface at all)
+#if VIEW == 0
+        o_color = texelFetch(u_backdrop, px, 0);
+#else
+        o_color = vec4(vec3(0.08), 1.0);
+#endif
+        o_ids = uvec4(0u);
+        o_depth = 0.0;
+        return;
+    }
+#if VIEW == 0
+    vec3 p = world_at(gl_FragCoord.xy, depth);
+    vec3 n = decode_normal(ids);
+    vec3 v = normalize(u_eye - p);
+    vec3 col = shade_surface(alb.rgb * alb.rgb, n, v, shadow_at(p, n)) * u_exposure;
+    if (u_wireframe) col = mix(col, u_wire_color, 0.6 * alb.a);
+    o_color = vec4(linear_to_srgb_fast(tonemap_aces(col)), 1.0);
+#else
+#if VIEW == 1
+    vec3 col = alb.rgb;
+#elif VIEW == 2
+    vec3 col = decode_normal(ids) * 0.5 + 0.5;
+#elif VIEW == 3
+    vec3 col = clamp((world_at(gl_FragCoord.xy, depth) - u_bounds_lo) / max(u_bounds_hi - u_bounds_lo, vec3(1e-6)),
+                     0.0, 1.0);
+#elif VIEW == 4
+    float dist = length(world_at(gl_FragCoord.xy, depth) - u_eye);
+    vec3 col = vec3(1.0 - clamp((dist - u_depth_range.x) / max(u_depth_range.y - u_depth_range.x, 1e-6), 0.0, 1.0));
+#elif VIEW == 5
+    vec3 col = false_color(ids.y * 7919u + ids.x);
+#elif VIEW == 6
+    vec3 col = decode_bary(ids);
+#else
+    vec3 col = false_color(ids.x);
+#endif
+    if (u_wireframe) col = mix(col, u_wire_color, 0.6 * alb.a);
+    o_color = vec4(col, 1.0);
+#endif
+    o_ids = ids;
+    o_depth = depth;
 }

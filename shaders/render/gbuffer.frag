@@ -1,7 +1,24 @@
 #version 430 core
-// Scene mesh pass, fragment stage: writes the G-buffer (MRT); the compose pass lights it.
+// Scene mesh pass, fragment stage: writes the G-buffer (albedo + packed ids, see gbuffer_codec.glsl, and
+// a copy of the window depth that the compositor reads; the hardware depth buffer itself only serves
+// the depth tests). World positions are reconstructed from the depth.
+//
+// Barycentrics: with BINDING_INDICES (the default, no geometry stage) the fragment reads its
+// triangle's three deformed corners (gl_PrimitiveID indexes the index buffer) and takes the
+// barycentrics of its interpolated world position in that triangle: the same perspective-correct values
+// a geometry stage emitting per-corner (1,0,0), (0,1,0), (0,0,1) would give, without the per-triangle
+// cost of a geometry stage on software rasterisers. Without it, a previous stage (render/mesh.geom, or
+// Phong tessellation) supplies bary and prim.
 #include "color.glsl"
-
+#include "gbuffer_codec.glsl"
+#ifdef BINDING_INDICES
+#include "mesh_buffers.glsl"
+in VertexData {
+    vec3 world;
+    vec3 normal;
+    vec2 uv;
+} f_in;
+#else
 in FragData {
     vec3 world;
     vec3 normal;
@@ -9,31 +26,43 @@ in FragData {
     vec3 bary;
     flat uint prim;
 } f_in;
+#endif
 
 uniform vec4 u_base_color;       // linear RGBA (glTF baseColorFactor)
 uniform bool u_has_texture;
-uniform sampler2D u_base_texture; // sRGB-encoded RGBA8, decoded here
+uniform sampler2D u_base_texture; // sRGB-encoded RGBA8, decoded by the texture unit (SRGB8_ALPHA8)
 uniform uint u_mesh_id;           // written as id + 1 so 0 means "no mesh"
 
-layout(location = 0) out vec4 o_albedo;    // linear rgb, a = coverage
-layout(location = 1) out vec4 o_normal;    // unit world normal (facing the eye), w = 1
-layout(location = 2) out vec4 o_position;  // world position, w = 1
-layout(location = 3) out uvec2 o_ids;      // (mesh id + 1, triangle index)
-layout(location = 4) out vec4 o_bary;      // barycentrics, w = distance to the nearest edge in pixels
+layout(location = 0) out vec4 o_albedo;  // sqrt(linear rgb), a = wireframe edge coverage
+layout(location = 1) out uvec4 o_ids;    // see gbuffer_codec.glsl
+layout(location = 2) out float o_depth;  // window depth (0 is kept for "no surface")
 
 void main() {
     vec4 base = u_base_color;
     if (u_has_texture) {
-        vec4 t = texture(u_base_texture, f_in.uv);
-        base *= vec4(srgb_to_linear(t.rgb), t.a);
+        base *= texture(u_base_texture, f_in.uv);
     }
+#ifdef BINDING_INDICES
+    uint prim = uint(gl_PrimitiveID);
+    vec3 a = positions[indices[3u * prim]].xyz;
+    vec3 b = positions[indices[3u * prim + 1u]].xyz;
+    vec3 c = positions[indices[3u * prim + 2u]].xyz;
+    vec3 p = f_in.world;
+    vec3 tn = cross(b - a, c - a);
+    float inv = 1.0 / max(dot(tn, tn), 1e-30);
+    float b0 = dot(cross(b - p, c - p), tn) * inv;
+    float b1 = dot(cross(c - p, a - p), tn) * inv;
+    vec3 bary = clamp(vec3(b0, b1, 1.0 - b0 - b1), 0.0, 1.0);
+#else
+    uint prim = f_in.prim;
+    vec3 bary = f_in.bary;
+#endif
     vec3 n = normalize(f_in.normal);
     if (!gl_FrontFacing) n = -n;  // show the inside of open meshes lit, as double-sided
-    vec3 d = fwidth(f_in.bary);
-    vec3 edge = f_in.bary / max(d, vec3(1e-6));
-    o_albedo = vec4(base.rgb, 1.0);
-    o_normal = vec4(n, 1.0);
-    o_position = vec4(f_in.world, 1.0);
-    o_ids = uvec2(u_mesh_id + 1u, f_in.prim);
-    o_bary = vec4(f_in.bary, min(edge.x, min(edge.y, edge.z)));
+    vec3 d = max(fwidth(bary), vec3(1e-6));
+    vec3 edge = bary / d;
+    float wire = 1.0 - smoothstep(0.4, 1.4, min(edge.x, min(edge.y, edge.z)));
+    o_albedo = vec4(sqrt(clamp(base.rgb, 0.0, 1.0)), wire);
+    o_ids = encode_ids(u_mesh_id, prim, bary, n);
+    o_depth = max(gl_FragCoord.z, 1e-7);
 }

@@ -1,6 +1,7 @@
 #version 430 core
 // Scene mesh pass, vertex stage: pulls the deformed vertex from the SSBOs by gl_VertexID (the index
-// buffer supplies it) and applies the view-projection; positions are already world space.
+// buffer supplies it) and applies the view-projection; positions are already world space. With
+// TESSELLATION the projection is left to the evaluation stage (Phong tessellation).
 #include "mesh_buffers.glsl"
 
 uniform mat4 u_view_proj;
@@ -20,5 +21,9 @@ void main() {
 #else
     v_out.uv = vec2(0.0);
 #endif
+#ifdef TESSELLATION
+    gl_Position = vec4(p.xyz, 1.0);
+#else
     gl_Position = u_view_proj * vec4(p.xyz, 1.0);
+#endif
 }

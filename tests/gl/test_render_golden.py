@@ -1,4 +1,4 @@
-"""Golden image of a small scene (spheres and boxes on the grid, shadows, a textured box), compared
+"""Golden image of a small scene (spheres and boxes on the grid, contact shadows, a textured box), compared
 with a tolerance. UPDATE_GOLDEN=1 rewrites tests/golden/render_scene.png; on failure the rendered
 frame and an amplified difference image are written next to the test's tmp dir (path in the message)."""
 from __future__ import annotations
@@ -45,7 +45,7 @@ def render_scene(ctx) -> tuple[np.ndarray, np.ndarray]:
     cam = OrbitCamera(target=np.array([0.0, 0.5, 0.0]), yaw=20.0, pitch=18.0, distance=4.5)
     r.render(cam)
     out = r.read_pixels()
-    ids = r.gbuffer_arrays()["ids"][..., 0]
+    ids = r.surface_arrays()["mesh"] + 1
     r.release()
     res.release_all()
     return out, ids

@@ -115,9 +115,9 @@ def test_query_names_mesh_triangle_and_barycentrics(renderer):
     with pytest.raises(ValueError, match=r"\(80, 0\) outside the 80x60"):
         renderer.query(W, 0)
     g = renderer.gbuffer_arrays()
-    assert g["ids"].shape == (H, W, 2) and g["depth"].shape == (H, W)
-    covered = g["ids"][..., 0] > 0
-    assert set(np.unique(g["ids"][..., 0][covered])) == {other.id + 1, h.id + 1}
+    assert g["mesh"].shape == (H, W) and g["depth"].shape == (H, W)
+    covered = g["mesh"] >= 0
+    assert set(np.unique(g["mesh"][covered])) == {other.id, h.id}
     assert np.all(g["depth"][~covered] == 1.0) and np.all(g["depth"][covered] < 1.0)
 
 
@@ -270,8 +270,10 @@ def test_shader_reload_rebuilds_what_depends_on_programs(gl_ctx, res, tmp_path):
     r.render(_camera())
     before = r.read_pixels()
     frag = root / "render" / "gbuffer.frag"
-    frag.write_text(frag.read_text().replace("o_albedo = vec4(base.rgb, 1.0);",
-                                             "o_albedo = vec4(0.0, 0.0, base.b, 1.0);"))
+    text = frag.read_text()
+    assert "o_albedo = vec4(sqrt(clamp(base.rgb, 0.0, 1.0)), wire);" in text
+    frag.write_text(text.replace("o_albedo = vec4(sqrt(clamp(base.rgb, 0.0, 1.0)), wire);",
+                                 "o_albedo = vec4(0.0, 0.0, base.b, wire);"))
     assert [x.ok for x in cache.reload_changed()] == [True, True]  # both gbuffer variants
     r.render(_camera())
     after = r.read_pixels()
