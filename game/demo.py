@@ -27,6 +27,7 @@ from engine.assets.model import Asset
 from engine.ecs import Clock, Phase, Schedule, World
 from engine.profile.stats import FrameStats
 from engine.skinning.instances import SkinnedPrimitive, skinned_primitives
+from engine.tools.render_frame import material_kwargs
 from game.components import Animator, Character, DeformedMeshes, Placement, SkeletonPose
 from game.systems import animation_system, skeleton_system
 
@@ -178,7 +179,7 @@ class DemoScene:
     def _register_meshes(self, e: int, name: str, asset: Asset, rig: Rig, prims: list[SkinnedPrimitive]) -> None:
         for sp in prims:
             prim = sp.primitive
-            handle = self.renderer.add_mesh(prim.indices, prim.vertex_count, **self._material(asset, prim),
+            handle = self.renderer.add_mesh(prim.indices, prim.vertex_count, **material_kwargs(asset, prim),
                                             label=f"e{e}:{sp.key}", entity=e, node=sp.node, mesh_index=sp.mesh,
                                             primitive=sp.prim)
             inst = MeshInstance(e, sp.key, sp, name, sp.node, prim.positions, prim.normals, handle)
@@ -197,21 +198,11 @@ class DemoScene:
             if node.mesh is None or n in skinned_nodes:
                 continue
             for p, prim in enumerate(asset.meshes[node.mesh].primitives):
-                handle = self.renderer.add_mesh(prim.indices, prim.vertex_count, **self._material(asset, prim),
+                handle = self.renderer.add_mesh(prim.indices, prim.vertex_count, **material_kwargs(asset, prim),
                                                 label=f"e{e}:node{n}_prim{p}", entity=e, node=n,
                                                 mesh_index=node.mesh, primitive=p)
                 self.instances.append(MeshInstance(e, f"node{n}_mesh{node.mesh}_prim{p}", None, name, n,
                                                    prim.positions, prim.normals, handle))
-
-    @staticmethod
-    def _material(asset: Asset, prim) -> dict:
-        if prim.material is None or prim.material >= len(asset.materials):
-            return dict(base_color=(0.8, 0.8, 0.8, 1.0))
-        mat = asset.materials[prim.material]
-        kw: dict = dict(base_color=tuple(float(c) for c in mat.base_color_factor))
-        if mat.base_color_image is not None and prim.texcoords is not None:
-            kw.update(texcoords=prim.texcoords, image=asset.images[mat.base_color_image].rgba)
-        return kw
 
     def _fit_camera(self) -> None:
         self.run_frames(1, dt=self.clock.step)

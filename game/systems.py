@@ -11,7 +11,7 @@ import numpy as np
 
 from engine.anim import global_matrices
 from engine.ecs import Clock, World
-from game.components import Animator, Character, DeformedMeshes, Placement, SkeletonPose
+from game.components import Animator, Character, Placement, SkeletonPose
 
 
 def animation_system(world: World) -> None:

@@ -10,11 +10,9 @@ is fine for one-off conveniences but far too slow per call for per-joint work.
 """
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import Any, TypeVar
-
 import numpy as np
+
+from engine.numerics import quiet_underflow  # noqa: F401 - re-exported for engine.anim users
 
 __all__ = ["identity", "normalize", "multiply", "conjugate", "inverse", "to_matrix", "from_matrix",
            "from_axis_angle", "slerp", "nlerp", "rotate", "canonical", "angle_between"]
@@ -24,23 +22,8 @@ __all__ = ["identity", "normalize", "multiply", "conjugate", "inverse", "to_matr
 NLERP_DOT = 0.9995
 
 
-_F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def quiet_underflow(fn: _F) -> _F:
-    """Run ``fn`` with float underflow ignored.
-
-    Animation data holds components like 1e-23 (Fox.glb); their products flush to zero, which is harmless, but
-    an ``np.errstate(all="raise")`` caller (the test suite) would otherwise see FloatingPointError. Overflow,
-    division by zero and invalid operations still raise there.
-    """
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with np.errstate(under="ignore"):
-            return fn(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
 
 
 def _float(a: np.ndarray | float) -> np.ndarray:

@@ -28,7 +28,8 @@ link) are treated as one location for the divider planes.
 """
 from __future__ import annotations
 
-import functools
+from engine.numerics import quiet_underflow
+
 import numpy as np
 
 from engine.skinning.meshprep import bbox_diagonal
@@ -59,16 +60,6 @@ _CHUNK_ELEMENTS = 1 << 21
 
 
 
-def _ignore_underflow(fn):
-    """Float32 products of tiny coordinates may underflow to zero; that is harmless here, so the decorated
-    function runs under np.errstate(under="ignore") (other float errors still follow the caller's setting)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with np.errstate(under="ignore"):
-            return fn(*args, **kwargs)
-
-    return wrapper
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -121,7 +112,7 @@ def _scale_of(bj: np.ndarray, positions: np.ndarray) -> float:
     return max(bbox_diagonal(pts), 1e-9)
 
 
-@_ignore_underflow
+@quiet_underflow
 def make_bones(
     bind_joints: np.ndarray, parents: np.ndarray, positions: np.ndarray, *, min_length: float | None = None
 ) -> Bones:
@@ -204,7 +195,7 @@ def make_bones(
 # projection onto bone segments
 
 
-@_ignore_underflow
+@quiet_underflow
 def segment_projection(points: np.ndarray, p: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Eq. 12 for every point and segment: t (N,B) = clamp((v-p).(c-p)/|c-p|^2, 0, 1), squared distance (N,B)."""
     v = np.asarray(points, np.float32)
@@ -219,7 +210,7 @@ def segment_projection(points: np.ndarray, p: np.ndarray, c: np.ndarray) -> tupl
     return t, (diff * diff).sum(-1)
 
 
-@_ignore_underflow
+@quiet_underflow
 def nearest_bone(
     points: np.ndarray, p: np.ndarray, c: np.ndarray, allowed: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -269,7 +260,7 @@ def _check_points(positions: np.ndarray) -> np.ndarray:
     return pts
 
 
-@_ignore_underflow
+@quiet_underflow
 def bind_project(positions: np.ndarray, bones: Bones, bind_joints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Direct binding (eq. 12): (bone (V,), t (V,)) of the closest projection onto any bone."""
     pts = _check_points(positions)
@@ -278,7 +269,7 @@ def bind_project(positions: np.ndarray, bones: Bones, bind_joints: np.ndarray) -
     return bone, t
 
 
-@_ignore_underflow
+@quiet_underflow
 def bind_from_weights(
     positions: np.ndarray, joints: np.ndarray, weights: np.ndarray, bones: Bones, bind_joints: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -386,7 +377,7 @@ def _divider_planes(
     return key[srt], point[srt].astype(np.float32), nrm[srt].astype(np.float32), member[srt]
 
 
-@_ignore_underflow
+@quiet_underflow
 def bind_planar(
     positions: np.ndarray,
     bones: Bones,
@@ -445,7 +436,7 @@ def bind_planar(
 # binding object, smoothing, quality
 
 
-@_ignore_underflow
+@quiet_underflow
 def make_binding(
     positions: np.ndarray, bones: Bones, bone: np.ndarray, t: np.ndarray, bind_joints: np.ndarray
 ) -> Binding:
@@ -459,7 +450,7 @@ def make_binding(
     return Binding(bones=bones, bone=bone, t=t, attach=attach.astype(np.float32), scale=(pts - attach).astype(np.float32))
 
 
-@_ignore_underflow
+@quiet_underflow
 def smooth_binding(
     binding: Binding,
     topology: MeshTopology,
@@ -501,7 +492,7 @@ def smooth_binding(
     return out
 
 
-@_ignore_underflow
+@quiet_underflow
 def binding_quality(
     binding: Binding, topology: MeshTopology, *, gap_threshold: float = DEFAULT_GAP_THRESHOLD
 ) -> dict:
@@ -548,7 +539,7 @@ def per_control(topology: MeshTopology, values: np.ndarray) -> np.ndarray:
     )
 
 
-@_ignore_underflow
+@quiet_underflow
 def bind(
     topology: MeshTopology,
     bind_joints: np.ndarray,

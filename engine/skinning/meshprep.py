@@ -24,7 +24,8 @@ The GPU normal stages are checked against these functions.
 """
 from __future__ import annotations
 
-import functools
+from engine.numerics import quiet_underflow
+
 import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
@@ -50,16 +51,6 @@ __all__ = [
 
 
 
-def _ignore_underflow(fn):
-    """Float32 products of tiny coordinates may underflow to zero; that is harmless here, so the decorated
-    function runs under np.errstate(under="ignore") (other float errors still follow the caller's setting)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with np.errstate(under="ignore"):
-            return fn(*args, **kwargs)
-
-    return wrapper
 
 
 def bbox_diagonal(positions: np.ndarray) -> float:
@@ -123,7 +114,7 @@ def _cross(pos: np.ndarray, tri: np.ndarray) -> np.ndarray:
     return np.cross(b - a, c - a)
 
 
-@_ignore_underflow
+@quiet_underflow
 def degenerate_triangles(positions: np.ndarray, triangles: np.ndarray) -> np.ndarray:
     """(T,) bool: triangles with a repeated index or (near) zero area relative to the bbox diagonal."""
     pos, tri = _check_mesh(positions, triangles)
@@ -133,7 +124,7 @@ def degenerate_triangles(positions: np.ndarray, triangles: np.ndarray) -> np.nda
     return repeated | (area2 <= _AREA_EPS * diag * diag)
 
 
-@_ignore_underflow
+@quiet_underflow
 def prepare_mesh(
     positions: np.ndarray, triangles: np.ndarray, *, weld_tolerance: float | None = None
 ) -> MeshTopology:
@@ -225,14 +216,14 @@ def _normalize_rows(x: np.ndarray) -> np.ndarray:
     return out
 
 
-@_ignore_underflow
+@quiet_underflow
 def face_normals(positions: np.ndarray, triangles: np.ndarray) -> np.ndarray:
     """Unit face normals (T,3) float32 (counter-clockwise front faces); zero for zero-area triangles."""
     pos, tri = _check_mesh(positions, triangles)
     return _normalize_rows(_cross(pos, tri)).astype(np.float32)
 
 
-@_ignore_underflow
+@quiet_underflow
 def vertex_normals(
     positions: np.ndarray,
     triangles: np.ndarray,

@@ -11,7 +11,8 @@
 """
 from __future__ import annotations
 
-import functools
+from engine.numerics import quiet_underflow
+
 
 import numpy as np
 
@@ -30,16 +31,6 @@ __all__ = [
 ]
 
 
-def _ignore_underflow(fn):
-    """Float32 products of tiny coordinates may underflow to zero; that is harmless here, so the decorated
-    function runs under np.errstate(under="ignore") (other float errors still follow the caller's setting)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with np.errstate(under="ignore"):
-            return fn(*args, **kwargs)
-
-    return wrapper
 
 
 def _tri(triangles: np.ndarray, n: int) -> np.ndarray:
@@ -51,7 +42,7 @@ def _tri(triangles: np.ndarray, n: int) -> np.ndarray:
     return tri
 
 
-@_ignore_underflow
+@quiet_underflow
 def volume(positions: np.ndarray, triangles: np.ndarray) -> float:
     """Signed enclosed volume (divergence theorem), float64."""
     p = np.asarray(positions, np.float64)
@@ -68,7 +59,7 @@ def volume_ratio(positions: np.ndarray, bind_positions: np.ndarray, triangles: n
     return volume(positions, triangles) / v0
 
 
-@_ignore_underflow
+@quiet_underflow
 def skeleton_distance(positions: np.ndarray, bones: Bones, joints: np.ndarray) -> np.ndarray:
     """(V,) distance of every point to the nearest bone segment for joint world matrices (J,4,4)."""
     p, c = bone_endpoints(bones, np.asarray(joints, np.float32))
@@ -89,7 +80,7 @@ def collapse(
     return {"collapse_min": float(r.min()), "collapse_p5": float(np.percentile(r, 5))}
 
 
-@_ignore_underflow
+@quiet_underflow
 def edge_distortion(positions: np.ndarray, bind_positions: np.ndarray, edges: np.ndarray) -> dict:
     """Mean and max of |l / l0 - 1| over edges (E,2) with l0 > 0."""
     p = np.asarray(positions, np.float64)
@@ -131,7 +122,7 @@ def _face_unit_normals(p: np.ndarray, tri: np.ndarray) -> tuple[np.ndarray, np.n
     return out, ln > 0
 
 
-@_ignore_underflow
+@quiet_underflow
 def normal_smoothness(
     positions: np.ndarray,
     bind_positions: np.ndarray,

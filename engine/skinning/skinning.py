@@ -31,7 +31,8 @@ Design notes
 """
 from __future__ import annotations
 
-import functools
+from engine.numerics import quiet_underflow
+
 from typing import Any
 
 import numpy as np
@@ -59,16 +60,6 @@ __all__ = [
 SKINNING_METHODS = ("lbs", "dqs", "rigid", "irs")
 
 
-def _ignore_underflow(fn):
-    """Float32 products of tiny coordinates may underflow to zero; that is harmless here, so the decorated
-    function runs under np.errstate(under="ignore") (other float errors still follow the caller's setting)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with np.errstate(under="ignore"):
-            return fn(*args, **kwargs)
-
-    return wrapper
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -91,7 +82,7 @@ def _polar(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return r, 0.5 * (s + np.swapaxes(s, 1, 2))
 
 
-@_ignore_underflow
+@quiet_underflow
 def joint_rotations(bind_joints: np.ndarray, posed_joints: np.ndarray) -> np.ndarray:
     """Rotation part (J,3,3) float64 of every joint's bind->pose transform posed @ inv(bind)."""
     bj = np.asarray(bind_joints, np.float64)
@@ -132,7 +123,7 @@ def _blend_matrices(joints: np.ndarray, weights: np.ndarray, mats: np.ndarray) -
     return out
 
 
-@_ignore_underflow
+@quiet_underflow
 def lbs(positions: np.ndarray, joints: np.ndarray, weights: np.ndarray, skin_mats: np.ndarray) -> np.ndarray:
     """Linear blend skinning: v' = sum_k w_k (M_jk @ v), (V,3) float32."""
     v, j, w, m = _check_influences(positions, joints, weights, skin_mats)
@@ -155,7 +146,7 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return out
 
 
-@_ignore_underflow
+@quiet_underflow
 def lbs_normals(normals: np.ndarray, joints: np.ndarray, weights: np.ndarray, skin_mats: np.ndarray) -> np.ndarray:
     """Normals under LBS: the blended 3x3's cofactor applied to n, renormalised (zero where it collapses)."""
     n, j, w, m = _check_influences(normals, joints, weights, skin_mats)
@@ -194,7 +185,7 @@ def _dq_blend(j: np.ndarray, w: np.ndarray, qr: np.ndarray, qd: np.ndarray):
     return c0, bd * inv
 
 
-@_ignore_underflow
+@quiet_underflow
 def dqs(positions: np.ndarray, joints: np.ndarray, weights: np.ndarray, skin_mats: np.ndarray) -> np.ndarray:
     """Dual-quaternion skinning (V,3) float32; stretch of the skin matrices blended linearly first."""
     v, j, w, m = _check_influences(positions, joints, weights, skin_mats)
@@ -211,7 +202,7 @@ def dqs(positions: np.ndarray, joints: np.ndarray, weights: np.ndarray, skin_mat
     return (Q.rotate(c0, v) + trans).astype(np.float32)
 
 
-@_ignore_underflow
+@quiet_underflow
 def dqs_normals(normals: np.ndarray, joints: np.ndarray, weights: np.ndarray, skin_mats: np.ndarray) -> np.ndarray:
     """Normals under DQS: cofactor of the blended stretch, then the blended rotation; renormalised."""
     n, j, w, m = _check_influences(normals, joints, weights, skin_mats)
@@ -254,7 +245,7 @@ def _rigid_parts(binding: Binding, bind_joints: np.ndarray, posed_joints: np.nda
     return a, s, rot, pp, cp
 
 
-@_ignore_underflow
+@quiet_underflow
 def rigid(binding: Binding, bind_joints: np.ndarray, posed_joints: np.ndarray) -> np.ndarray:
     """Rigid attachment skinning: v' = p' + t (c' - p') + R(p) s, (V,3) float32."""
     a, s, _, _, _ = _rigid_parts(binding, bind_joints, posed_joints)
@@ -316,7 +307,7 @@ def _influence(value: Any, nj: int, name: str) -> np.ndarray:
     return arr
 
 
-@_ignore_underflow
+@quiet_underflow
 def irs(
     binding: Binding,
     bind_joints: np.ndarray,
@@ -411,7 +402,7 @@ def irs(
 # dispatcher
 
 
-@_ignore_underflow
+@quiet_underflow
 def skin_control_points(
     method: str,
     topology: MeshTopology,

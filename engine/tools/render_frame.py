@@ -18,7 +18,6 @@ Without ``--camera`` the camera looks from the front, slightly above, and fits t
 from __future__ import annotations
 
 import argparse
-import sys
 import warnings
 from pathlib import Path
 
