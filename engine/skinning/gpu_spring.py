@@ -20,6 +20,7 @@ from engine.skinning import gpu_layouts as L
 from engine.skinning.binding import nearest_bone
 from engine.anim.quat import from_matrix as quat_from_matrix
 from engine.skinning.skinning import bend_refs as _bend_refs
+from engine.skinning.skinning import irs_weights
 from engine.skinning.springs import SpringParams, build_rest
 from engine.skinning.types import Binding, MeshTopology, bone_endpoints
 
@@ -127,17 +128,7 @@ def irs_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: np.
     p_inf = _influence(pi_val, nj, "influence p_i").astype(np.float32)
     c_inf = _influence(ci_val, nj, "influence c_i").astype(np.float32)
     bones = binding.bones
-    b = binding.bone
-    t = binding.t.astype(np.float64)
-    pi_b = p_inf[bones.parent_joint][b].astype(np.float64)
-    ci_b = c_inf[np.maximum(bones.child_joint, 0)][b].astype(np.float64)
-    pw = np.zeros_like(t)
-    np.divide(t, pi_b, out=pw, where=pi_b > 0)
-    pw = np.where(pi_b > 0, np.clip(1.0 - pw, 0.0, 1.0), 0.0)
-    cw = np.zeros_like(t)
-    np.divide(t - ci_b, 1.0 - ci_b, out=cw, where=ci_b < 1)
-    cw = np.where(ci_b < 1, np.clip(cw, 0.0, 1.0), 0.0)
-    cw = np.where(bones.child_joint[b] >= 0, cw, 0.0)
+    pw, cw = irs_weights(binding, p_inf, c_inf)
     out[:, 0] = pw
     out[:, 1] = cw
     pb, cb = bone_endpoints(bones, np.asarray(bind_joints, np.float32))

@@ -278,6 +278,25 @@ bend_refs = _bend_refs
 """Public name of `_bend_refs` (the GPU IRS/spring stages need the same per-bone reference joints)."""
 
 
+def irs_weights(binding: Binding, p_inf: np.ndarray, c_inf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eq. 14: per control point the share (p_w, c_w) in [0, 1] of the bend at the bone's parent joint and at
+    its child joint, from t and the per-joint influence ranges p_i, c_i ((J,) each). float64 (V,) arrays; the GPU
+    set-up (gpu_spring) packs the same values."""
+    bones = binding.bones
+    b = binding.bone
+    t = np.asarray(binding.t, np.float64)
+    pi_b = np.asarray(p_inf, np.float64)[bones.parent_joint][b]
+    ci_b = np.asarray(c_inf, np.float64)[np.maximum(bones.child_joint, 0)][b]
+    pw = np.zeros_like(t)
+    np.divide(t, pi_b, out=pw, where=pi_b > 0)
+    pw = np.where(pi_b > 0, np.clip(1.0 - pw, 0.0, 1.0), 0.0)
+    cw = np.zeros_like(t)
+    np.divide(t - ci_b, 1.0 - ci_b, out=cw, where=ci_b < 1)
+    cw = np.where(ci_b < 1, np.clip(cw, 0.0, 1.0), 0.0)
+    cw = np.where(bones.child_joint[b] >= 0, cw, 0.0)
+    return pw, cw
+
+
 def _axis_half_angle(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Unit axis (N,3) and half angle (N,) of unit quaternions with w >= 0 (axis 0 for the identity)."""
     sin_half = np.linalg.norm(q[:, :3], axis=1)
@@ -349,16 +368,8 @@ def irs(
 
     # eq. 14 weights
     b = binding.bone
-    t = binding.t.astype(np.float32)
-    pi_b = p_inf[bones.parent_joint][b]
-    ci_b = c_inf[np.maximum(bones.child_joint, 0)][b]
-    pw = np.zeros_like(t)
-    np.divide(t, pi_b, out=pw, where=pi_b > 0)
-    pw = np.where(pi_b > 0, np.clip(1.0 - pw, 0.0, 1.0), 0.0)
-    cw = np.zeros_like(t)
-    np.divide(t - ci_b, 1.0 - ci_b, out=cw, where=ci_b < 1)
-    cw = np.where(ci_b < 1, np.clip(cw, 0.0, 1.0), 0.0)
-    cw = np.where(bones.child_joint[b] >= 0, cw, 0.0)
+    pw, cw = irs_weights(binding, p_inf, c_inf)
+    pw, cw = pw.astype(np.float32), cw.astype(np.float32)
 
     # eqs. 15-16: Delta_p = D_p^(-p_w/2), Delta_c = D_c^(c_w/2)
     axis_s, half_s = _axis_half_angle(q_start)
