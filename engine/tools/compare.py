@@ -83,6 +83,9 @@ def _view_direction(sp, posed: np.ndarray, joint: int) -> np.ndarray:
     d = axis - np.dot(axis, bone) * bone
     if np.linalg.norm(d) < 1e-6:
         d = np.cross(bone, [0.0, 1.0, 0.0]) if abs(bone[1]) < 0.9 else np.cross(bone, [1.0, 0.0, 0.0])
+    d = np.array([d[0], 0.0, d[2]])  # keep the eye at the character's height (+Y up)
+    if np.linalg.norm(d) < 1e-3 * max(np.linalg.norm(axis), 1e-12):
+        d = np.array([0.0, 0.0, 1.0])
     d = d / np.linalg.norm(d)
     if d[2] < 0:
         d = -d
@@ -90,7 +93,7 @@ def _view_direction(sp, posed: np.ndarray, joint: int) -> np.ndarray:
     return d / np.linalg.norm(d)
 
 
-def _render_sheet(sp, positions: dict, out: Path, width: int, height: int, *, view_dir=None,
+def _render_sheet(asset, sp, positions: dict, out: Path, width: int, height: int, *, view_dir=None,
                   wireframe: bool = False) -> None:
     from PIL import Image, ImageDraw
 
@@ -114,7 +117,9 @@ def _render_sheet(sp, positions: dict, out: Path, width: int, height: int, *, vi
         cam.fit(lo, hi, margin=1.15)
         renderer.look.ground_height = float(lo[1]) - 0.02 * diag
         panels = []
-        handle = renderer.add_mesh(prim.indices, prim.vertex_count, base_color=(0.85, 0.72, 0.62, 1.0))
+        from engine.tools.render_frame import material_kwargs
+
+        handle = renderer.add_mesh(prim.indices, prim.vertex_count, **material_kwargs(asset, prim))
         renderer.wireframe = wireframe
         for name, pos in positions.items():
             renderer.update_vertices(handle, pos)
@@ -155,7 +160,7 @@ def compare(args: argparse.Namespace) -> int:
               f"{m['edge_distortion_mean']:>10.4f} {m['edge_distortion_max']:>9.3f} "
               f"{math.degrees(m.get('normal_angle_increase', math.nan)):>7.2f}d")
     if args.out:
-        _render_sheet(sp, positions, Path(args.out), args.width, args.height,
+        _render_sheet(asset, sp, positions, Path(args.out), args.width, args.height,
                       view_dir=_view_direction(sp, posed, joint))
         print(f"wrote {args.out}")
     return 0
