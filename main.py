@@ -47,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="demo deformer (auto: spring on a GPU, lbs on a software rasteriser)")
     parser.add_argument("--device", default="gpu", choices=("gpu", "cpu"),
                         help="demo deformation on the GPU deformer graph (default) or numpy (lbs/dqs)")
+    parser.add_argument("--graph", default=None,
+                        help="deformer graph file (TOML/JSON, see config/) for the demo's skinned meshes")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     sub.add_parser("doctor", help="report the GL stack, compute limits, display and OpenVR")

@@ -98,7 +98,8 @@ class DemoScene:
     """World + schedule + renderer for the demo; also used by tests and benchmarks headless."""
 
     def __init__(self, gl, *, width: int, height: int, cast=DEFAULT_CAST, count: int = 6,
-                 asset_path: str | None = None, deformer: str = "auto", device: str = "gpu") -> None:
+                 asset_path: str | None = None, deformer: str = "auto", device: str = "gpu",
+                 graph_file: str | None = None) -> None:
         from engine.render.camera import OrbitCamera
         from engine.render.renderer import SceneRenderer
         from engine.render.resources import GpuResources
@@ -118,6 +119,14 @@ class DemoScene:
         self.resources = GpuResources(gl.ctx)
         self.renderer = SceneRenderer(gl.ctx, self.resources, width, height)
         self.graph = None
+        self.graph_config = None
+        if graph_file is not None:
+            from engine.skinning.gpu_plan import GraphConfig
+
+            if device != "gpu":
+                raise ValueError("--graph needs --device gpu")
+            self.graph_config = GraphConfig.load(graph_file)
+            self.deformer = deformer = f"graph {self.graph_config.name!r}"
         if device == "gpu":
             from engine.skinning.graph import DeformerGraph
 
@@ -185,10 +194,11 @@ class DemoScene:
             inst = MeshInstance(e, sp.key, sp, name, sp.node, prim.positions, prim.normals, handle)
             if self.graph is not None:
                 binding = None if self.deformer in ("lbs", "dqs") else sp.binding()
+                how = dict(config=self.graph_config) if self.graph_config is not None else dict(method=self.deformer)
                 inst.deform = self.graph.add_mesh(
                     sp.topology(), binding, prim.joints, prim.weights, sp.skin.inverse_bind, sp.parents,
-                    method=self.deformer, asset_key=(name, sp.mesh, sp.prim, sp.skin_index),
-                    positions_buffer=handle.positions, normals_buffer=handle.normals)
+                    asset_key=(name, sp.mesh, sp.prim, sp.skin_index),
+                    positions_buffer=handle.positions, normals_buffer=handle.normals, **how)
                 lo, hi = prim.positions.min(0), prim.positions.max(0)
                 inst.radius = float(np.linalg.norm(hi - lo)) * 0.35
             self.instances.append(inst)
@@ -295,7 +305,7 @@ def run_demo(args: argparse.Namespace) -> int:
     screenshot = args.screenshot or ("out/demo.png" if headless and not args.screenshot else None)
     gl = create_context(headless=headless, width=args.width, height=args.height, title="skinengine demo")
     scene = DemoScene(gl, width=args.width, height=args.height, count=args.characters, asset_path=args.asset,
-                      deformer=args.deformer, device=args.device)
+                      deformer=args.deformer, device=args.device, graph_file=args.graph)
     print(f"demo: {args.characters} characters, deformer {scene.deformer} on {scene.device} "
           f"({gl.ctx.info.get('GL_RENDERER')})")
     scene.frame_ms.clear()
