@@ -96,8 +96,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _cli_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings at the command line read as one line each, like errors (no source lines)."""
+    print(f"warning: {message}", file=sys.stderr)
+
+
 def run(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    warnings.showwarning = _cli_warning
     from engine.assets.errors import AssetError
 
     try:
