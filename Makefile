@@ -5,6 +5,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 GL_PACKAGES := libegl1 libgl1-mesa-dri libegl-mesa0
+# ldconfig lives in /sbin, which a normal user's PATH may lack
+LDCONFIG := $(shell command -v ldconfig 2>/dev/null || echo /sbin/ldconfig)
 
 .PHONY: demo test setup gl venv assets bench clean
 
@@ -20,7 +22,8 @@ $(STAMP): pyproject.toml
 
 # Detect Mesa EGL (the headless GL path); install it with apt-get when root, else print the command.
 gl:
-	@if ldconfig -p 2>/dev/null | grep -q 'libEGL_mesa.so.0' && ls /usr/lib/*/dri/swrast_dri.so /usr/lib/*/dri/*_dri.so >/dev/null 2>&1; then \
+	@if $(LDCONFIG) -p 2>/dev/null | grep -q 'libEGL.so.1 ' && $(LDCONFIG) -p 2>/dev/null | grep -q 'libEGL_mesa.so.0' \
+		&& ls /usr/lib/*/dri/swrast_dri.so >/dev/null 2>&1; then \
 		echo "headless OpenGL: Mesa EGL found"; \
 	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
 		echo "headless OpenGL: installing $(GL_PACKAGES)"; \
