@@ -20,15 +20,22 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-# Detect Mesa EGL (the headless GL path); install it with apt-get when root, else print the command.
-gl:
-	@if $(LDCONFIG) -p 2>/dev/null | grep -q 'libEGL.so.1 ' && $(LDCONFIG) -p 2>/dev/null | grep -q 'libEGL_mesa.so.0' \
-		&& ls /usr/lib/*/dri/swrast_dri.so >/dev/null 2>&1; then \
-		echo "headless OpenGL: Mesa EGL found"; \
+# A headless OpenGL 4.3 context through EGL must work (any vendor: Mesa llvmpipe, NVIDIA, ...). When it does not
+# and Mesa's EGL is missing: install it with apt-get when root, else print the exact command.
+GL_PROBE := import moderngl; c = moderngl.create_standalone_context(require=430, backend="egl"); \
+	print("headless OpenGL:", c.info["GL_RENDERER"], "/", c.info["GL_VERSION"])
+
+gl: venv
+	@if $(PY) -c '$(GL_PROBE)' 2>/dev/null; then \
+		true; \
+	elif $(LDCONFIG) -p 2>/dev/null | grep -q 'libEGL_mesa.so.0' && ls /usr/lib/*/dri/swrast_dri.so >/dev/null 2>&1; then \
+		echo "headless OpenGL: Mesa EGL is installed but no OpenGL 4.3 context could be made:"; \
+		$(PY) -c '$(GL_PROBE)'; exit 1; \
 	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
 		echo "headless OpenGL: installing $(GL_PACKAGES)"; \
 		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(GL_PACKAGES); \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(GL_PACKAGES) && \
+		$(PY) -c '$(GL_PROBE)'; \
 	else \
 		echo "headless OpenGL: Mesa EGL is missing. Install it with:"; \
 		echo "    sudo apt-get install -y $(GL_PACKAGES)"; \
