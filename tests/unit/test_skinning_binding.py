@@ -5,6 +5,9 @@ import numpy as np
 import pytest
 
 from engine.skinning.binding import (
+    _reproject,
+    _skeleton_tree,
+    _tree_coords,
     bind,
     bind_from_weights,
     bind_planar,
@@ -245,3 +248,110 @@ def test_bind_weights_method_with_display_weights():
         bind(topo, bj, np.array([-1, 0]), method="nearest")
     with pytest.raises(ValueError, match="joints and weights"):
         bind(topo, bj, np.array([-1, 0]), method="weights")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# smoothing space: tree coordinates of the skeleton and reprojection onto it
+
+
+def _fork():
+    """0 -> 1 up the y axis; 1 forks into 2 (up-left) and 3 (up-right); 3 -> 4 continues straight on."""
+    pos = np.array([[0, 0, 0], [0, 1, 0], [-1, 2, 0], [1, 2, 0], [2, 3, 0]], float)
+    bj = np.stack([joint(p) for p in pos]).astype(np.float32)
+    parents = np.array([-1, 0, 1, 1, 3])
+    bones = make_bones(bj, parents, pos.astype(np.float32))
+    pairs = list(zip(bones.parent_joint.tolist(), bones.child_joint.tolist()))
+    return bj, parents, bones, {pr: k for k, pr in enumerate(pairs)}
+
+
+def test_tree_coordinates_reproject_exactly_and_average_along_the_skeleton():
+    bj, parents, bones, k = _fork()
+    tree = _skeleton_tree(bones, bj, parents, 1e-9, merge_gap=1e-9)  # no trunks
+    assert tree.length.shape[0] == bones.count
+    rng = np.random.default_rng(1)
+    bone = rng.integers(0, bones.count, 200).astype(np.int32)
+    t = rng.uniform(0, 1, 200)
+    z = _tree_coords(tree, bone, t)
+    b2, t2 = _reproject(tree, z)
+    p, c = bone_endpoints(bones, bj)
+    a1 = p[bone] + t[:, None] * (c[bone] - p[bone])
+    a2 = p[b2] + t2[:, None] * (c[b2] - p[b2])
+    np.testing.assert_allclose(a2, a1, atol=1e-5)  # exact inverse (up to where bones meet)
+    s2 = np.sqrt(2.0)
+    # two points on sibling branches, 0.9 and 0.3 of the way: their mean lies on the tree path between them,
+    # (0.9 - 0.3) * sqrt2 / 2 down the longer branch (the research's gaps close towards the shared joint)
+    z2 = _tree_coords(tree, np.array([k[(1, 2)], k[(1, 3)]]), np.array([0.9, 0.3]))
+    bm, tm = _reproject(tree, z2.mean(axis=0, keepdims=True))
+    assert bm[0] == k[(1, 2)]
+    np.testing.assert_allclose(tm[0], 0.3, atol=1e-6)
+    # balanced siblings meet at the fork, not on either branch's far side
+    bm, tm = _reproject(tree, _tree_coords(tree, np.array([k[(1, 2)], k[(1, 3)]]), np.array([0.5, 0.5])).mean(0)[None])
+    np.testing.assert_allclose((p[bm] + tm[:, None] * (c[bm] - p[bm]))[0], [0, 1, 0], atol=1e-6)
+    # along a chain the mean is the mean arc length from the root: (0, 1) at 0.5 and (3, 4) at 0.5 lie at
+    # arcs 0.5 and 1 + sqrt2 + sqrt2 / 2, mean 0.75 + 0.75 sqrt2, i.e. 0.75 sqrt2 - 0.25 into (1, 3)
+    z3 = _tree_coords(tree, np.array([k[(0, 1)], k[(3, 4)]]), np.array([0.5, 0.5]))
+    bm, tm = _reproject(tree, z3.mean(axis=0, keepdims=True))
+    assert bm[0] == k[(1, 3)]
+    np.testing.assert_allclose(tm[0], (0.75 * s2 - 0.25) / s2, atol=1e-6)
+    # continuity: interpolating the coordinates between the far ends of the two branches moves the
+    # reprojected point in small steps, through the fork
+    za = _tree_coords(tree, np.array([k[(1, 2)]]), np.array([1.0]))
+    zb = _tree_coords(tree, np.array([k[(3, 4)]]), np.array([1.0]))
+    w = np.linspace(0, 1, 401)[:, None]
+    bi, ti = _reproject(tree, (1 - w) * za + w * zb)
+    path = p[bi] + ti[:, None] * (c[bi] - p[bi])
+    assert np.linalg.norm(np.diff(path, axis=0), axis=1).max() < 4 * (2 * s2 + s2) / 400
+    assert np.linalg.norm(path - [0, 1, 0], axis=1).min() < 1e-2
+
+
+def test_near_parallel_siblings_share_a_trunk():
+    # joint 1 has three children: two 10 degrees apart, one at 90 degrees
+    ang = np.radians([-5.0, 5.0])
+    dirs = np.stack([np.sin(ang), np.cos(ang), np.zeros(2)], 1)
+    pos = np.concatenate([[[0, 0, 0], [0, 1, 0]], [0, 1, 0] + dirs, [[1, 1, 0]]])
+    bj = np.stack([joint(q) for q in pos]).astype(np.float32)
+    parents = np.array([-1, 0, 1, 1, 1])
+    bones = make_bones(bj, parents, pos.astype(np.float32))
+    k = {pr: i for i, pr in enumerate(zip(bones.parent_joint.tolist(), bones.child_joint.tolist()))}
+    gap = 0.05
+    tree = _skeleton_tree(bones, bj, parents, 1e-9, merge_gap=gap)
+    a, b, side = k[(1, 2)], k[(1, 3)], k[(1, 4)]
+    assert tree.trunk[a] >= 0 and tree.trunk[a] == tree.trunk[b] and tree.trunk[side] < 0
+    reach = gap / (2 * np.sin(np.radians(5.0)))  # where the two are gap apart
+    np.testing.assert_allclose(tree.offset[[a, b]], reach, rtol=1e-5)
+    # within the trunk the two are one stretch: points at equal arc on either have equal coordinates ...
+    za, zb = _tree_coords(tree, np.array([a, b]), np.array([0.2, 0.2]))
+    np.testing.assert_allclose(za, zb)
+    # ... and reprojection keeps a point on the sibling it was on
+    bb, tt = _reproject(tree, za[None], prev=np.array([b], np.int32))
+    assert bb[0] == b and tt[0] == pytest.approx(0.2)
+    bb, tt = _reproject(tree, za[None], prev=np.array([a], np.int32))
+    assert bb[0] == a
+    # beyond the trunk they are apart again
+    za, zb = _tree_coords(tree, np.array([a, b]), np.array([1.0, 1.0]))
+    assert np.abs(za - zb).sum() == pytest.approx(2 * (1 - reach), rel=1e-5)
+
+
+def test_smoothing_leaves_a_gap_free_binding_alone_and_validates():
+    pos, tris, bj, parents = bent_tube()
+    topo = prepare_mesh(pos, tris)
+    planar = bind(topo, bj, parents, method="planar", smooth_passes=0)
+    assert planar.quality["gaps"] == 0
+    again = smooth_binding(planar, topo, bj, passes=6, parents=parents)
+    assert again.quality["smooth_passes_used"] == 0
+    np.testing.assert_array_equal(again.bone, planar.bone)
+    np.testing.assert_array_equal(again.t, planar.t)
+    # a projected binding has gaps on the inside of the bend; smoothing closes them, strength scales it
+    proj = bind(topo, bj, parents, method="project", smooth_passes=0)
+    full = smooth_binding(proj, topo, bj, passes=6, parents=parents)
+    half = smooth_binding(proj, topo, bj, passes=1, parents=parents, strength=0.5)
+    one = smooth_binding(proj, topo, bj, passes=1, parents=parents)
+    q = {n: binding_quality(b, topo) for n, b in (("proj", proj), ("full", full), ("half", half), ("one", one))}
+    assert q["full"]["gaps"] == 0 and 1 <= full.quality["smooth_passes_used"] <= 6
+    assert q["one"]["gap_max"] < q["half"]["gap_max"] < q["proj"]["gap_max"]
+    with pytest.raises(ValueError, match="gap_threshold"):
+        smooth_binding(proj, topo, bj, gap_threshold=0.0)
+    with pytest.raises(ValueError, match="strength"):
+        smooth_binding(proj, topo, bj, strength=1.5)
+    with pytest.raises(ValueError, match=r"parents\[1\]"):
+        smooth_binding(proj, topo, bj, parents=np.array([-1, 5, 1]))
