@@ -8,14 +8,15 @@ deformer graph), and the binding points and limits reach GLSL as ``#define``s ta
 Pool layout (see graph.py): control-domain data of every mesh instance of a batch is concatenated in one
 *dynamic pool*; each instance's range starts at ``group_base * LOCAL_SIZE`` and is padded to a whole number of
 work groups, so a work group never spans two instances and ``group_instance[gl_WorkGroupID.x]`` names its
-instance. Static data (bind positions, weights, binding, CSR adjacency, rest lengths and angles) lives in a
-*static pool* with one segment per asset, shared by all instances of it (``static_base``, ``adj_base``).
+instance. Static data (bind positions, weights, binding, CSR adjacency, rest lengths and angles, the spring's
+per-vertex ``SpringVertex`` records with the step-limiting coefficients) lives in a *static pool* with one segment per asset, shared by all instances of it (``static_base``, ``adj_base``).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from engine.render.layouts import LOCAL_SIZE, MAX_JOINTS, Std430Struct
+from engine.skinning.springs import STEP_SAFETY
 
 MAX_INFLUENCES = 4
 """Skin influences per vertex (glTF JOINTS_0/WEIGHTS_0)."""
@@ -78,7 +79,15 @@ DEFORM_BONE = Std430Struct("DeformBone", [
     ("rot_now", "mat4"),  # R_now of the parent joint relative to bind (GLSL layout)
 ])
 
-DEFORM_LAYOUTS = (DEFORM_INSTANCE, DEFORM_STATUS, DEFORM_JOINT, DEFORM_BONE)
+# ---- spring static data per control point (static pool, one segment per asset; set up at bind) ----------
+SPRING_VERTEX = Std430Struct("SpringVertex", [
+    ("sdir", "vec4"),  # xyz bind unit scale vector s_dir (frame-mode bone reference), w r = bind |s|
+    ("rest", "vec4"),  # x bone_angle (cone mode), y s_floor (|s| floor of denominators), zw unused
+    ("lam", "vec4"),   # Gershgorin coefficients per unit stiffness (springs.lambda_columns), multiplying
+                       # x k_s + k_l, y k_t, z k_b, w k_r; lambda_i = dot(lam, those) + k_e K_i (step limiting)
+])
+
+DEFORM_LAYOUTS = (DEFORM_INSTANCE, DEFORM_STATUS, DEFORM_JOINT, DEFORM_BONE, SPRING_VERTEX)
 LAYOUT_INCLUDE = "generated/deform_layouts.glsl"
 
 # ---- spring flags and convergence schemes ------------------------------------------------------------
@@ -91,6 +100,7 @@ SPRING_RADIAL = 1 << 5    # F_r: radial length springs
 FLAG_SEMI_IMPLICIT = 1 << 8   # semi-implicit Euler with damping (else explicit eq. 23)
 FLAG_BONE_CONE = 1 << 9       # bone springs against the bone run with the bind angle (else the carried frame)
 FLAG_KEEP_VELOCITY = 1 << 10  # frame-dependent mode: start from last frame's velocities
+FLAG_STEP_LIMIT = 1 << 11     # per-vertex steps dt_i = min(dt, STEP_SAFETY / lambda_i) (springs.step_sizes)
 
 SCHEME_ITERATIONS = 0     # run max_iterations
 SCHEME_DISPLACEMENT = 1   # stop when the largest position change < threshold
@@ -166,6 +176,8 @@ CONSTANTS: dict[str, int | float] = {
     "FLAG_SEMI_IMPLICIT": FLAG_SEMI_IMPLICIT,
     "FLAG_BONE_CONE": FLAG_BONE_CONE,
     "FLAG_KEEP_VELOCITY": FLAG_KEEP_VELOCITY,
+    "FLAG_STEP_LIMIT": FLAG_STEP_LIMIT,
+    "STEP_SAFETY": float(STEP_SAFETY),
     "REASON_MAX_ITERATIONS": REASON_MAX_ITERATIONS,
     "REASON_DISPLACEMENT": REASON_DISPLACEMENT,
     "REASON_FORCE": REASON_FORCE,

@@ -3,8 +3,8 @@
 * :func:`spring_params` normalises the ``spring=`` argument of ``DeformerGraph.add_mesh`` to a validated
   :class:`engine.skinning.springs.SpringParams`;
 * :func:`rest_arrays` runs the reference's ``build_rest`` (bind edge lengths, scale-vector length differences and
-  angles, torsion pair weights, bone angles, |s| floors) and lays it out per CSR slot / per control point as
-  the shaders read it (float32);
+  angles, torsion pair weights, bone angles, |s| floors, the Gershgorin coefficients of step limiting) and lays
+  it out per CSR slot / per control point (``gpu_layouts.SPRING_VERTEX``) as the shaders read it (float32);
 * :func:`fill_record` writes the per-instance spring fields of ``DeformInstance`` (stiffness with their
   switches applied, thresholds in scene units exactly as ``SpringDeformer`` derives them);
 * :func:`irs_arrays` precomputes the eq. 14 weights (p_w, c_w) and the bind distance to the skeleton d0 per
@@ -50,12 +50,15 @@ def mesh_scales(topology: MeshTopology) -> tuple[float, float, float]:
 
 def rest_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
-    """(rest (H,4) per CSR slot: rest_len, rest_dlen, rest_angle, w_t; vstatic (V,8): s_dir xyz, r, bone_angle,
-    s_floor, 0, 0). Zeros without a binding (no spring stage then)."""
+    """(rest (H,4) per CSR slot: rest_len, rest_dlen, rest_angle, w_t; vstatic (V, SPRING_VERTEX floats): the
+    ``gpu_layouts.SPRING_VERTEX`` record of each control point as float32 rows: s_dir xyz, r | bone_angle,
+    s_floor, 0, 0 | Gershgorin coefficients (``springs.lambda_columns``, the step-limiting lambda_i per unit
+    stiffness; the shader adds k_e K_i). Zeros without a binding (no spring stage then)."""
     v = topology.n_control
     h = int(topology.adj_index.shape[0])
     rest = np.zeros((h, 4), np.float32)
-    vstatic = np.zeros((v, 8), np.float32)
+    rec = L.SPRING_VERTEX.zeros(v)
+    vstatic = rec.view(np.float32).reshape(v, L.SPRING_VERTEX.size // 4)
     if binding is None or v == 0:
         return rest, vstatic
     r = build_rest(topology, binding, bind_joints)
@@ -65,10 +68,11 @@ def rest_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: np
     local = np.arange(r.rows.shape[0]) - np.repeat(start, count)
     flat = np.asarray(topology.adj_offset, np.int64)[r.rows] + local
     rest[flat] = np.stack([r.rest_len, r.rest_dlen, r.rest_angle, r.w_t], 1)
-    vstatic[:, :3] = r.s_dir
-    vstatic[:, 3] = r.r
-    vstatic[:, 4] = r.bone_angle
-    vstatic[:, 5] = r.s_floor
+    rec["sdir"][:, :3] = r.s_dir
+    rec["sdir"][:, 3] = r.r
+    rec["rest"][:, 0] = r.bone_angle
+    rec["rest"][:, 1] = r.s_floor
+    rec["lam"] = r.lam_cols  # columns in springs.LAMBDA_COLUMNS order: k_s + k_l, k_t, k_b, k_r
     return rest, vstatic
 
 
@@ -87,6 +91,8 @@ def fill_record(rec: np.ndarray, params: SpringParams, topology: MeshTopology) -
         flags |= L.FLAG_BONE_CONE
     if p.mode == "dependent" and p.integrator == "semi_implicit":
         flags |= L.FLAG_KEEP_VELOCITY
+    if p.step_limit:
+        flags |= L.FLAG_STEP_LIMIT
     thr_d = aabb_min * p.displacement_rel
     rec["flags"] = flags
     rec["max_iterations"] = int(p.max_iterations)

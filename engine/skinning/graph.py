@@ -124,7 +124,7 @@ _STATIC = {
     "cface": ("control", np.int32, 2),
     "cface_index": ("cface", np.int32, 1),
     "irs": ("control", np.float32, 4),
-    "vstatic": ("control", np.float32, 8),
+    "vstatic": ("control", np.float32, L.SPRING_VERTEX.size // 4),  # SpringVertex records as float rows
     "map": ("display", np.int32, 1),
     "dface": ("display", np.int32, 2),
     "dface_index": ("dface", np.int32, 1),

@@ -30,11 +30,23 @@ the handle weighting and the |s| floor below), which gives the "energy" converge
 bound: for the explicit update dt * lambda_max < 1, lambda_max bounded per vertex by Gershgorin from the
 per-pair stiffnesses (`safe_range`). Denominators |s_i| are floored at S_FLOOR * r_i.
 
+Step limiting (`SpringParams.step_limit`, on by default; off is the research's plain update): every vertex
+moves by dt_i F_i with its own step dt_i = min(dt, STEP_SAFETY / lambda_i) (explicit) or
+min(dt, sqrt(2 STEP_SAFETY / lambda_i)) (semi-implicit), lambda_i = sum_p k_p c_p,i the Gershgorin row bound
+of vertex i (`lambda_per_vertex`, with the surface-edit stiffness k_e K_i when edits are active). This is a
+diagonal (Jacobi) preconditioner: the update is x += D F with D = diag(dt_i), whose linearised iteration
+matrix I - D J has its eigenvalues (those of D^1/2 J D^1/2) inside the Gershgorin discs of D J, i.e. below
+max_i dt_i lambda_i <= STEP_SAFETY < 1 (explicit; semi-implicit: dt_i^2 lambda_i <= 2 STEP_SAFETY < 4, a
+mass matrix diag(1 / dt_i^2)). So the iteration is stable by construction on any mesh, whatever the valence
+of its poles; vertices with lambda_i <= STEP_SAFETY / dt keep dt exactly, equilibria (F = 0) are unchanged and
+the bind pose stays a fixed point. Only the path (and iteration count) to them changes, on stiff vertices.
+
 GPU contract: `spring_step` is a pure function of arrays. Per vertex i it reads x_i, vel_i, a_i, bone_ref_i,
 r_i, bone_angle_i, s_floor_i, the edit terms (K_i, C_i) and, for each CSR slot of i (adj_offset/adj_count,
 neighbour j = adj_index), x_j, a_j, r_j and the slot's rest_len, rest_dlen, rest_angle, w_t. It writes the new
-x_i, vel_i and the net force. The numpy reference computes in float64; a float32 shader matches it within
-tolerance.
+x_i, vel_i and the net force. With step limiting it also reads the vertex's Gershgorin coefficients
+(`lambda_columns`, static) and computes dt_i from them, the stiffnesses and K_i. The numpy reference computes
+in float64; a float32 shader matches it within tolerance.
 """
 from __future__ import annotations
 
@@ -52,7 +64,7 @@ __all__ = [
     "INTEGRATORS", "CONVERGENCE_SCHEMES", "MODES", "INITIAL_SKINNING", "BONE_MODES", "S_FLOOR",
     "SpringParams", "SpringRest", "PoseFrame", "SpringStats", "SpringState", "SpringDeformer",
     "csr_slots", "build_rest", "joint_rotations", "pose_frame", "spring_forces", "integrate", "spring_step",
-    "safe_range",
+    "safe_range", "STEP_SAFETY", "LAMBDA_COLUMNS", "lambda_columns", "lambda_per_vertex", "step_sizes",
 ]
 
 INTEGRATORS = ("explicit", "semi_implicit")
@@ -62,6 +74,11 @@ INITIAL_SKINNING = ("rigid", "lbs", "dqs")
 BONE_MODES = ("frame", "cone")
 S_FLOOR = 0.5  # |s_i| denominators are floored at S_FLOOR * r_i (bind length)
 _SIN_EPS = 1e-9  # below this sine, the rotation direction of a torsion force is undefined: no force
+STEP_SAFETY = 0.9
+"""Step limiting keeps dt_i lambda_i <= STEP_SAFETY (explicit; semi-implicit dt_i^2 lambda_i <= 2 STEP_SAFETY):
+a margin below the monotone bound 1 (instability starts at 2; semi-implicit 4)."""
+LAMBDA_COLUMNS: tuple[tuple[str, ...], ...] = (("k_s", "k_l"), ("k_t",), ("k_b",), ("k_r",))
+"""Stiffnesses multiplying each column of `lambda_columns` (edge and length springs share one coefficient)."""
 
 _INF = math.inf
 # name -> (low, high, low inclusive, high inclusive, integer)
@@ -90,6 +107,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 }
 _STIFFNESS = ("k_s", "k_l", "k_t", "k_b", "k_r", "k_e")
 _SWITCH = {"k_s": "use_s", "k_l": "use_l", "k_t": "use_t", "k_b": "use_b", "k_r": "use_r", "k_e": "use_e"}
+_BOOLS = ("step_limit",)  # switches besides the use_* ones
 
 
 def _range_text(lo: float, hi: float, lo_inc: bool, hi_inc: bool) -> str:
@@ -102,6 +120,10 @@ class SpringParams:
 
     Defaults follow the research: dt = 1/30, at most 50 iterations, stop early when the largest position
     change falls below AABB_min_extent * 1e-4; rigid initial skinning; frame-independent mode.
+
+    step_limit (default on) moves each vertex by its own step dt_i = min(dt, STEP_SAFETY / lambda_i) (see the
+    module docstring), which makes any dt and stiffness stable on any mesh (no set-up warning then); off gives
+    the research's plain update x += dt F, warned about at set-up when dt is past the stable range.
     """
 
     k_s: float = 0.5
@@ -129,12 +151,13 @@ class SpringParams:
     bone_mode: str = "frame"
     handle_weight: float = 0.5
     divergence_rel: float = 0.25  # a step moving a vertex further than this x bbox diagonal is divergence
+    step_limit: bool = True  # per-vertex steps dt_i = min(dt, STEP_SAFETY / lambda_i); False: plain dt
 
     def validate(self) -> "SpringParams":
         """Raise ValueError naming the first bad parameter, its value and the valid range; return self."""
         for f in fields(self):
             v = getattr(self, f.name)
-            if f.name.startswith("use_"):
+            if f.name.startswith("use_") or f.name in _BOOLS:
                 if not isinstance(v, (bool, np.bool_)):
                     raise ValueError(f"SpringParams.{f.name} = {v!r}; valid: true or false")
             elif f.name in _CHOICES:
@@ -194,6 +217,7 @@ class SpringRest:
     s_dir      (V,3) bind unit scale vectors (frame mode reference, carried by the bone rotation)
     s_floor    (V,)  floor of |s_i| in denominators
     degree     (V,)  neighbour count
+    lam_cols   (V,4) Gershgorin coefficients per unit stiffness, columns as LAMBDA_COLUMNS (`lambda_columns`)
     """
 
     rows: np.ndarray
@@ -208,6 +232,7 @@ class SpringRest:
     s_floor: np.ndarray
     degree: np.ndarray
     tiny: float
+    lam_cols: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
 
     @property
     def n_vertices(self) -> int:
@@ -299,7 +324,7 @@ def build_rest(topology: MeshTopology, binding: Binding, bind_joints: np.ndarray
     bdir, _, _ = _unit((c - p).astype(np.float64), tiny)
     bone_angle, _, _ = _angle(shat, bdir[binding.bone])
     rmin = np.minimum(r[rows], r[cols])
-    return SpringRest(
+    rest = SpringRest(
         rows=rows, cols=cols,
         rest_len=_norm(x[cols] - x[rows]),
         rest_dlen=r[rows] - r[cols],
@@ -312,6 +337,8 @@ def build_rest(topology: MeshTopology, binding: Binding, bind_joints: np.ndarray
         degree=np.asarray(topology.adj_count, np.int64),
         tiny=tiny,
     )
+    rest.lam_cols = lambda_columns(rest)
+    return rest
 
 
 def joint_rotations(bind_joints: np.ndarray, posed_joints: np.ndarray) -> np.ndarray:
@@ -396,37 +423,81 @@ def spring_forces(x: np.ndarray, attach: np.ndarray, bone_ref: np.ndarray, rest:
     return force, energy
 
 
-def integrate(x: np.ndarray, vel: np.ndarray, force: np.ndarray, params: SpringParams) -> tuple[np.ndarray, np.ndarray]:
-    """Position update: eq. 23 (v += dt F) or semi-implicit Euler (unit mass) with velocity damping."""
+def integrate(x: np.ndarray, vel: np.ndarray, force: np.ndarray, params: SpringParams,
+              step: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Position update: eq. 23 (v += dt F) or semi-implicit Euler (unit mass) with velocity damping.
+
+    step: per-vertex time steps dt_i (V,) from `step_sizes` (step limiting); None uses params.dt everywhere
+    (the plain update)."""
+    h = params.dt if step is None else np.asarray(step, np.float64)[:, None]
     if params.integrator == "explicit":
-        return x + params.dt * force, vel
-    vel = (vel + params.dt * force) * (1.0 - params.damping)
-    return x + params.dt * vel, vel
+        return x + h * force, vel
+    vel = (vel + h * force) * (1.0 - params.damping)
+    return x + h * vel, vel
 
 
 def spring_step(x: np.ndarray, vel: np.ndarray, attach: np.ndarray, bone_ref: np.ndarray, rest: SpringRest,
-                params: SpringParams, edit: EditTerms | None = None
+                params: SpringParams, edit: EditTerms | None = None, *, step: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """One iteration (what one dispatch of the spring compute shader does): (x', vel', force at x, energy at x)."""
+    """One iteration (what one dispatch of the spring compute shader does): (x', vel', force at x, energy at x).
+
+    step: per-vertex steps; None computes them with `step_sizes` (the plain dt when params.step_limit is off).
+    A caller iterating many times passes them in (they depend on the rest state, params and edits only)."""
     force, energy = spring_forces(x, attach, bone_ref, rest, params, edit)
-    x_new, vel_new = integrate(x, vel, force, params)
+    if step is None:
+        step = step_sizes(rest, params, edit)
+    x_new, vel_new = integrate(x, vel, force, params, step)
     return x_new, vel_new, force, energy
 
 
-def _lambda_coefficients(rest: SpringRest, edit: EditTerms | None) -> dict[str, np.ndarray]:
-    """Per-vertex Gershgorin bounds of the force Jacobian per unit of each stiffness (linearised at bind)."""
+def lambda_columns(rest: SpringRest) -> np.ndarray:
+    """(V,4) per-vertex Gershgorin bounds of the force Jacobian per unit stiffness (linearised at bind), one
+    column per group of LAMBDA_COLUMNS: edge/length springs 2 deg_i (each neighbour adds k on the diagonal and
+    k off it), torsion sum_j w_ij (1/r_i^2 + 1/(r_i r_j)), bone (r_i / max(r_i, s_floor_i))^2 (1, or 0 for a
+    vertex on its bone), radial 1 (r_i: bind |s_i| floored like the force denominators). The surface-edit term k_e K_i changes per frame and is added by `lambda_per_vertex`."""
     n = rest.n_vertices
     sref = np.maximum(rest.r, rest.s_floor)
     deg2 = 2.0 * rest.degree.astype(np.float64)
     tor = rest.w_t * (1.0 / sref[rest.rows] ** 2 + 1.0 / (sref[rest.rows] * sref[rest.cols]))
-    return {
-        "k_s": deg2,
-        "k_l": deg2,
-        "k_t": np.bincount(rest.rows, weights=tor, minlength=n),
-        "k_b": (rest.r / sref) ** 2,
-        "k_r": np.ones(n),
-        "k_e": edit.stiffness.copy() if edit is not None else np.zeros(n),
-    }
+    return np.stack([deg2, np.bincount(rest.rows, weights=tor, minlength=n), (rest.r / sref) ** 2,
+                     np.ones(n)], 1)
+
+
+def _lambda_coefficients(rest: SpringRest, edit: EditTerms | None) -> dict[str, np.ndarray]:
+    """Per-vertex Gershgorin bounds of the force Jacobian per unit of each stiffness (linearised at bind)."""
+    cols = rest.lam_cols if rest.lam_cols.shape[0] == rest.n_vertices else lambda_columns(rest)
+    out = {p: cols[:, c] for c, group in enumerate(LAMBDA_COLUMNS) for p in group}
+    out["k_e"] = (np.asarray(edit.stiffness, np.float64).copy() if edit is not None
+                  else np.zeros(rest.n_vertices))
+    return out
+
+
+def lambda_per_vertex(rest: SpringRest, params: SpringParams, edit: EditTerms | None = None) -> np.ndarray:
+    """(V,) lambda_i = sum_p k_p c_p,i: the Gershgorin bound of vertex i's row of the force Jacobian for the
+    current stiffnesses (switches applied), with k_e K_i of active surface edits."""
+    cols = rest.lam_cols if rest.lam_cols.shape[0] == rest.n_vertices else lambda_columns(rest)
+    k = np.array([sum(params.stiffness(p) for p in group) for group in LAMBDA_COLUMNS])
+    lam = np.einsum("vc,c->v", cols, k)  # no BLAS (see _dot)
+    k_e = params.stiffness("k_e")
+    if edit is not None and k_e:
+        lam = lam + k_e * np.asarray(edit.stiffness, np.float64)
+    return lam
+
+
+def step_sizes(rest: SpringRest, params: SpringParams, edit: EditTerms | None = None, *,
+               lam: np.ndarray | None = None) -> np.ndarray | None:
+    """Per-vertex steps (V,) of step limiting: min(dt, STEP_SAFETY / lambda_i) (explicit) or
+    min(dt, sqrt(2 STEP_SAFETY / lambda_i)) (semi-implicit); dt where lambda_i = 0. None when
+    params.step_limit is off (the plain update). lam: a precomputed `lambda_per_vertex`."""
+    if not params.step_limit:
+        return None
+    lam = lambda_per_vertex(rest, params, edit) if lam is None else np.asarray(lam, np.float64)
+    pos = lam > 0.0
+    bound = np.full(lam.shape, _INF)
+    np.divide(STEP_SAFETY if params.integrator == "explicit" else 2.0 * STEP_SAFETY, lam, out=bound, where=pos)
+    if params.integrator != "explicit":
+        bound = np.sqrt(bound)
+    return np.minimum(params.dt, bound)
 
 
 def safe_range(rest: SpringRest, params: SpringParams, edit: EditTerms | None = None,
@@ -435,7 +506,10 @@ def safe_range(rest: SpringRest, params: SpringParams, edit: EditTerms | None = 
     dt and other stiffnesses. Rule: explicit dt * lambda_max < 1 (monotone, no overshoot; instability starts
     at 2), semi-implicit dt^2 * lambda_max < 2 (instability at 4), with lambda_max <= max_i sum_p k_p c_p,i
     (Gershgorin over the per-pair stiffnesses). Also returns lambda_max and the mesh's shortest edge (the
-    stiffnesses are per metre, so the bound itself does not depend on it; it is reported for context)."""
+    stiffnesses are per metre, so the bound itself does not depend on it; it is reported for context).
+
+    The range is that of the plain update (params.step_limit off). With step limiting every dt and stiffness
+    is stable: vertices past the range move with their own smaller step (`step_sizes`) instead."""
     coef = _lambda_coefficients(rest, edit)
     ks = {p: params.stiffness(p) for p in _STIFFNESS}
     lam_i = sum(ks[p] * coef[p] for p in _STIFFNESS)
@@ -513,6 +587,7 @@ class SpringDeformer:
         self.aabb_min_extent = float(pos_ext.min()) if pos_ext.size else 1.0
         self.bbox_diag = float(np.linalg.norm(ext)) or 1.0
         self.state = SpringState()
+        self._lam = lambda_per_vertex(self.rest, self.params)
         self._warn_if_unsafe()
 
     # -- parameters ---------------------------------------------------------------------------------------
@@ -528,7 +603,21 @@ class SpringDeformer:
 
     def set_params(self, params: SpringParams) -> None:
         self.params = params.validate()
+        self._lam = lambda_per_vertex(self.rest, self.params)
         self._warn_if_unsafe()
+
+    def step_sizes(self, edit: EditTerms | None = None) -> np.ndarray | None:
+        """Per-vertex steps dt_i (V,) for the current params (None: step_limit off, dt everywhere). The
+        stiffness part of lambda_i is computed at set-up and in `set_params`; active surface edits add
+        k_e K_i (they change per frame)."""
+        p = self.params
+        if not p.step_limit:
+            return None
+        lam = self._lam
+        k_e = p.stiffness("k_e")
+        if edit is not None and k_e:
+            lam = lam + k_e * np.asarray(edit.stiffness, np.float64)
+        return step_sizes(self.rest, p, lam=lam)
 
     def safe_range(self, edit: EditTerms | None = None) -> dict[str, float]:
         """See module function `safe_range`."""
@@ -551,9 +640,12 @@ class SpringDeformer:
         return f"lower `dt` (now {self.params.dt:g}, safe < {rng['dt']:.4g}) or {other}"
 
     def _warn_if_unsafe(self) -> None:
-        """Warn at set-up when dt is past twice the monotone bound: there explicit Euler is no longer
-        guaranteed stable (dt * lambda < 2; the bound over-estimates lambda, so this is a caution, and the
-        per-iteration divergence check stays the safety net)."""
+        """Warn at set-up when the plain update is selected (step_limit off) and dt is past twice the monotone
+        bound: there explicit Euler is no longer guaranteed stable (dt * lambda < 2; the bound over-estimates
+        lambda, so this is a caution, and the per-iteration divergence check stays the safety net). Never with
+        step_limit on: every vertex's step is then inside its own stable range by construction."""
+        if self.params.step_limit:
+            return
         rng = safe_range(self.rest, self.params)
         factor = 2.0 if self.params.integrator == "explicit" else math.sqrt(2.0)
         if self.params.dt > factor * rng["dt"]:
@@ -585,7 +677,8 @@ class SpringDeformer:
         """One iteration from positions x: (x', vel', force at x, energy at x)."""
         x = np.asarray(x, np.float64)
         vel = np.zeros_like(x) if vel is None else np.asarray(vel, np.float64)
-        return spring_step(x, vel, frame.attach, frame.bone_ref, self.rest, self.params, edit)
+        return spring_step(x, vel, frame.attach, frame.bone_ref, self.rest, self.params, edit,
+                           step=self.step_sizes(edit))
 
     def initial_positions(self, posed_joints: np.ndarray, frame: PoseFrame) -> np.ndarray:
         """Where iteration starts: the chosen initial skinning ("independent", or first "dependent" frame), or
@@ -615,6 +708,7 @@ class SpringDeformer:
         net force is below `force_threshold`; "energy" stops at a local minimum of the total energy (a step
         that does not lower it by energy_rtol is rejected if it raised the energy). Divergence (non-finite
         values or a step longer than divergence_rel x bbox diagonal) keeps the last good state and warns.
+        With step limiting, the per-vertex steps are computed once here (edits included) for all iterations.
         """
         p = self.params
         n_max = p.max_iterations if max_iterations is None else int(max_iterations)
@@ -622,6 +716,7 @@ class SpringDeformer:
         vel = np.zeros_like(x) if vel is None or p.integrator == "explicit" else np.array(vel, np.float64)
         a, ref = frame.attach, frame.bone_ref
         force, energy = spring_forces(x, a, ref, self.rest, p, edit)
+        step = self.step_sizes(edit)
         kinetic = 0.5 * float(np.einsum("ij,ij->", vel, vel))
         stats = SpringStats(initial_energy=energy, energy=energy, reason="max_iterations")
         if not (np.all(np.isfinite(x)) and np.all(np.isfinite(force))):
@@ -634,7 +729,7 @@ class SpringDeformer:
             if p.convergence == "force" and fmax < thr_f:
                 stats.converged, stats.reason = True, "force"
                 break
-            x_new, vel_new = integrate(x, vel, force, p)
+            x_new, vel_new = integrate(x, vel, force, p, step)
             disp = float(_norm(x_new - x).max()) if x.size else 0.0
             bad = ""
             if not np.all(np.isfinite(x_new)):
@@ -693,7 +788,8 @@ class SpringDeformer:
         x, vel_out, stats = self.iterate(x0, fr, vel=vel, edit=terms)
         self.state = SpringState(positions=x, velocities=vel_out, frame=fr, frames=self.state.frames + 1,
                                  last=stats)
-        return x.astype(np.float32), stats
+        with np.errstate(under="ignore"):  # components below float32's range (e.g. 1e-50) become 0: harmless
+            return x.astype(np.float32), stats
 
     def reset(self) -> None:
         """Forget last frame (dependent mode starts again from the initial skinning)."""

@@ -8,13 +8,15 @@
 // between s_i and s_j (torque k_t w_ij dtheta -> |tau| / |s_i| orthogonal to s_i); an edit handle's
 // neighbour forces are scaled by handle_weight before F_e = k_e (C_i - K_i x_i) is added; then bone torsion
 // F_b and the radial spring F_r. Update: eq. 23 x += dt F, or semi-implicit Euler with damping.
+// Step limiting (FLAG_STEP_LIMIT, reference springs.step_sizes): each vertex steps by its own
+// dt_i = min(dt, STEP_SAFETY / lambda_i) (semi-implicit: min(dt, sqrt(2 STEP_SAFETY / lambda_i))), lambda_i the
+// Gershgorin bound from the static coefficients SpringVertex.lam, the stiffnesses and the edit stiffness K_i.
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "deform_common.glsl"
 
 struct SpringState { vec4 x; vec4 v; };
 struct SpringFrame { vec4 attach; vec4 bone_ref; };
-struct SpringVertex { vec4 sdir; vec4 rest; };
 struct SpringEdit { vec4 ck; vec4 q; };  // ck: xyz C_i, w K_i; q.x Q_i
 
 layout(std430, binding = B_STATUS) buffer Status { DeformStatus status[]; };
@@ -101,8 +103,10 @@ void main() {
                 }
             }
         }
+        float k_edit = 0.0;  // K_i of active surface edits (enters lambda_i)
         if (inst.k2.y != 0.0) {
             SpringEdit ed = edit[di];
+            k_edit = ed.ck.w;
             if (ed.ck.w > 0.0) f *= inst.handle_weight;
             f += k_e * (ed.ck.xyz - ed.ck.w * x);
             float ee = ed.ck.w * dot(x, x) - 2.0 * dot(ed.ck.xyz, x) + ed.q.x;
@@ -123,14 +127,20 @@ void main() {
             f -= (k_r * dr) * shat;
             energy += 0.5 * k_r * dr * dr;
         }
+        bool semi = (inst.flags & uint(FLAG_SEMI_IMPLICIT)) != 0u;
+        float h = inst.dt;
+        if ((inst.flags & uint(FLAG_STEP_LIMIT)) != 0u) {
+            float lam = dot(sv.lam, vec4(k_s + k_l, k_t, k_b, k_r)) + k_e * k_edit;
+            if (lam > 0.0) h = min(h, semi ? sqrt(2.0 * STEP_SAFETY / lam) : STEP_SAFETY / lam);
+        }
         vec3 xn, vn;
-        if ((inst.flags & uint(FLAG_SEMI_IMPLICIT)) != 0u) {
+        if (semi) {
             energy += 0.5 * dot(vel, vel);  // kinetic part of the energy scheme's total
-            vn = (vel + inst.dt * f) * (1.0 - inst.damping);
-            xn = x + inst.dt * vn;
+            vn = (vel + h * f) * (1.0 - inst.damping);
+            xn = x + h * vn;
         } else {
             vn = vel;
-            xn = x + inst.dt * f;
+            xn = x + h * f;
         }
         dst[di] = SpringState(vec4(xn, 1.0), vec4(vn, 0.0));
         disp = length(xn - x);

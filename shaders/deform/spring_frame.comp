@@ -8,7 +8,7 @@ layout(local_size_x = LOCAL_SIZE) in;
 
 struct SpringState { vec4 x; vec4 v; };
 struct SpringFrame { vec4 attach; vec4 bone_ref; };
-struct SpringVertex { vec4 sdir; vec4 rest; };  // sdir: xyz bind unit scale vector, w r; rest: x bone_angle, y s_floor
+// SpringVertex (static per control point) comes from generated/deform_layouts.glsl (gpu_layouts.SPRING_VERTEX)
 
 layout(std430, binding = B_BONES) readonly buffer Bones { DeformBone bones[]; };
 layout(std430, binding = B_ATTACH) readonly buffer Attach { vec4 attach[]; };   // w = t

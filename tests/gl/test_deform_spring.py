@@ -1,5 +1,6 @@
 """GPU spring stage vs engine.skinning.springs.SpringDeformer: forces, integrators, convergence schemes,
-surface edits, the frame-dependent loop and batching of many meshes into one dispatch per iteration.
+surface edits, the frame-dependent loop, batching of many meshes into one dispatch per iteration, and per-vertex
+step limiting (on and off; a fan with a 128-valent pole where the plain update diverges on both sides).
 
 Tolerance after N iterations: float32 on the GPU vs float64 in the reference drift apart slowly; on these
 tubes the largest difference stays below 1e-6 of the bounding-box diagonal after 300 iterations. Tests use
@@ -18,6 +19,7 @@ from engine.skinning.edits import EditStack, SurfaceEdit
 from engine.skinning.gpu_synthetic import pose, tube
 from engine.skinning.graph import DeformerGraph
 from engine.skinning.springs import SpringDeformer, SpringParams
+from tests.unit.test_skinning_springs import fan_rig
 
 pytestmark = pytest.mark.gl
 TOL = 1e-5
@@ -51,9 +53,14 @@ def _reference(rig, params, posed, frames=1, edits=None):
     return x, stats
 
 
+# dt = 0.08 limits the steps of 36 of the tube's 48 control points (step_limit is on by default)
 CASES = [
     dict(convergence="iterations", max_iterations=40),
     dict(convergence="displacement", max_iterations=300, dt=0.08),
+    dict(convergence="displacement", max_iterations=300, dt=0.08, step_limit=False),
+    dict(convergence="iterations", max_iterations=60, dt=0.3, step_limit=True),
+    dict(convergence="displacement", max_iterations=300, dt=0.5, integrator="semi_implicit", damping=0.3),
+    dict(convergence="energy", max_iterations=300, dt=0.08, energy_rtol=1e-4, step_limit=False),
     dict(convergence="force", max_iterations=300, dt=0.08),
     dict(convergence="energy", max_iterations=300, dt=0.08, energy_rtol=1e-4),
     dict(convergence="displacement", max_iterations=200, dt=0.08, integrator="semi_implicit"),
@@ -214,3 +221,61 @@ def test_check_every_k_and_runtime_params(gl_ctx, resources, rig):
         assert graph.spring_status(h)["iterations"] == 5
     finally:
         graph.release()
+
+
+def _gpu_solve(gl_ctx, resources, rig, params, skin, posed, edits=None):
+    graph = DeformerGraph(gl_ctx, resources)
+    try:
+        h = _add(graph, rig, params)
+        graph.set_pose(h, skin, posed)
+        if edits is not None:
+            graph.set_edits(h, edits)
+        graph.run()
+        return graph.download_control(h, "deformed"), graph.spring_status(h)
+    finally:
+        graph.release()
+
+
+def test_step_limit_on_and_off_each_match_the_reference(gl_ctx, resources, rig):
+    skin, posed = pose(rig, bend=0.9, twist=0.6)
+    diag = M.bbox_diagonal(rig.topology.positions)
+    out = {}
+    for on in (True, False):
+        params = SpringParams(convergence="iterations", max_iterations=20, dt=0.08, step_limit=on)
+        ref, _ = _reference(rig, params, posed)
+        gpu, _ = _gpu_solve(gl_ctx, resources, rig, params, skin, posed)
+        np.testing.assert_allclose(gpu, ref, atol=TOL * diag, rtol=0)
+        out[on] = gpu
+    assert np.abs(out[True] - out[False]).max() > 100 * TOL * diag  # the switch changes the path on the GPU
+
+
+def test_fan_pole_plain_diverges_limited_converges_on_gpu(gl_ctx, resources):
+    fan = fan_rig()
+    skin, posed = pose(fan, bend=0.6, twist=0.3)
+    diag = M.bbox_diagonal(fan.topology.positions)
+    plain = SpringParams(step_limit=False, max_iterations=400)  # the research's defaults, plain update
+    ref, stats = _reference(fan, plain, posed)
+    gpu, st = _gpu_solve(gl_ctx, resources, fan, plain, skin, posed)
+    assert stats.diverged and st["reason"] == "diverged" and st["iterations"] == stats.iterations
+    np.testing.assert_allclose(gpu, ref, atol=TOL * diag, rtol=0)  # both kept the last good state
+    limited = SpringParams(max_iterations=400)  # the defaults: step_limit on
+    ref, stats = _reference(fan, limited, posed)
+    gpu, st = _gpu_solve(gl_ctx, resources, fan, limited, skin, posed)
+    assert stats.reason == st["reason"] == "displacement" and st["iterations"] == stats.iterations
+    np.testing.assert_allclose(gpu, ref, atol=TOL * diag, rtol=0)
+
+
+def test_edit_stiffness_limits_steps_on_gpu(gl_ctx, resources, rig):
+    params = SpringParams(convergence="iterations", max_iterations=30, dt=0.05, k_e=4.0, handle_weight=0.3)
+    skin, posed = pose(rig, bend=0.5)
+    d = SpringDeformer(rig.topology, rig.binding, rig.bind_joints, rig.parents, params)
+    fr = d.frame(posed)
+    kin = np.array([10, 11, 12])
+    target = fr.attach[kin] + 1.6 * (d.rigid(fr)[kin] - fr.attach[kin])
+    terms = EditStack([SurfaceEdit.from_world(kin, target, fr.attach, fr.rot, stiffness=3.0)]).terms(
+        rig.topology.n_control, fr.attach, fr.rot)
+    assert np.all(d.step_sizes(terms)[kin] < d.step_sizes()[kin])  # K_i enters lambda_i: smaller steps there
+    ref, _ = _reference(rig, params, posed, edits=terms)
+    gpu, _ = _gpu_solve(gl_ctx, resources, rig, params, skin, posed, edits=terms)
+    diag = M.bbox_diagonal(rig.topology.positions)
+    np.testing.assert_allclose(gpu, ref, atol=TOL * diag, rtol=0)

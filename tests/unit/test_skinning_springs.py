@@ -1,9 +1,11 @@
 """Spring deformer (engine/skinning/springs.py): each force on hand-worked 2-4 point cases, energy gradient,
-fixed point at bind, integrators, convergence schemes, stability range and divergence handling, and the
-research's headline behaviour on a two-bone tube (twist without collapse, bend volume vs LBS, initialisations
-reaching the same equilibrium).
+fixed point at bind, integrators, convergence schemes, stability range and divergence handling, per-vertex
+step limiting (a fan with a 128-valent pole where the plain update diverges), and the research's headline
+behaviour on a two-bone tube (twist without collapse, bend volume vs LBS, initialisations reaching the same
+equilibrium).
 
-The helpers at the top (tube, tiny configurations) are shared with test_skinning_baselines / _edits.
+The helpers at the top (tube, fan, tiny configurations) are shared with test_skinning_baselines / _edits and
+tests/gl/test_deform_spring.py.
 """
 from __future__ import annotations
 
@@ -18,7 +20,15 @@ from engine.skinning.edits import EditStack, SurfaceEdit
 from engine.skinning.meshprep import prepare_mesh
 from engine.skinning.metrics import volume
 from engine.skinning.skinning import dqs, lbs
-from engine.skinning.springs import SpringDeformer, SpringParams, csr_slots
+from engine.skinning.springs import (
+    LAMBDA_COLUMNS,
+    STEP_SAFETY,
+    SpringDeformer,
+    SpringParams,
+    csr_slots,
+    lambda_per_vertex,
+    step_sizes,
+)
 from engine.skinning.types import Binding, Bones, MeshTopology
 
 # ----------------------------------------------------------------------------------------------------------
@@ -139,6 +149,49 @@ class Tube:
 @pytest.fixture(scope="module")
 def tube() -> Tube:
     return Tube()
+
+
+def fan_rig(segments: int = 128, rings: int = 3, radius: float = 0.3, height: float = 0.2, length: float = 1.0,
+            n_joints: int = 3):
+    """A flat disc of `rings` rings around one pole vertex of valence `segments`, in the plane x = height beside
+    a joint chain along +Y (joints at y = 0 .. length, the pole level with the middle one), bound through the
+    LBS weights (linear between neighbouring joints) as engine.skinning.gpu_synthetic.tube does. Returns a
+    gpu_synthetic.Rig (usable with its `pose`). The pole's Jacobian eigenvalue grows ~0.63 x its valence."""
+    from engine.skinning.gpu_synthetic import Rig
+
+    rad = radius * np.arange(1, rings + 1) / rings
+    ang = 2 * np.pi * np.arange(segments) / segments
+    rr, aa = np.meshgrid(rad, ang, indexing="ij")
+    ring_pos = np.stack([np.full(rr.shape, height), length / 2 + rr * np.cos(aa), rr * np.sin(aa)], -1)
+    pole = rings * segments
+    pos = np.concatenate([ring_pos.reshape(-1, 3), [[height, length / 2, 0.0]]]).astype(np.float32)
+    s = np.arange(segments)
+    tris = [np.stack([np.full(segments, pole), s, (s + 1) % segments], 1)]
+    for r in range(rings - 1):
+        a, b = r * segments + s, r * segments + (s + 1) % segments
+        tris += [np.stack([a, a + segments, b], 1), np.stack([b, a + segments, b + segments], 1)]
+    topo = prepare_mesh(pos, np.concatenate(tris).astype(np.int32))
+    bind_joints = np.tile(np.eye(4), (n_joints, 1, 1))
+    bind_joints[:, 1, 3] = np.linspace(0.0, length, n_joints)
+    parents = np.arange(-1, n_joints - 1).astype(np.int32)
+    u = np.clip(pos[:, 1] / length, 0.0, 1.0) * (n_joints - 1)
+    seg = np.clip(u.astype(int), 0, n_joints - 2)
+    joints = np.zeros((len(pos), 4), np.uint16)
+    weights = np.zeros((len(pos), 4), np.float32)
+    joints[:, 0], joints[:, 1] = seg, seg + 1
+    weights[:, 0], weights[:, 1] = 1 - (u - seg), u - seg
+    binding = bind(topo, bind_joints, parents, method="weights", joints=joints, weights=weights)
+    return Rig(topo, binding, pos, joints, weights, np.linalg.inv(bind_joints).astype(np.float32), bind_joints,
+               parents)
+
+
+@pytest.fixture(scope="module")
+def fan():
+    return fan_rig()
+
+
+def fan_deformer(rig, params: SpringParams) -> SpringDeformer:
+    return SpringDeformer(rig.topology, rig.binding, rig.bind_joints, rig.parents, params)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -394,7 +447,7 @@ def test_safe_range_rule(tube):
 def test_huge_dt_diverges_keeps_last_good_state_and_warns(tube):
     posed = tube.pose([0, 0, 1], 120)
     with pytest.warns(RuntimeWarning, match="`dt`"):
-        d = tube.deformer(dt=5.0, max_iterations=50)
+        d = tube.deformer(dt=5.0, max_iterations=50, step_limit=False)
     fr = d.frame(posed)
     with pytest.warns(RuntimeWarning, match=r"diverged.*last good state.*`dt` \(now 5"):
         x, st = d.solve(posed)
@@ -406,12 +459,188 @@ def test_slow_divergence_is_caught_before_values_explode(tube):
     posed = tube.pose([0, 0, 1], 120)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        d = tube.deformer(dt=0.4, convergence="iterations", max_iterations=400)  # oscillation grows slowly
+        d = tube.deformer(dt=0.4, convergence="iterations", max_iterations=400,
+                          step_limit=False)  # oscillation grows slowly
     with pytest.warns(RuntimeWarning, match=r"`dt`.*or `k_\w+`"):
         x, st = d.solve(posed)
     assert st.diverged and st.iterations > 0
     assert np.all(np.isfinite(x))
     assert np.abs(x - tube.x0).max() < 2 * LENGTH
+
+
+# ----------------------------------------------------------------------------------------------------------
+# step limiting (per-vertex steps dt_i = min(dt, STEP_SAFETY / lambda_i))
+
+
+def test_step_limit_is_a_validated_switch_on_by_default():
+    assert SpringParams().step_limit is True
+    with pytest.raises(ValueError, match=r"step_limit = 1; valid: true or false"):
+        SpringParams(step_limit=1).validate()
+    p = SpringParams(step_limit=False)
+    assert SpringParams.from_dict(p.to_dict()) == p
+
+
+def test_step_sizes_follow_the_gershgorin_bound(tube):
+    deg = tube.topo.adj_count.astype(np.float64)
+    p = only("s", k_s=0.5, dt=0.2)
+    d = tube.deformer(p)
+    lam = 2 * deg * 0.5  # edge springs alone: each neighbour adds k_s on and off the diagonal
+    np.testing.assert_allclose(lambda_per_vertex(d.rest, p), lam, rtol=1e-12)
+    np.testing.assert_allclose(d.step_sizes(), np.minimum(0.2, STEP_SAFETY / lam), rtol=1e-12)
+    assert np.any(d.step_sizes() < 0.2) and np.any(d.step_sizes() == 0.2)  # only the stiffer rows are limited
+    semi = p.replace(integrator="semi_implicit", dt=1.0)
+    np.testing.assert_allclose(step_sizes(d.rest, semi), np.minimum(1.0, np.sqrt(2 * STEP_SAFETY / lam)), rtol=1e-12)
+    assert step_sizes(d.rest, p.replace(step_limit=False)) is None
+    # every stiffness enters lambda with its switch: the full set gives a larger lambda than edges alone
+    full = SpringParams()
+    assert np.all(lambda_per_vertex(d.rest, full) > lambda_per_vertex(d.rest, only("s", k_s=full.k_s)))
+    # set_params recomputes the steps from the new stiffnesses
+    d.set_params(p.replace(k_s=2.0))
+    np.testing.assert_allclose(d.step_sizes(), np.minimum(0.2, STEP_SAFETY / (4 * deg)), rtol=1e-12)
+
+
+def test_edit_stiffness_enters_the_step_limit(tube):
+    d = tube.deformer(dt=0.05, k_e=2.0)
+    fr = d.frame(tube.joints)
+    kin = np.nonzero(tube.ring == 10)[0][:3]
+    terms = EditStack([SurfaceEdit.from_world(kin, tube.x0[kin] + 0.05, fr.attach, fr.rot, stiffness=5.0)]
+                      ).terms(len(tube.x0), fr.attach, fr.rot)
+    plain, edited = d.step_sizes(), d.step_sizes(terms)
+    lam = lambda_per_vertex(d.rest, d.params) + 2.0 * terms.stiffness
+    np.testing.assert_allclose(edited, np.minimum(0.05, STEP_SAFETY / lam), rtol=1e-12)
+    assert np.all(edited[kin] < plain[kin]) and np.array_equal(np.delete(edited, kin), np.delete(plain, kin))
+    # the step of an iteration uses them
+    x = tube.x0 + 0.01
+    x1, _, f, _ = d.step(x, fr, edit=terms)
+    np.testing.assert_allclose(x1, x + edited[:, None] * f, atol=1e-15)
+
+
+def test_step_limit_has_the_same_equilibria_and_fixed_point(tube):
+    # where the plain update is stable, both reach the same equilibrium (only the path differs)
+    posed = tube.pose([0, 0, 1], 90)
+    kw = dict(dt=0.08, max_iterations=3000, displacement_rel=1e-6)
+    d_on, d_off = tube.deformer(**kw), tube.deformer(**kw, step_limit=False)
+    assert np.any(d_on.step_sizes() < 0.08)  # limiting is active at this dt
+    x_on, s_on = d_on.solve(posed)
+    x_off, s_off = d_off.solve(posed)
+    assert s_on.converged and s_off.converged
+    assert np.abs(x_on - x_off).max() < 0.02 * np.abs(x_off - d_off.rigid(d_off.frame(posed))).max()
+    # the bind pose stays a fixed point under the limited update, at any dt
+    x, st = tube.deformer(dt=5.0, convergence="iterations", max_iterations=50).solve(tube.joints)
+    assert not st.diverged and np.abs(x - tube.x0).max() < 1e-6
+
+
+def test_step_limit_makes_any_dt_stable_without_warning(tube):
+    posed = tube.pose([0, 0, 1], 120)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # neither the set-up warning nor a divergence warning
+        d = tube.deformer(dt=5.0, max_iterations=3000)
+        x, st = d.solve(posed)
+    assert st.converged and not st.diverged
+    ref, _ = tube.deformer(max_iterations=3000, step_limit=False).solve(posed)  # research defaults
+    assert np.abs(x - ref).max() < 0.05 * RADIUS
+
+
+def test_fan_pole_plain_update_diverges_limited_one_converges(fan):
+    from engine.skinning.gpu_synthetic import pose
+
+    topo = fan.topology
+    pole = int(np.argmax(topo.adj_count))
+    assert topo.adj_count[pole] == 128
+    _, posed = pose(fan, bend=0.6, twist=0.3)
+    with pytest.warns(RuntimeWarning, match="may be unstable"):
+        plain = fan_deformer(fan, SpringParams(step_limit=False, max_iterations=400))  # research defaults
+    with pytest.warns(RuntimeWarning, match="diverged"):
+        _, st = plain.solve(posed)
+    assert st.diverged
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        limited = fan_deformer(fan, SpringParams(max_iterations=400))  # the defaults: step_limit on
+        x, st = limited.solve(posed)
+    assert st.converged and st.reason == "displacement" and not st.diverged
+    steps = limited.step_sizes()
+    assert steps[pole] < limited.params.dt and np.sum(steps < limited.params.dt) == 1  # only the pole is slowed
+    # each limited step lowers the energy (no oscillation at the pole), while plain steps raise it
+    fr = limited.frame(posed)
+    xk = limited.rigid(fr)
+    energies, pole_moves = [], []
+    for _ in range(30):
+        x_next, _, _, e = limited.step(xk, fr)
+        energies.append(e)
+        pole_moves.append(x_next[pole] - xk[pole])
+        xk = x_next
+    assert np.all(np.diff(energies) <= 1e-12 * energies[0])
+    turns = [float(a @ b) for a, b in zip(pole_moves[5:], pole_moves[6:])]
+    assert min(turns) >= 0.0  # the pole never reverses direction from one step to the next
+    xp, _, _, e0 = plain.step(plain.rigid(fr), fr)
+    _, _, _, e1 = plain.step(xp, fr)
+    assert e1 > e0
+    # the limited equilibrium is the plain update's where that one is stable (small dt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the Gershgorin bound is ~4x the true eigenvalue at this pole
+        ref, st_ref = fan_deformer(fan, SpringParams(step_limit=False, dt=0.01, max_iterations=3000,
+                                                     displacement_rel=1e-6)).solve(posed)
+    assert st_ref.converged
+    x_tight, _ = fan_deformer(fan, SpringParams(max_iterations=3000, displacement_rel=1e-6)).solve(posed)
+    diag = np.linalg.norm(np.ptp(topo.positions, 0))
+    assert np.abs(x_tight - ref).max() < 2e-3 * diag
+
+
+def test_fan_semi_implicit_limited(fan):
+    from engine.skinning.gpu_synthetic import pose
+
+    _, posed = pose(fan, bend=0.6, twist=0.3)
+    p = SpringParams(integrator="semi_implicit", dt=0.25, damping=0.3, max_iterations=600)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, st_plain = fan_deformer(fan, p.replace(step_limit=False)).solve(posed)
+    assert st_plain.diverged
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d = fan_deformer(fan, p)
+        _, st = d.solve(posed)
+    assert st.converged and not st.diverged
+    lam = lambda_per_vertex(d.rest, d.params)
+    assert np.all(d.step_sizes() ** 2 * lam <= 2 * STEP_SAFETY * (1 + 1e-12))
+
+
+@pytest.mark.parametrize("scheme", ["displacement", "force", "energy"])
+def test_convergence_schemes_with_limited_steps(fan, scheme):
+    from engine.skinning.gpu_synthetic import pose
+
+    _, posed = pose(fan, bend=0.6, twist=0.3)
+    d = fan_deformer(fan, SpringParams(convergence=scheme, max_iterations=2000, force_tol=2e-3, energy_rtol=1e-6))
+    assert np.any(d.step_sizes() < d.params.dt)
+    x, st = d.solve(posed)
+    assert st.converged and st.reason == scheme and 0 < st.iterations < 2000
+    assert st.energy < st.initial_energy
+    if scheme == "force":
+        assert st.max_force < 2e-3
+    if scheme == "displacement":
+        assert st.max_displacement < d.displacement_threshold
+
+
+def test_divergence_detection_still_works_with_limited_steps(tube):
+    posed = tube.pose([0, 0, 1], 120)
+    d = tube.deformer(dt=5.0, divergence_rel=1e-4)  # any step longer than 1e-4 x diagonal counts as divergence
+    with pytest.warns(RuntimeWarning, match="diverged at iteration 1"):
+        x, st = d.solve(posed)
+    assert st.diverged and st.iterations == 0
+    np.testing.assert_allclose(x, d.rigid(d.frame(posed)), atol=1e-6)
+
+
+def test_gpu_vertex_records_carry_the_lambda_coefficients(fan):
+    from engine.skinning import gpu_layouts as L
+    from engine.skinning.gpu_spring import rest_arrays
+
+    _, vstatic = rest_arrays(fan.topology, fan.binding, fan.bind_joints)
+    rec = np.ascontiguousarray(vstatic).view(L.SPRING_VERTEX.dtype).reshape(-1)
+    d = fan_deformer(fan, SpringParams())
+    np.testing.assert_allclose(rec["sdir"][:, 3], d.rest.r, rtol=1e-6)
+    np.testing.assert_allclose(rec["rest"][:, 1], d.rest.s_floor, rtol=1e-6)
+    for p in (SpringParams(), SpringParams(k_s=2.0, use_t=False, k_r=0.0), only("l", k_l=3.0)):
+        k = np.array([sum(p.stiffness(n) for n in group) for group in LAMBDA_COLUMNS])
+        np.testing.assert_allclose(rec["lam"].astype(np.float64) @ k, lambda_per_vertex(d.rest, p), rtol=1e-6)
 
 
 # ----------------------------------------------------------------------------------------------------------
