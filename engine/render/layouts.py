@@ -165,7 +165,8 @@ LIGHT = Std430Struct("Light", [
     ("direction", "vec4"),  # xyz: unit vector from the surface towards the light (world), w unused
     ("color", "vec4"),      # rgb: linear radiance scale, a: wrap factor of the soft diffuse term
 ])
-"""Directional light of the scene renderer (SSBO ``Lights``)."""
+"""Directional light of the scene renderer (uniform block ``Lights``, std140: identical to std430 for
+these two vec4 members)."""
 
 BLOB = Std430Struct("Blob", [
     ("ellipse", "vec4"),  # world centre x, z and half extents x, z of the soft contact shadow on the ground

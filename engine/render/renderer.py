@@ -5,9 +5,16 @@ Passes of one frame (each a GPU timer scope, see :attr:`SceneRenderer.gpu_ms`):
 ``shadow``      (``shadows="map"`` only) depth of every mesh from the key light, re-rendered every
                 ``shadow_interval`` frames (and when the set of meshes changes).
 ``gbuffer``     every mesh WITHOUT a layer, into ONE scene G-buffer with the hardware depth test: cost
-                grows with pixels and triangles, not with a framebuffer per mesh. Meshes are pulled from
-                their SSBOs by gl_VertexID; the fragment stage writes albedo and an id texel (mesh id,
-                triangle, barycentrics, normal; ``shaders/include/gbuffer_codec.glsl``) plus depth.
+                grows with pixels and triangles, not with a framebuffer per mesh. Each mesh is one
+                non-indexed draw of 3 vertices per triangle (``shaders/render/gbuffer.vert``) pulling
+                its index buffer and deformed vertices from SSBOs, so barycentrics arrive as a varying
+                and the triangle as gl_PrimitiveID; the fragment stage writes albedo and an id texel
+                (mesh id, triangle, barycentrics, normal; ``shaders/include/gbuffer_codec.glsl``) plus
+                depth. Single-sided meshes (glTF ``doubleSided`` false) cull back faces. Only the depth
+                targets are cleared: id and albedo texels mean something only where the depth copy is
+                non-zero (readers mask them; a 128-bit clear costs ~4 ms at 720p on llvmpipe). Draws are
+                submitted (glFlush) every :attr:`SceneRenderer.flush_triangles` triangles so a software
+                rasteriser rasterises while the CPU still runs later meshes' vertex stage.
 ``layer:NAME``  the meshes given layer NAME, into that layer's own G-buffer (research Stage 4 gives every
                 mesh its own framebuffer; here a tool opts in where it must see a surface whatever
                 covers it: skin under clothes, a character behind another).
@@ -16,7 +23,8 @@ Passes of one frame (each a GPU timer scope, see :attr:`SceneRenderer.gpu_ms`):
                 wireframe) or shown as a debug channel (:data:`VIEWS`), and is composited by depth with
                 the cached backdrop (background gradient + ground grid, redrawn only when the camera,
                 the lights or the look change). It writes the display colour, a scene-level id buffer
-                (which mesh, which triangle: what :meth:`SceneRenderer.query` reads) and the frame depth.
+                (which mesh, which triangle: what :meth:`SceneRenderer.query` reads) and the frame depth
+                (0 where no mesh shows: there the id texels are stale and masked by the readers).
                 Cost grows with the number of layers, not of meshes. Contact-shadow blobs (the default
                 ``shadows="blob"``: one instanced draw) darken the ground under each entity.
 ``ui``          optional overlay callback drawing into :attr:`SceneRenderer.framebuffer`.
@@ -36,9 +44,11 @@ on the current deformed vertices.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import moderngl
 import numpy as np
@@ -79,6 +89,28 @@ def srgb_to_linear(c) -> np.ndarray:
     return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
 
 
+def gl_flush_function(ctx: moderngl.Context) -> Callable[[], None] | None:
+    """``glFlush`` of the context's own GL loader (moderngl exposes no flush), or None where the loader
+    does not provide it. A flush only submits the queued commands; nothing waits."""
+    import ctypes
+
+    loader = getattr(getattr(ctx, "mglo", None), "_context", None)
+    load = getattr(loader, "load_opengl_function", None) or getattr(loader, "load", None)
+    if load is None:
+        return None
+    try:
+        addr = load("glFlush")
+    except (AttributeError, OSError, TypeError, ValueError):
+        return None
+    return ctypes.CFUNCTYPE(None)(addr) if addr else None
+
+
+def _masked_ids(ids: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """Id texels with those of pixels without a surface (depth texel 0) zeroed: the renderer clears
+    only depth targets, so an id texel is stale wherever its depth texel is 0."""
+    return np.where((depth != 0.0)[..., None], ids, np.uint32(0))
+
+
 def vertex_normals(positions: np.ndarray, triangles: np.ndarray) -> np.ndarray:
     """Area-weighted vertex normals (V,3) float32: the sum of the incident faces' cross products (whose
     length is twice the area), normalised; vertices without area get +Y."""
@@ -102,7 +134,8 @@ class MeshHandle:
     """One registered mesh. ``positions`` / ``normals`` are the vec4 SSBOs the deformers write;
     ``bounds`` (min, max) world box (fits the shadow camera and the contact-shadow blob; set it when a
     GPU stage deforms). Tags: ``entity`` (ECS entity), glTF ``node``, ``mesh_index``, ``primitive``
-    (-1 when unknown). ``layer``: name of the layer it draws into, None for the scene G-buffer."""
+    (-1 when unknown). ``layer``: name of the layer it draws into, None for the scene G-buffer.
+    ``double_sided`` False (glTF ``material.doubleSided`` false) culls back faces in the G-buffer pass."""
 
     id: int
     label: str
@@ -122,6 +155,7 @@ class MeshHandle:
     primitive: int = -1
     layer: str | None = None
     owns_vertex_buffers: bool = True
+    double_sided: bool = True
 
     @property
     def triangle_count(self) -> int:
@@ -213,11 +247,15 @@ class _GBuffer:
                                          repeat=False, label=f"{label} {name}")
         self.depth = res.depth_texture(size, label=f"{label} depth")
         self.fbo = res.framebuffer([self.tex[n] for n, _, _ in GBUFFER_LAYOUT], self.depth, label=label)
+        # what is cleared each frame: zcopy (0 = no surface) and the depth; albedo and ids are only
+        # meaningful where zcopy != 0, so they are never cleared (a 128-bit clear is slow on llvmpipe)
+        self.clear_fbo = res.framebuffer([self.tex["zcopy"]], self.depth, label=f"{label} clear")
         self.compose_fbo: moderngl.Framebuffer | None = None
 
     def release(self) -> None:
         if self.compose_fbo is not None:
             self.res.release(self.compose_fbo)
+        self.res.release(self.clear_fbo)
         self.res.release(self.fbo)
         self.res.release(self.depth)
         for t in reversed(list(self.tex.values())):
@@ -295,6 +333,12 @@ class SceneRenderer:
         self._shadow_valid = False
         self._shadow_frame = -10**9
         self._inited_programs: set[int] = set()
+        self.last_wall_ms: dict[str, float] = {}  # per pass, from the last render(profile=True)
+        self.flush_triangles = 8192
+        """The G-buffer pass submits its draws (glFlush) every time about this many triangles have been
+        queued, so that a software rasteriser (llvmpipe bins a whole batch before its threads rasterise it)
+        rasterises one batch while the CPU still runs the next meshes' vertex stage; 0 = never."""
+        self._flush = gl_flush_function(ctx)
 
         # Compile every program the current settings need now: a shader error surfaces at set-up.
         for uv in (False, True):
@@ -304,12 +348,11 @@ class SceneRenderer:
         self._program("shadow")
         self._program("blob")
         self._program("ground_shadow")
-        self._compose_program()
 
         self._lights = self._own(resources.buffer(LIGHT.zeros(MAX_LIGHTS), label="lights"))
         self.light_count = 0
         self._lights_version = 0
-        self.set_lights(default_lights())
+        self.set_lights(default_lights())  # compiles the compose program for this light count
         self._blobs = self._own(resources.buffer(BLOB.zeros(64), label="contact shadow blobs"))
         self._blob_capacity = 64
         self._shadow_size = shadow_size
@@ -353,10 +396,12 @@ class SceneRenderer:
                                              tess_evaluation="render/phong.tese", fragment="render/gbuffer.frag",
                                              defines=defines)
         defines["BINDING_INDICES"] = GLSL_CONSTANTS["BINDING_INDICES"]
-        return self.programs.get_program(vertex="render/mesh.vert", fragment="render/gbuffer.frag", defines=defines)
+        defines["EXPANDED"] = 1
+        return self.programs.get_program(vertex="render/gbuffer.vert", fragment="render/gbuffer.frag", defines=defines)
 
     def _compose_program(self) -> moderngl.Program:
         defines = _constants(*_LIGHT_DEFINES)
+        defines["LIGHT_COUNT"] = self.light_count
         n = len(self._layers)
         if n:
             defines["LAYER_COUNT"] = n
@@ -368,15 +413,16 @@ class SceneRenderer:
         return self.programs.get_program(vertex="render/fullscreen.vert", fragment="render/compose.frag",
                                          defines=defines)
 
-    def _vao(self, prog: moderngl.Program, h: MeshHandle | None) -> moderngl.VertexArray:
+    def _vao(self, prog: moderngl.Program, h: MeshHandle | None, *, indexed: bool = True) -> moderngl.VertexArray:
         """The vertex array of ``prog`` for mesh ``h`` (or the attribute-less fullscreen one), made
-        once per (program, mesh) and kept until the mesh goes or a shader reload swaps programs."""
+        once per (program, mesh) and kept until the mesh goes or a shader reload swaps programs.
+        ``indexed``: with the mesh's index buffer (else the draw pulls indices itself, see gbuffer.vert)."""
         key = (id(prog), None if h is None else h.id)
         vao = self._vaos.get(key)
         if vao is None:
             label = "fullscreen" if h is None else f"{h.label}"
-            vao = self.res.vertex_array(prog, [], index_buffer=None if h is None else h.indices,
-                                        label=f"{label} vao")
+            index = h.indices if h is not None and indexed else None
+            vao = self.res.vertex_array(prog, [], index_buffer=index, label=f"{label} vao")
             self._vaos[key] = vao
         return vao
 
@@ -412,7 +458,9 @@ class SceneRenderer:
         self._ids = r.texture(size, 4, dtype="u4", filter=near, repeat=False, label="frame ids")
         self._depth = r.texture(size, 1, dtype="f4", filter=near, repeat=False, label="frame depth")
         self._frame = r.framebuffer([self._color, self._ids, self._depth], label="frame")
-        self._frame_clear = r.framebuffer([self._ids, self._depth], label="frame ids + depth")
+        # Only the frame depth is cleared (0 = no surface): ids texels are meaningful where depth != 0
+        # (clearing a 128-bit target costs ~10x a 32-bit one on llvmpipe).
+        self._frame_clear = r.framebuffer([self._depth], label="frame depth")
         self._overlay = r.framebuffer([self._color], label="frame overlay")
         self._backdrop = r.texture(size, 4, filter=near, repeat=False, label="backdrop colour")
         self._backdrop_depth = r.depth_texture(size, label="backdrop depth")
@@ -537,12 +585,15 @@ class SceneRenderer:
                  positions: np.ndarray | None = None, normals: np.ndarray | None = None,
                  buffers: tuple[moderngl.Buffer, moderngl.Buffer] | None = None,
                  entity: int = -1, node: int = -1, mesh_index: int = -1, primitive: int = -1,
-                 layer: str | None = None, label: str = "") -> MeshHandle:
+                 layer: str | None = None, label: str = "", double_sided: bool = True) -> MeshHandle:
         """Register a mesh: SSBOs for V vertices (filled by ``update_vertices`` or a deformer; or the
         deformer's own vec4 ``buffers`` = (positions, normals), not owned here), its index buffer,
         optional TEXCOORD_0 and base-colour image ((H,W,4) uint8, row 0 = top, sRGB). ``base_color``
         is the linear glTF baseColorFactor. ``positions`` (and ``normals``) upload now. Tags
-        (entity, node, mesh_index, primitive) name the mesh in query results and G-buffer exports."""
+        (entity, node, mesh_index, primitive) name the mesh in query results and G-buffer exports.
+        ``double_sided``: the glTF material's ``doubleSided``; False culls back faces (counter-clockwise
+        front faces, as glTF), which halves the triangles a closed mesh rasterises; True (the default)
+        draws both sides, the inside of an open mesh lit as seen from there."""
         v = int(vertex_count)
         if v < 1:
             raise ValueError(f"vertex_count must be >= 1, got {vertex_count}")
@@ -586,6 +637,7 @@ class SceneRenderer:
                 label=f"{label} base colour"),
             base_color=color, entity=int(entity), node=int(node), mesh_index=int(mesh_index),
             primitive=int(primitive), layer=layer, owns_vertex_buffers=buffers is None,
+            double_sided=bool(double_sided),
         )
         if h.texture is not None:
             # trilinear only: anisotropic filtering costs several times more on software rasterisers
@@ -641,8 +693,15 @@ class SceneRenderer:
         """Replace the lights (an array of ``layouts.LIGHT``; the first one casts shadows)."""
         if lights.dtype != LIGHT.dtype or not 1 <= len(lights) <= MAX_LIGHTS:
             raise ValueError(f"lights must be 1..{MAX_LIGHTS} LIGHT structs, got {len(lights)} of {lights.dtype}")
+        d = np.asarray(lights["direction"][:, :3], np.float64)
+        norm = np.linalg.norm(d, axis=1)
+        if not np.all(np.isfinite(norm)) or np.any(norm < 1e-9):
+            raise ValueError(f"light directions must be finite non-zero vectors, got {d.tolist()}")
+        lights = np.array(lights, copy=True)
+        lights["direction"][:, :3] = d / norm[:, None]  # the shaders take unit directions
         self._lights.write(np.ascontiguousarray(lights).tobytes())
         self.light_count = len(lights)
+        self._compose_program()  # the compose variant of this light count, compiled now
         self._lights_version += 1
         self._key_dir = np.asarray(lights["direction"][0, :3], np.float64)
         self._shadow_valid = False
@@ -681,7 +740,8 @@ class SceneRenderer:
         return (proj @ view).astype(np.float32)
 
     def _lists(self) -> dict[str | None, list[MeshHandle]]:
-        """Visible meshes per target (None = scene G-buffer), textured ones last; cached until the set
+        """Visible meshes per target (None = scene G-buffer), textured ones last, single-sided first within
+        each (fewest program and cull-state changes); cached until the set
         of meshes, their layers or visibility change."""
         if self._draw_lists is None:
             lists: dict[str | None, list[MeshHandle]] = {None: []}
@@ -691,7 +751,7 @@ class SceneRenderer:
                 if h.visible:
                     lists[h.layer].append(h)
             for k in lists:
-                lists[k].sort(key=lambda m: m.texcoords is not None)
+                lists[k].sort(key=lambda m: (m.texcoords is not None, m.double_sided))
             self._draw_lists = lists
             self._shadow_valid = False
         return self._draw_lists
@@ -701,10 +761,12 @@ class SceneRenderer:
         self._draw_lists = None
 
     def render(self, camera, *, target: moderngl.Framebuffer | None = None,
-               ui: Callable[["SceneRenderer"], None] | None = None) -> None:
+               ui: Callable[["SceneRenderer"], None] | None = None, profile: bool = False) -> None:
         """Render one frame with ``camera`` (anything with ``view`` and ``projection_for(aspect)``) into
         the offscreen frame; ``ui(renderer)`` may then draw into :attr:`framebuffer`; the frame is copied
-        to ``target`` (e.g. the window's framebuffer) if given."""
+        to ``target`` (e.g. the window's framebuffer) if given. ``profile``: finish the GPU work around
+        every pass and put its wall-clock ms in :attr:`last_wall_ms` (this serialises the frame: for
+        benchmarks; on software rasterisers the timer scopes of :attr:`gpu_ms` also count waits)."""
         self._refresh_after_reload()
         look = self.look
         mode = look.shadow_mode()
@@ -719,33 +781,45 @@ class SceneRenderer:
         self._eye = np.linalg.inv(view)[:3, 3]
         lists = self._lists()
         t = self.timers
+        self.last_wall_ms = {}
+        scope = self._profiled_scope if profile else t.scope
         t.begin_frame()
         try:
-            with t.scope("shadow"):
+            with scope("shadow"):
                 if mode == "map":
                     self._shadow_pass(lists)
             vp32 = self.last_view_proj
-            with t.scope("gbuffer"):
+            with scope("gbuffer"):
                 self._gbuffer_pass(self._scene, vp32, lists[None])
             for name, gb in self._layers.items():
-                with t.scope(f"layer:{name}"):
+                with scope(f"layer:{name}"):
                     self._gbuffer_pass(gb, vp32, lists[name])
-            with t.scope("compose"):
+            with scope("compose"):
                 self._backdrop_pass(camera)
                 self._compose_pass(mode)
                 if mode == "blob" and look.ground and self._view == "color":
                     self._blob_pass(vp32)
-            with t.scope("ui"):
+            with scope("ui"):
                 if ui is not None:
                     self._overlay.use()
                     ui(self)
-            with t.scope("present"):
+            with scope("present"):
                 if target is not None:
                     self._present(target)
         finally:
             ctx.disable(moderngl.DEPTH_TEST | moderngl.BLEND)
             t.end_frame()
             self.frame_index += 1
+
+    @contextlib.contextmanager
+    def _profiled_scope(self, name: str) -> Iterator[None]:
+        """A timer scope that also records the pass's wall-clock ms, GPU work finished on both sides."""
+        with self.timers.scope(name):
+            self.ctx.finish()
+            t0 = time.perf_counter()
+            yield
+            self.ctx.finish()
+            self.last_wall_ms[name] = (time.perf_counter() - t0) * 1e3
 
     @staticmethod
     def _mat(prog: moderngl.Program, name: str, m: np.ndarray) -> None:
@@ -784,11 +858,14 @@ class SceneRenderer:
         self._shadow_frame = self.frame_index
 
     def _gbuffer_pass(self, gb: _GBuffer, vp: np.ndarray, meshes: list[MeshHandle]) -> None:
+        """Clear (zcopy + depth only) and draw ``meshes`` into ``gb``: one program bind per
+        (textured, untextured) group, uniforms and cull state written only when they change."""
         ctx = self.ctx
-        gb.fbo.use()
-        gb.fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+        gb.clear_fbo.use()
+        gb.clear_fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
         if not meshes:
             return
+        gb.fbo.use()
         ctx.enable(moderngl.DEPTH_TEST)
         ctx.depth_func = "<"
         tess = self.look.tessellation
@@ -799,32 +876,58 @@ class SceneRenderer:
         bi, bt = GLSL_CONSTANTS["BINDING_INDICES"], GLSL_CONSTANTS["BINDING_TEXCOORDS"]
         current = None
         u_id = u_color = u_tex = None
-        for h in meshes:
-            uv = h.texcoords is not None
-            if current is None or current[0] != uv:
-                prog = self._gbuffer_program(uv, tess=tess)
-                current = (uv, prog)
-                self._mat(prog, "u_view_proj", vp)
+        last_color = last_tex = None
+        cull = False
+        queued = 0
+        flush_every = self.flush_triangles if self._flush is not None else 0
+        try:
+            for h in meshes:
+                if flush_every and queued >= flush_every:
+                    self._flush()
+                    queued = 0
+                queued += h.triangle_count
+                uv = h.texcoords is not None
+                if current is None or current[0] != uv:
+                    prog = self._gbuffer_program(uv, tess=tess)
+                    current = (uv, prog)
+                    self._mat(prog, "u_view_proj", vp)
+                    if tess:
+                        self._set(prog, "u_tess_level", float(self.look.tess_level))
+                        self._set(prog, "u_phong_alpha", float(self.look.phong_alpha))
+                    self._set(prog, "u_base_texture", 0)
+                    u_id, u_color = prog["u_mesh_id"], prog["u_base_color"]
+                    u_tex = prog["u_has_texture"] if "u_has_texture" in prog else None
+                    last_color = last_tex = None
+                prog = current[1]
+                if cull != (not h.double_sided):
+                    cull = not h.double_sided
+                    if cull:
+                        ctx.enable(moderngl.CULL_FACE)
+                    else:
+                        ctx.disable(moderngl.CULL_FACE)
+                u_id.value = h.id
+                color = np.asarray(h.base_color, np.float32).tobytes()
+                if color != last_color:
+                    u_color.write(color)
+                    last_color = color
+                if uv:
+                    has_tex = h.texture is not None
+                    if has_tex:
+                        h.texture.use(location=0)
+                    if has_tex != last_tex and u_tex is not None:
+                        u_tex.value = has_tex
+                        last_tex = has_tex
+                    h.texcoords.bind_to_storage_buffer(bt)
+                h.positions.bind_to_storage_buffer(bp)
+                h.normals.bind_to_storage_buffer(bn)
                 if tess:
-                    self._set(prog, "u_tess_level", float(self.look.tess_level))
-                    self._set(prog, "u_phong_alpha", float(self.look.phong_alpha))
-                self._set(prog, "u_base_texture", 0)
-                u_id, u_color = prog["u_mesh_id"], prog["u_base_color"]
-                u_tex = prog["u_has_texture"] if "u_has_texture" in prog else None
-            prog = current[1]
-            u_id.value = h.id
-            u_color.value = (float(h.base_color[0]), float(h.base_color[1]), float(h.base_color[2]),
-                             float(h.base_color[3]))
-            if uv:
-                if h.texture is not None:
-                    h.texture.use(location=0)
-                u_tex.value = h.texture is not None
-                h.texcoords.bind_to_storage_buffer(bt)
-            h.positions.bind_to_storage_buffer(bp)
-            h.normals.bind_to_storage_buffer(bn)
-            if not tess:
-                h.indices.bind_to_storage_buffer(bi)
-            self._vao(prog, h).render(mode)
+                    self._vao(prog, h).render(mode)
+                else:
+                    h.indices.bind_to_storage_buffer(bi)
+                    self._vao(prog, h, indexed=False).render(mode, vertices=3 * h.triangle_count)
+        finally:
+            if cull:
+                ctx.disable(moderngl.CULL_FACE)
 
     def _backdrop_pass(self, camera) -> None:
         """Redraw background + ground only when the camera, the lights, the look or the size changed."""
@@ -840,7 +943,7 @@ class SceneRenderer:
         self._backdrop_fbo.use()
         ctx.enable(moderngl.DEPTH_TEST)
         ctx.depth_func = "1"  # always: the pass writes every pixel's depth itself
-        self._lights.bind_to_storage_buffer(GLSL_CONSTANTS["BINDING_LIGHTS"])
+        self._lights.bind_to_uniform_block(GLSL_CONSTANTS["BINDING_LIGHTS"])
         lin = lambda c: tuple(float(x) for x in srgb_to_linear(c))  # noqa: E731
         eye = self._eye
         self._mat(prog, "u_view_proj", self.last_view_proj)
@@ -876,7 +979,7 @@ class SceneRenderer:
             ctx.copy_framebuffer(self._overlay, self._backdrop_fbo)
         else:
             self._overlay.clear(0.08, 0.08, 0.08, 1.0)
-        self._frame_clear.clear(0.0, 0.0, 0.0, 0.0)
+        self._frame_clear.clear(0.0)
         gbs = [self._scene] + list(self._layers.values())
         n = len(gbs)
         prog = self._compose_program()
@@ -894,7 +997,7 @@ class SceneRenderer:
         self._set(prog, "u_inv_size", (1.0 / self.width, 1.0 / self.height))
         self._set(prog, "u_eye", tuple(float(x) for x in self._eye))
         if self._view == "color":
-            self._lights.bind_to_storage_buffer(GLSL_CONSTANTS["BINDING_LIGHTS"])
+            self._lights.bind_to_uniform_block(GLSL_CONSTANTS["BINDING_LIGHTS"])
             self._set(prog, "u_light_count", self.light_count)
             self._set(prog, "u_exposure", float(look.exposure))
             self._set(prog, "u_sky_color", tuple(look.ambient * x for x in lin(look.sky_color)))
@@ -943,10 +1046,10 @@ class SceneRenderer:
         self._overlay.use()
         ctx.enable(moderngl.BLEND)
         ctx.blend_func = (moderngl.ZERO, moderngl.ONE_MINUS_SRC_ALPHA, moderngl.ZERO, moderngl.ONE)
-        self._ids.use(location=0)
+        self._depth.use(location=0)
         self._backdrop_depth.use(location=1)
         self._shadow_tex.use(location=2)
-        self._set(prog, "u_frame_ids", 0)
+        self._set(prog, "u_frame_depth", 0)
         self._set(prog, "u_backdrop_depth", 1)
         self._set(prog, "u_shadow_map", 2)
         self._mat(prog, "u_shadow_matrix", self._shadow_matrix)
@@ -996,8 +1099,8 @@ class SceneRenderer:
         ctx.blend_func = (moderngl.ZERO, moderngl.ONE_MINUS_SRC_ALPHA, moderngl.ZERO, moderngl.ONE)
         self._mat(prog, "u_view_proj", vp)
         self._set(prog, "u_ground_height", float(look.ground_height))
-        self._ids.use(location=0)
-        self._set(prog, "u_frame_ids", 0)
+        self._depth.use(location=0)
+        self._set(prog, "u_frame_depth", 0)
         self._blobs.bind_to_storage_buffer(GLSL_CONSTANTS["BINDING_BLOBS"])
         self._vao(prog, None).render(moderngl.TRIANGLES, vertices=6, instances=n)
         ctx.disable(moderngl.BLEND)
@@ -1053,7 +1156,7 @@ class SceneRenderer:
         h, w = self.height, self.width
         ids = np.frombuffer(ids_tex.read(alignment=1), np.uint32).reshape(h, w, 4)
         depth = np.frombuffer(depth_tex.read(alignment=1), np.float32).reshape(h, w)
-        out = decode_ids(ids)
+        out = decode_ids(_masked_ids(ids, depth))
         hit = out["mesh"] >= 0
         gy, gx = np.mgrid[0:h, 0:w]
         pos = unproject(self._inv_vp, gx, gy, depth, w, h).astype(np.float32)
@@ -1093,9 +1196,8 @@ class SceneRenderer:
         x0, y0, _, _ = region
         gx = p[:, 0]
         gy = self.height - 1 - p[:, 1]
-        t = ids[gy - y0, gx - x0]
         d = depth[gy - y0, gx - x0]
-        dec = decode_ids(t)
+        dec = decode_ids(_masked_ids(ids[gy - y0, gx - x0], d))
         pos = unproject(inv_vp, gx, gy, d, self.width, self.height).astype(np.float32)
         layer = None if source in _RESERVED_SOURCES else source
         out: list[SurfaceHit | None] = []

@@ -3,20 +3,17 @@
 // a copy of the window depth that the compositor reads; the hardware depth buffer itself only serves
 // the depth tests). World positions are reconstructed from the depth.
 //
-// Barycentrics: with BINDING_INDICES (the default, no geometry stage) the fragment reads its
-// triangle's three deformed corners (gl_PrimitiveID indexes the index buffer) and takes the
-// barycentrics of its interpolated world position in that triangle: the same perspective-correct values
-// a geometry stage emitting per-corner (1,0,0), (0,1,0), (0,0,1) would give, without the per-triangle
-// cost of a geometry stage on software rasterisers. Without it, a previous stage (render/mesh.geom, or
-// Phong tessellation) supplies bary and prim.
+// Barycentrics: with EXPANDED (the default, after render/gbuffer.vert: a non-indexed draw of 3 vertices
+// per triangle) each corner emits its unit barycentric, interpolated here (perspective-correct), and
+// gl_PrimitiveID is the triangle's index. Without it, a previous stage (Phong tessellation, or
+// render/mesh.geom) supplies bary and prim.
 #include "color.glsl"
 #include "gbuffer_codec.glsl"
-#ifdef BINDING_INDICES
-#include "mesh_buffers.glsl"
-in VertexData {
-    vec3 world;
+#ifdef EXPANDED
+in GBufferData {
     vec3 normal;
     vec2 uv;
+    vec2 bary;
 } f_in;
 #else
 in FragData {
@@ -42,17 +39,9 @@ void main() {
     if (u_has_texture) {
         base *= texture(u_base_texture, f_in.uv);
     }
-#ifdef BINDING_INDICES
+#ifdef EXPANDED
     uint prim = uint(gl_PrimitiveID);
-    vec3 a = positions[indices[3u * prim]].xyz;
-    vec3 b = positions[indices[3u * prim + 1u]].xyz;
-    vec3 c = positions[indices[3u * prim + 2u]].xyz;
-    vec3 p = f_in.world;
-    vec3 tn = cross(b - a, c - a);
-    float inv = 1.0 / max(dot(tn, tn), 1e-30);
-    float b0 = dot(cross(b - p, c - p), tn) * inv;
-    float b1 = dot(cross(c - p, a - p), tn) * inv;
-    vec3 bary = clamp(vec3(b0, b1, 1.0 - b0 - b1), 0.0, 1.0);
+    vec3 bary = vec3(1.0 - f_in.bary.x - f_in.bary.y, f_in.bary);
 #else
     uint prim = f_in.prim;
     vec3 bary = f_in.bary;
