@@ -226,12 +226,10 @@ class Crowd:
                 dh = self.graph.add_mesh(sp.topology(), None, prim.joints, prim.weights,
                                          np.asarray(sp.skin.inverse_bind, np.float64), sp.parents, method="lbs",
                                          asset_key=sp.key)
-                kw = material_kwargs(self.asset, prim)
-                mat = self.asset.materials[prim.material] if prim.material is not None else None
+                kw = material_kwargs(self.asset, prim)  # base colour, texture, double_sided
                 rest_pos = sp.deform(g0[0], "lbs") + self.offsets[i].astype(np.float32)
                 mh = renderer.add_mesh(prim.indices, prim.vertex_count, buffers=self.graph.output_buffers(dh),
-                                       entity=i, node=sp.node, mesh_index=sp.mesh, primitive=sp.prim,
-                                       double_sided=bool(mat.double_sided) if mat is not None else True, **kw)
+                                       entity=i, node=sp.node, mesh_index=sp.mesh, primitive=sp.prim, **kw)
                 mh.bounds = (rest_pos.min(axis=0) - 0.1, rest_pos.max(axis=0) + 0.1)
                 self.items.append((i, sp, dh))
 

@@ -102,8 +102,11 @@ class GpuTimers:
         old = self.frame % (self.latency + 1)  # the slot the next frame reuses = oldest frame's slot
         for p in self.passes:
             if self._issued[p][old]:
-                ms = self._queries[p][old].elapsed / 1e6
+                ns = self._queries[p][old].elapsed
                 self._issued[p][old] = False
+                if not 0 <= ns < 2 ** 31:  # a 32-bit wrap of a tiny negative reading (seen on llvmpipe): skip it
+                    continue
+                ms = ns / 1e6
                 self.ms[p] = ms
                 prev = self.smoothed_ms.get(p)
                 self.smoothed_ms[p] = ms if prev is None else prev + self.smoothing * (ms - prev)

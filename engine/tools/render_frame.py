@@ -77,7 +77,7 @@ def material_kwargs(asset: Asset, prim) -> dict:
     if prim.material is None or prim.material >= len(asset.materials):
         return dict(base_color=(0.8, 0.8, 0.8, 1.0))
     mat = asset.materials[prim.material]
-    kw: dict = dict(base_color=tuple(float(c) for c in mat.base_color_factor))
+    kw: dict = dict(base_color=tuple(float(c) for c in mat.base_color_factor), double_sided=bool(mat.double_sided))
     if mat.base_color_image is not None and prim.texcoords is not None:
         kw.update(texcoords=prim.texcoords, image=asset.images[mat.base_color_image].rgba)
     return kw
