@@ -2,7 +2,7 @@
 
     python assets/generate.py                 # every character: small ones into assets/, large into assets/cache/
     python assets/generate.py --only humanoid
-    python assets/generate.py --out /tmp/chars --only box --only plus
+    python assets/generate.py --out out/chars --only box --only plus
     python assets/generate.py --list
 
 Generation is deterministic: the same code writes the same bytes. See engine/assets/gen/ for how each
