@@ -8,8 +8,11 @@ engine.assets.library.character_path; synthetic tubes of the same sizes when a c
 scheme "iterations" so every iteration runs), the largest iteration count fitting a 10 ms budget (research:
 10 ms / per-iteration time), the LBS skinning time, GPU bytes per control point, and the numpy reference time
 of 50 iterations with the GPU/numpy ratio. Then N instances of the humanoid (1, 8, 32, 64) x 50 iterations in
-one graph: GPU ms per frame. Prints tables; asserts nothing. ``--quick`` uses small tubes and few repetitions
-(for llvmpipe).
+one graph: GPU ms per frame. Then a crowd sweep without springs: N instances of the humanoid through the LBS
+graph with skinned normals (skin -> copy) and with surface normals (skin -> copy -> face normals -> vertex
+normals): ms per stage (every stage is one dispatch for all N meshes: the dispatch count does not grow with N),
+the CPU time of packing and uploading the poses, and the wall time of a whole ``run()`` to ``ctx.finish()``.
+Prints tables; asserts nothing. ``--quick`` uses small tubes and few repetitions (for llvmpipe).
 """
 from __future__ import annotations
 
@@ -171,6 +174,42 @@ def main(argv: list[str] | None = None) -> int:
         ms = _time_graph(graph, max(1, reps // 2))
         graph.release()
         print(f"{n:>4}{n * topo.n_control:>13}{ms:>14.3f}{ms / n:>13.3f}")
+    print()
+    print("Crowd sweep: N humanoid instances, LBS, one graph (ms per frame; every stage one dispatch for all N)")
+    head = (f"{'N':>4}{'normals':>9}{'display v':>11}{'dispatch':>10}{'upload':>8}{'skin':>8}{'copy':>8}"
+            f"{'face n':>8}{'vertex n':>9}{'run wall':>10}")
+    print(head)
+    print("-" * len(head))
+    from engine.skinning.gpu_plan import default_config
+
+    counts = (1, 8, 32) if args.quick else (1, 8, 32, 64)
+    for n in counts:
+        for normals in ("skinned", "surface"):
+            graph = DeformerGraph(ctx, res)
+            cfg = default_config("lbs", normals=normals)
+            hs = [graph.add_mesh(topo, binding, jn, w, ib, par, config=cfg, asset_key="h") for _ in range(n)]
+            for h in hs:
+                graph.set_pose(h, skin_mats, posed)
+            graph.run(profile=True)
+            parts: dict[str, list[float]] = {}
+            walls = []
+            for _ in range(reps):
+                graph.run(profile=True)
+                for k, v in graph.last_timings.items():
+                    parts.setdefault(k, []).append(v)
+                ctx.finish()
+                t0 = time.perf_counter()
+                graph.run()
+                ctx.finish()
+                walls.append((time.perf_counter() - t0) * 1e3)
+            med = {k: float(np.median(v)) for k, v in parts.items()}
+            n_steps = len(next(iter(graph._batches.values())).plan.steps)
+            graph.release()
+            print(f"{n:>4}{normals:>9}{n * topo.n_display:>11}{n_steps:>10}{med.get('upload', 0):>8.3f}"
+                  f"{med.get('skin', 0):>8.3f}{med.get('copy', 0):>8.3f}{med.get('face_normals', 0):>8.3f}"
+                  f"{med.get('vertex_normals', 0):>9.3f}{float(np.median(walls)):>10.3f}")
+    print("upload = CPU packing + writing of all poses; stages timed one by one (finished); run wall = one whole "
+          "run() without profiling, to ctx.finish()")
     res.release_all()
     ctx.release()
     return 0

@@ -228,7 +228,7 @@ class Crowd:
                                          asset_key=sp.key)
                 kw = material_kwargs(self.asset, prim)  # base colour, texture, double_sided
                 rest_pos = sp.deform(g0[0], "lbs") + self.offsets[i].astype(np.float32)
-                mh = renderer.add_mesh(prim.indices, prim.vertex_count, buffers=self.graph.output_buffers(dh),
+                mh = renderer.add_mesh(prim.indices, prim.vertex_count, buffers=self.graph.output_ranges(dh),
                                        entity=i, node=sp.node, mesh_index=sp.mesh, primitive=sp.prim, **kw)
                 mh.bounds = (rest_pos.min(axis=0) - 0.1, rest_pos.max(axis=0) + 0.1)
                 self.items.append((i, sp, dh))

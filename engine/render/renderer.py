@@ -30,8 +30,9 @@ Passes of one frame (each a GPU timer scope, see :attr:`SceneRenderer.gpu_ms`):
 ``ui``          optional overlay callback drawing into :attr:`SceneRenderer.framebuffer`.
 ``present``     copies the frame to a target framebuffer (the window) when one is given.
 
-A mesh's deformed vertex data lives in two SSBOs of vec4 (positions w = 1, normals w = 0); the
-deformer graph writes them with compute shaders (pass its ``output_buffers`` as ``buffers=`` to
+A mesh's deformed vertex data lives in two SSBOs of vec4 (positions w = 1, normals w = 0), or in a range
+of each (glBindBufferRange: the deformer graph pools the outputs of many meshes in one buffer); the
+deformer graph writes them with compute shaders (pass its ``output_ranges`` as ``buffers=`` to
 :meth:`SceneRenderer.add_mesh`), or :meth:`SceneRenderer.update_vertices` uploads them from the CPU.
 Every mesh carries tags (entity, glTF node, mesh, primitive) so ids decode to scene objects.
 
@@ -156,6 +157,14 @@ class MeshHandle:
     layer: str | None = None
     owns_vertex_buffers: bool = True
     double_sided: bool = True
+    positions_offset: int = 0  # byte offset of the mesh's range in ``positions`` (glBindBufferRange)
+    normals_offset: int = 0    # byte offset of the mesh's range in ``normals``
+
+    def bind_vertices(self, binding_positions: int, binding_normals: int) -> None:
+        """Bind the mesh's positions / normals ranges (V vec4 each) to the two SSBO binding points."""
+        size = self.vertex_count * 16
+        self.positions.bind_to_storage_buffer(binding_positions, offset=self.positions_offset, size=size)
+        self.normals.bind_to_storage_buffer(binding_normals, offset=self.normals_offset, size=size)
 
     @property
     def triangle_count(self) -> int:
@@ -583,11 +592,13 @@ class SceneRenderer:
     def add_mesh(self, triangles: np.ndarray, vertex_count: int, *, base_color=(1.0, 1.0, 1.0, 1.0),
                  texcoords: np.ndarray | None = None, image: np.ndarray | None = None,
                  positions: np.ndarray | None = None, normals: np.ndarray | None = None,
-                 buffers: tuple[moderngl.Buffer, moderngl.Buffer] | None = None,
+                 buffers: tuple[moderngl.Buffer | tuple[moderngl.Buffer, int, int],
+                                moderngl.Buffer | tuple[moderngl.Buffer, int, int]] | None = None,
                  entity: int = -1, node: int = -1, mesh_index: int = -1, primitive: int = -1,
                  layer: str | None = None, label: str = "", double_sided: bool = True) -> MeshHandle:
         """Register a mesh: SSBOs for V vertices (filled by ``update_vertices`` or a deformer; or the
-        deformer's own vec4 ``buffers`` = (positions, normals), not owned here), its index buffer,
+        deformer's own vec4 ``buffers`` = (positions, normals), not owned here; each a buffer or a range
+        (buffer, byte offset, byte size) of one, as ``DeformerGraph.output_ranges`` gives), its index buffer,
         optional TEXCOORD_0 and base-colour image ((H,W,4) uint8, row 0 = top, sRGB). ``base_color``
         is the linear glTF baseColorFactor. ``positions`` (and ``normals``) upload now. Tags
         (entity, node, mesh_index, primitive) name the mesh in query results and G-buffer exports.
@@ -616,10 +627,15 @@ class SceneRenderer:
                 raise ValueError(f"image must be (H,W,4) uint8, got {image.shape} {image.dtype}")
             if texcoords is None:
                 raise ValueError("an image needs texcoords (TEXCOORD_0) to be mapped")
+        ranges = None
         if buffers is not None:
-            if len(buffers) != 2 or any(b.size < v * 16 for b in buffers):
-                raise ValueError(f"buffers must be (positions, normals) of >= {v * 16} bytes (V vec4), "
-                                 f"got sizes {[b.size for b in buffers]}")
+            if len(buffers) != 2:
+                raise ValueError(f"buffers must be (positions, normals), got {len(buffers)} items")
+            ranges = [b if isinstance(b, tuple) else (b, 0, b.size) for b in buffers]
+            for name, (buf, off, size) in zip(("positions", "normals"), ranges):
+                if off < 0 or off % 16 or size < v * 16 or off + v * 16 > buf.size:
+                    raise ValueError(f"{name} range (offset {off}, size {size}) of a {buf.size}-byte buffer must "
+                                     f"hold V vec4 = {v * 16} bytes at a 16-byte aligned offset inside it")
         if layer is not None and layer not in self._layers:
             raise ValueError(f"no layer {layer!r}; layers: {list(self._layers)} (add_layer first)")
         mid = self._next_id
@@ -628,8 +644,9 @@ class SceneRenderer:
         r = self.res
         h = MeshHandle(
             id=mid, label=label, vertex_count=v, triangles=tri,
-            positions=buffers[0] if buffers else r.buffer(reserve=v * 16, label=f"{label} positions"),
-            normals=buffers[1] if buffers else r.buffer(reserve=v * 16, label=f"{label} normals"),
+            positions=ranges[0][0] if ranges else r.buffer(reserve=v * 16, label=f"{label} positions"),
+            normals=ranges[1][0] if ranges else r.buffer(reserve=v * 16, label=f"{label} normals"),
+            positions_offset=int(ranges[0][1]) if ranges else 0, normals_offset=int(ranges[1][1]) if ranges else 0,
             indices=r.buffer(tri, label=f"{label} indices"),
             texcoords=None if texcoords is None else r.buffer(texcoords, label=f"{label} texcoords"),
             texture=None if image is None else r.texture(
@@ -685,8 +702,8 @@ class SceneRenderer:
         p4[:, :3], p4[:, 3] = pos, 1.0
         n4 = np.zeros((v, 4), np.float32)
         n4[:, :3] = nrm
-        handle.positions.write(p4)
-        handle.normals.write(n4)
+        handle.positions.write(p4, offset=handle.positions_offset)
+        handle.normals.write(n4, offset=handle.normals_offset)
         handle.bounds = (pos.min(axis=0), pos.max(axis=0))
 
     def set_lights(self, lights: np.ndarray) -> None:
@@ -849,8 +866,7 @@ class SceneRenderer:
         bp, bn = GLSL_CONSTANTS["BINDING_POSITIONS"], GLSL_CONSTANTS["BINDING_NORMALS"]
         for meshes in lists.values():
             for h in meshes:
-                h.positions.bind_to_storage_buffer(bp)
-                h.normals.bind_to_storage_buffer(bn)
+                h.bind_vertices(bp, bn)
                 self._vao(prog, h).render(moderngl.TRIANGLES)
         bias = np.array([[0.5, 0, 0, 0.5], [0, 0.5, 0, 0.5], [0, 0, 0.5, 0.5], [0, 0, 0, 1]], np.float32)
         self._shadow_matrix = bias @ shadow_vp
@@ -918,8 +934,7 @@ class SceneRenderer:
                         u_tex.value = has_tex
                         last_tex = has_tex
                     h.texcoords.bind_to_storage_buffer(bt)
-                h.positions.bind_to_storage_buffer(bp)
-                h.normals.bind_to_storage_buffer(bn)
+                h.bind_vertices(bp, bn)
                 if tess:
                     self._vao(prog, h).render(mode)
                 else:
@@ -1268,8 +1283,8 @@ class SceneRenderer:
         for mid, idx in by_mesh.items():
             h = self.meshes[mid]
             v = h.vertex_count
-            p4 = np.frombuffer(h.positions.read(size=v * 16), np.float32).reshape(v, 4)
-            n4 = np.frombuffer(h.normals.read(size=v * 16), np.float32).reshape(v, 4)
+            p4 = np.frombuffer(h.positions.read(size=v * 16, offset=h.positions_offset), np.float32).reshape(v, 4)
+            n4 = np.frombuffer(h.normals.read(size=v * 16, offset=h.normals_offset), np.float32).reshape(v, 4)
             tri = np.array([points[i].triangle for i in idx])
             bary = np.array([points[i].barycentric for i in idx], np.float64)
             pp, nn = interpolate_surface(p4[:, :3], h.triangles, tri, bary, n4[:, :3])

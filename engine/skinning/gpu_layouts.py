@@ -10,6 +10,13 @@ Pool layout (see graph.py): control-domain data of every mesh instance of a batc
 work groups, so a work group never spans two instances and ``group_instance[gl_WorkGroupID.x]`` names its
 instance. Static data (bind positions, weights, binding, CSR adjacency, rest lengths and angles, the spring's
 per-vertex ``SpringVertex`` records with the step-limiting coefficients) lives in a *static pool* with one segment per asset, shared by all instances of it (``static_base``, ``adj_base``).
+
+Display- and face-domain resources (what copy, face normals and vertex normals write; what the renderer pulls)
+are pooled the same way: each instance's display range starts at ``dgroup_base * LOCAL_SIZE``, its face range
+at ``fgroup_base * LOCAL_SIZE``, both padded to whole work groups, with their own work-group -> instance tables.
+A display range therefore starts at a multiple of ``LOCAL_SIZE * 16`` bytes (1024), which satisfies every
+GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT (at most 256 by the spec), so the renderer can bind it with
+glBindBufferRange (see :func:`range_groups`).
 """
 from __future__ import annotations
 
@@ -35,6 +42,17 @@ DEFORM_INSTANCE = Std430Struct("DeformInstance", [
     ("max_iterations", "int"),  # spring iterations per frame (upper bound)
     ("scheme", "int"),          # convergence scheme (SCHEME_*)
     ("n_bones", "int"),         # bones of the instance's binding
+    # display / face pools (copy, face normals, vertex normals run once per batch over them)
+    ("display_base", "int"),    # first display vertex of the instance in the display pool (= dgroup_base * LOCAL_SIZE)
+    ("display_static", "int"),  # first display vertex of its asset in the static pool (map, dface, bind normals)
+    ("n_display", "int"),       # display vertices of the mesh
+    ("dgroup_base", "int"),     # first display work group of the instance
+    ("face_base", "int"),       # first triangle of the instance in the face pool (= fgroup_base * LOCAL_SIZE)
+    ("tri_static", "int"),      # first triangle of its asset in the static triangle pool
+    ("n_tris", "int"),          # display triangles of the mesh
+    ("fgroup_base", "int"),     # first face work group of the instance
+    ("dface_static", "int"),    # first entry of its asset in dface_index (triangles around a display vertex)
+    ("cface_static", "int"),    # first entry of its asset in cface_index (triangles around a control point)
     ("dt", "float"),            # spring time step
     ("thr_disp", "float"),      # displacement threshold (AABB_min_extent * displacement_rel)
     ("thr_force", "float"),     # force threshold
@@ -155,6 +173,9 @@ BINDINGS: dict[str, int] = {
     "B_RING0": 33,
     "B_RING1": 34,
     "B_RING2": 35,
+    "B_NMAT": 36,          # skinned-normal transform per control point (3 vec4 columns), skin -> copy
+    "B_BIND_NORMALS": 37,  # bind normals per display vertex (static pool)
+    "B_DST_NORMALS": 38,   # normals the copy stage writes (skin node option normals = "skinned")
 }
 
 METHOD_IDS = {"lbs": 0, "dqs": 1, "rigid": 2, "irs": 3}
@@ -212,6 +233,17 @@ def defines_for(source_text: str, extra: dict[str, object] | None = None) -> dic
 def pad_groups(n: int) -> int:
     """Work groups that cover ``n`` items (at least one, so every instance owns a group)."""
     return max(1, -(-int(n) // LOCAL_SIZE))
+
+
+def range_groups(alignment_bytes: int) -> int:
+    """Work groups a pooled display range's start must be a multiple of so that its byte offset
+    (``groups * LOCAL_SIZE * 16``) is a multiple of ``alignment_bytes`` (1 for every conforming driver)."""
+    a = int(alignment_bytes)
+    if a < 1:
+        raise ValueError(f"buffer offset alignment must be >= 1 byte, got {alignment_bytes!r}")
+    import math
+
+    return a // math.gcd(a, LOCAL_SIZE * 16)
 
 
 def vec4(x: np.ndarray, w: float = 0.0) -> np.ndarray:

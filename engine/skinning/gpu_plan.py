@@ -15,9 +15,9 @@ from those declarations (STYLE.md habit 8, Filament's frame graph):
   previous frame (the bind positions on the first frame). It creates no ordering edge, so the spring output
   can be fed back into next frame's differential skinning without a cycle.
 
-Resources live in one of three *domains*: ``control`` (one vec4 per control point, pooled over all meshes
-so that one dispatch covers every mesh), ``display`` (one vec4 per glTF vertex, per mesh, what the renderer
-reads) and ``face`` (one vec4 per triangle, per mesh). ``bind`` is the built-in control-domain resource
+Resources live in one of three *domains*: ``control`` (one vec4 per control point), ``display`` (one vec4 per
+glTF vertex, what the renderer reads) and ``face`` (one vec4 per triangle); each is pooled over all meshes of
+a batch so that one dispatch per stage covers every mesh. ``bind`` is the built-in control-domain resource
 holding the bind positions. Port domains are checked.
 
 The file format (TOML or JSON) mirrors :meth:`GraphConfig.to_dict`::
@@ -59,26 +59,39 @@ BIND = "bind"
 
 SKIN_METHODS = ("lbs", "dqs", "rigid", "irs")
 SKIN_MODES = ("bind", "differential")
+#: skin node option ``normals``: "surface" = normals come from the deformed surface (face + vertex normal
+#: stages); "skinned" = the skin stage also blends a normal transform per control point (LBS: cofactor of the
+#: blended matrix; DQS: blended rotation times the cofactor of the blended stretch) and a copy node with a
+#: ``normals`` output applies it to the bind normals of the display vertices (no normal stages needed)
+SKIN_NORMALS = ("surface", "skinned")
 
 
 @dataclass(frozen=True)
 class StageSpec:
-    """The fixed ports of one stage kind: name -> domain for inputs and outputs, and its known options."""
+    """The ports of one stage kind: name -> domain for inputs and (required, optional) outputs, and its
+    known options."""
 
     inputs: dict[str, str]
     outputs: dict[str, str]
     options: dict[str, Any]
+    optional_outputs: dict[str, str] = field(default_factory=dict)
+
+    def output_domain(self, port: str) -> str:
+        return self.outputs[port] if port in self.outputs else self.optional_outputs[port]
 
 
 #: every stage the GPU graph can run; options listed with their defaults
 STAGES: dict[str, StageSpec] = {
     # influence / length_correction / blend: IRS options of engine.skinning.skinning.irs
+    # normals: see SKIN_NORMALS
     "skin": StageSpec({"source": "control"}, {"target": "control"},
                       {"method": "lbs", "mode": "bind", "influence": (0.5, 0.5), "length_correction": False,
-                       "blend": "nlerp"}),
+                       "blend": "nlerp", "normals": "surface"}),
     # check_every: run the convergence check after every k-th iteration (1 reproduces the reference exactly)
     "spring": StageSpec({"source": "control"}, {"target": "control"}, {"check_every": 1}),
-    "copy": StageSpec({"source": "control"}, {"target": "display"}, {}),
+    # optional output normals: skinned normals of the display vertices; the source must be written (this
+    # frame) by a skin node with normals = "skinned"
+    "copy": StageSpec({"source": "control"}, {"target": "display"}, {}, {"normals": "display"}),
     "face_normals": StageSpec({"positions": "display"}, {"target": "face"}, {}),
     # crease_angle: radians in [0, pi]; absent = smooth over every face around the control point
     "vertex_normals": StageSpec({"positions": "display", "faces": "face"}, {"target": "display"},
@@ -160,10 +173,13 @@ class GraphConfig:
             if n.stage not in STAGES:
                 raise ValueError(f"node {n.name!r}: unknown stage {n.stage!r}; valid stages: {sorted(STAGES)}")
             spec = STAGES[n.stage]
-            for ports, want, what in ((n.inputs, spec.inputs, "input"), (n.outputs, spec.outputs, "output")):
-                if set(ports) != set(want):
-                    raise ValueError(f"node {n.name!r} ({n.stage}): {what} ports {sorted(ports)}; "
-                                     f"the stage has exactly {sorted(want)}")
+            if set(n.inputs) != set(spec.inputs):
+                raise ValueError(f"node {n.name!r} ({n.stage}): input ports {sorted(n.inputs)}; "
+                                 f"the stage has exactly {sorted(spec.inputs)}")
+            if not set(spec.outputs) <= set(n.outputs) <= set(spec.outputs) | set(spec.optional_outputs):
+                extra = f" (optional: {sorted(spec.optional_outputs)})" if spec.optional_outputs else ""
+                raise ValueError(f"node {n.name!r} ({n.stage}): output ports {sorted(n.outputs)}; "
+                                 f"the stage has exactly {sorted(spec.outputs)}{extra}")
             for k in n.options:
                 if k not in spec.options:
                     raise ValueError(f"node {n.name!r} ({n.stage}): unknown option {k!r}; "
@@ -178,6 +194,12 @@ class GraphConfig:
                 if mode == "differential" and m == "irs":
                     raise ValueError(f"node {n.name!r}: IRS is a direct method and has no differential mode; "
                                      f"use method in ('lbs', 'dqs', 'rigid') or mode='bind'")
+                nm = n.options.get("normals", "surface")
+                if nm not in SKIN_NORMALS:
+                    raise ValueError(f"node {n.name!r}: skin normals {nm!r}; valid: {SKIN_NORMALS}")
+                if nm == "skinned" and (m not in ("lbs", "dqs") or mode != "bind"):
+                    raise ValueError(f"node {n.name!r}: normals='skinned' needs method 'lbs' or 'dqs' in mode "
+                                     f"'bind' (got method {m!r}, mode {mode!r}); use normals='surface'")
             if n.stage == "skin" and n.options.get("blend", "nlerp") not in ("nlerp", "matrix"):
                 raise ValueError(f"node {n.name!r}: IRS blend {n.options['blend']!r}; valid: 'nlerp', 'matrix'")
             if n.stage == "spring":
@@ -199,6 +221,13 @@ class GraphConfig:
                 if domains[base] != spec.inputs[port]:
                     raise ValueError(f"node {n.name!r} port {port!r} takes a {spec.inputs[port]} resource; "
                                      f"{base!r} is a {domains[base]} resource")
+        skinned = {r for n in self.nodes if n.stage == "skin" and n.options.get("normals") == "skinned"
+                   for r in n.outputs.values()}
+        for n in self.nodes:
+            if n.stage == "copy" and "normals" in n.outputs and n.inputs["source"] not in skinned:
+                raise ValueError(f"node {n.name!r}: a copy with a 'normals' output needs its source written this "
+                                 f"frame by a skin node with normals='skinned'; {n.inputs['source']!r} is not "
+                                 f"(skinned-normal sources: {sorted(skinned)})")
         for key, res in self.outputs.items():
             if key not in ("positions", "normals"):
                 raise ValueError(f"graph output {key!r}: valid outputs are 'positions' and 'normals'")
@@ -217,7 +246,7 @@ class GraphConfig:
                 if res in writer:
                     raise ValueError(f"resource {res!r} is written by both {writer[res]!r} and {n.name!r}")
                 writer[res] = n.name
-                out[res] = STAGES[n.stage].outputs[port]
+                out[res] = STAGES[n.stage].output_domain(port)
         return out
 
     def order(self) -> list[NodeConfig]:
@@ -290,7 +319,10 @@ def plan(config: GraphConfig) -> Plan:
 
 
 # ---- the built-in graphs ----------------------------------------------------------------------------------
-def _normals_tail(source: str) -> list[dict[str, Any]]:
+def _normals_tail(source: str, skinned: bool = False) -> list[dict[str, Any]]:
+    if skinned:
+        return [{"name": "copy", "stage": "copy", "inputs": {"source": source},
+                 "outputs": {"target": "positions", "normals": "normals"}}]
     return [
         {"name": "copy", "stage": "copy", "inputs": {"source": source}, "outputs": {"target": "positions"}},
         {"name": "face_normals", "stage": "face_normals", "inputs": {"positions": "positions"},
@@ -300,10 +332,12 @@ def _normals_tail(source: str) -> list[dict[str, Any]]:
     ]
 
 
-def default_config(method: str = "spring", *, skin: str | None = None) -> GraphConfig:
+def default_config(method: str = "spring", *, skin: str | None = None, normals: str | None = None) -> GraphConfig:
     """The built-in graphs.
 
-    ``method`` in lbs | dqs | rigid | irs: skin -> copy -> face normals -> vertex normals (no springs).
+    ``method`` in lbs | dqs: skin (normals skinned with the same blend) -> copy (positions and normals); with
+    ``normals="surface"``: skin -> copy -> face normals -> vertex normals, normals recomputed from the deformed
+    surface. ``method`` in rigid | irs: skin -> copy -> face normals -> vertex normals (no springs).
     ``method == "spring"``: skin (``skin``, default rigid, as the research initialises springs) -> spring
     -> copy -> normals. ``method == "spring-feedback"``: the frame-dependent loop: differential skinning of
     the previous frame's spring result -> spring -> copy -> normals.
@@ -311,9 +345,18 @@ def default_config(method: str = "spring", *, skin: str | None = None) -> GraphC
     valid = SKIN_METHODS + ("spring", "spring-feedback")
     if method not in valid:
         raise ValueError(f"graph method {method!r}; valid: {valid}")
+    if normals is not None and normals not in SKIN_NORMALS:
+        raise ValueError(f"normals {normals!r}; valid: {SKIN_NORMALS}")
+    if normals == "skinned" and method not in ("lbs", "dqs"):
+        raise ValueError(f"normals='skinned' is for the 'lbs' and 'dqs' graphs, not {method!r} (the surface of "
+                         "rigid/irs/spring graphs changes shape: their normals come from it)")
     if method in SKIN_METHODS:
+        skinned = method in ("lbs", "dqs") and normals != "surface"
+        opts = {"method": method, "mode": "bind"}
+        if skinned:
+            opts["normals"] = "skinned"
         nodes = [{"name": "skin", "stage": "skin", "inputs": {"source": BIND}, "outputs": {"target": "skinned"},
-                  "options": {"method": method, "mode": "bind"}}] + _normals_tail("skinned")
+                  "options": opts}] + _normals_tail("skinned", skinned)
         return GraphConfig.from_dict({"name": method, "nodes": nodes})
     skin_method = skin or "rigid"
     if method == "spring":

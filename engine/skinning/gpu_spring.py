@@ -150,9 +150,15 @@ def bend_refs(binding: Binding, bind_joints: np.ndarray, parents: np.ndarray) ->
 def irs_bend_quats(rot: np.ndarray, binding: Binding, start_ref: np.ndarray, end_ref: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Per-bone bend quaternions (q_start, q_end) (B,4) xyzw, w >= 0, from joint rotations rot (J,3,3)."""
+    return bend_quats(rot, binding.bones.parent_joint, start_ref, end_ref)
+
+
+def bend_quats(rot: np.ndarray, parent_joint: np.ndarray, start_ref: np.ndarray, end_ref: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`irs_bend_quats` for bones given by their parent joints (B,) and reference joints (B,) (-1: none)
+    into one joint array rot (J,3,3): works on the bones of many instances at once (joint indices offset)."""
     q_joint = quat_from_matrix(rot)
-    bones = binding.bones
-    q_par = q_joint[bones.parent_joint]
+    q_par = q_joint[parent_joint]
     ident = np.array([0.0, 0.0, 0.0, 1.0])
     conj = np.array([-1.0, -1.0, -1.0, 1.0])
     q_start = np.where((start_ref >= 0)[:, None], _qmul(q_par, q_joint[np.maximum(start_ref, 0)] * conj), ident)
@@ -168,10 +174,11 @@ def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.concatenate([aw * bv + bw * av + np.cross(av, bv), aw * bw - (av * bv).sum(-1, keepdims=True)], -1)
 
 
-def dual_quats(mats: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def dual_quats(mats: np.ndarray, segments: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per joint (qr (J,4), qd (J,4), stretch (J,4,4)) of skin matrices as skinning.dqs splits them: polar
     M[:3,:3] = R S, qr = quat(R), qd = 0.5 (t, 0) qr; stretch is exactly the identity when every S is within
-    1e-6 of it (the reference then skips the stretch blend)."""
+    1e-6 of it (the reference then skips the stretch blend). ``segments``: first joint of each skin when
+    ``mats`` stacks the joints of several instances; the identity rule then applies per skin."""
     m = np.asarray(mats, np.float64)
     a = m[:, :3, :3]
     u, _, vt = np.linalg.svd(a)
@@ -185,6 +192,16 @@ def dual_quats(mats: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     t = np.concatenate([m[:, :3, 3], np.zeros((m.shape[0], 1))], 1)
     qd = (0.5 * _qmul(t, qr.astype(np.float64))).astype(np.float32)
     stretch = np.broadcast_to(np.eye(4), m.shape).copy()
-    if not np.allclose(s, np.eye(3), atol=1e-6):
-        stretch[:, :3, :3] = s.astype(np.float32)
+    if m.shape[0] == 0:
+        return qr, qd, stretch
+    # np.allclose(s, I, atol=1e-6) per skin: |s - I| <= 1e-6 + 1e-5 |I|
+    eye = np.eye(3)
+    bad = (np.abs(s - eye) > 1e-6 + 1e-5 * eye).any(axis=(1, 2))
+    if segments is None:
+        keep = np.full(m.shape[0], bool(bad.any()))
+    else:
+        seg = np.asarray(segments, np.int64)
+        per_skin = np.logical_or.reduceat(bad, seg)
+        keep = np.repeat(per_skin, np.diff(np.append(seg, m.shape[0])))
+    stretch[keep, :3, :3] = s[keep].astype(np.float32)
     return qr, qd, stretch

@@ -1,9 +1,10 @@
 """Dispatch code of each deformer-graph stage (what one node of a plan does on the GPU).
 
 Control-domain stages (skin, spring) run once per batch over the pooled buffers: one dispatch per stage, and
-per spring iteration one indirect dispatch plus the one-work-group convergence check. Display-domain stages
-(copy, face normals, vertex normals) run per mesh on that mesh's own buffers. Binding points come from
-:data:`engine.skinning.gpu_layouts.BINDINGS` (one table shared with the shaders through defines).
+per spring iteration one indirect dispatch plus the one-work-group convergence check. Display- and face-domain
+stages (copy, face normals, vertex normals) also run once per batch, over the display / face pools (each
+instance's range padded to whole work groups; their own group -> instance tables bound at B_GROUPS). Binding
+points come from :data:`engine.skinning.gpu_layouts.BINDINGS` (one table shared with the shaders through defines).
 
 Spring buffers: ``spring_s0`` holds the initial state x_0 (skinned positions, initial velocities); dispatch n
 reads x_n (S0 for n = 0, else ring[(n - 1) % 3]) and writes x_{n+1} to ring[n % 3]. Three ring buffers keep
@@ -17,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 import moderngl
 
-from engine.render.layouts import LOCAL_SIZE
 from engine.skinning import gpu_layouts as L
 from engine.skinning.gpu_plan import BIND, COMMAND_BARRIER_BIT, PREVIOUS, SHADER_STORAGE_BARRIER_BIT, NodeConfig
 
@@ -76,6 +76,7 @@ def run_skin(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> None:
         "SKIN_DIFFERENTIAL": int(o.get("mode", "bind") == "differential"),
         "IRS_BLEND_MATRIX": int(o.get("blend", "nlerp") == "matrix"),
         "IRS_LENGTH_CORRECTION": int(bool(o.get("length_correction", False))),
+        "SKIN_NORMALS": int(o.get("normals", "surface") == "skinned"),
     })
     b = batch.buffers
     src, static = _control(batch, node.inputs["source"])
@@ -86,6 +87,8 @@ def run_skin(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> None:
                         ("bones", "B_BONES"), ("s_attach", "B_ATTACH"), ("s_scale", "B_SCALE"),
                         ("s_bone_of", "B_BONE_OF"), ("s_irs", "B_IRS")):
         _bind(b[name], point)
+    if o.get("normals", "surface") == "skinned":
+        _bind(b["n_" + node.outputs["target"]], "B_NMAT")
     _set(cs, "u_source_static", int(static))
     cs.run(batch.total_groups)
 
@@ -164,56 +167,51 @@ def run_spring(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> Non
     res.run(batch.total_groups)
 
 
-# ---- display-domain stages (per mesh) --------------------------------------------------------------------
-def _groups(n: int) -> int:
-    return max(1, math.ceil(n / LOCAL_SIZE))
+# ---- display-domain stages (batched over the display / face pools) -----------------------------------------
+def _display(batch: "_Batch", resource: str) -> moderngl.Buffer:
+    return batch.buffers["p_" + resource.removesuffix(PREVIOUS)]
 
 
 def run_copy(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> None:
-    cs = program(graph, "copy")
+    normals = node.outputs.get("normals")
+    cs = program(graph, "copy", {"SKINNED_NORMALS": int(normals is not None)})
+    b = batch.buffers
     src, static = _control(batch, node.inputs["source"])
+    _bind(b["instances"], "B_INSTANCES")
+    _bind(b["dgroups"], "B_GROUPS")
     _bind(src, "B_SRC")
-    _bind(batch.buffers["s_map"], "B_MAP")
-    for inst in batch.instances:
-        sb = batch.static_bases[id(inst.asset)]
-        nd = inst.asset.topology.n_display
-        _bind(inst.display[node.outputs["target"]], "B_DST")
-        _set(cs, "u_src_base", sb["control"] if static else inst.dyn_base)
-        _set(cs, "u_map_base", sb["display"])
-        _set(cs, "u_n_display", nd)
-        cs.run(_groups(nd))
+    _bind(b["s_map"], "B_MAP")
+    _bind(_display(batch, node.outputs["target"]), "B_DST")
+    if normals is not None:
+        _bind(b["n_" + node.inputs["source"]], "B_NMAT")
+        _bind(b["s_bind_normals"], "B_BIND_NORMALS")
+        _bind(_display(batch, normals), "B_DST_NORMALS")
+    _set(cs, "u_source_static", int(static))
+    cs.run(batch.total_dgroups)
 
 
 def run_face_normals(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> None:
     cs = program(graph, "face_normals")
-    _bind(batch.buffers["s_tris"], "B_TRIS")
-    for inst in batch.instances:
-        sb = batch.static_bases[id(inst.asset)]
-        nt = int(inst.asset.topology.display_triangles.shape[0])
-        _bind(inst.display[node.inputs["positions"]], "B_SRC")
-        _bind(inst.display[node.outputs["target"]], "B_FACES")
-        _set(cs, "u_tri_base", sb["tri"])
-        _set(cs, "u_n_tris", nt)
-        cs.run(_groups(nt))
+    b = batch.buffers
+    _bind(b["instances"], "B_INSTANCES")
+    _bind(b["fgroups"], "B_GROUPS")
+    _bind(b["s_tris"], "B_TRIS")
+    _bind(_display(batch, node.inputs["positions"]), "B_SRC")
+    _bind(_display(batch, node.outputs["target"]), "B_FACES")
+    cs.run(batch.total_fgroups)
 
 
 def run_vertex_normals(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> None:
     cs = program(graph, "vertex_normals")
     b = batch.buffers
+    _bind(b["instances"], "B_INSTANCES")
+    _bind(b["dgroups"], "B_GROUPS")
     for name, point in (("s_map", "B_MAP"), ("s_dface", "B_DFACE"), ("s_dface_index", "B_DFACE_INDEX"),
                         ("s_cface", "B_CFACE"), ("s_cface_index", "B_CFACE_INDEX")):
         _bind(b[name], point)
+    _bind(_display(batch, node.inputs["faces"]), "B_FACES")
+    _bind(_display(batch, node.outputs["target"]), "B_DST")
     crease = node.options.get("crease_angle")
     cos_crease = -4.0 if crease is None else math.cos(float(crease)) - 1e-9
     _set(cs, "u_cos_crease", cos_crease)
-    for inst in batch.instances:
-        sb = batch.static_bases[id(inst.asset)]
-        nd = inst.asset.topology.n_display
-        _bind(inst.display[node.inputs["faces"]], "B_FACES")
-        _bind(inst.display[node.outputs["target"]], "B_DST")
-        _set(cs, "u_n_display", nd)
-        _set(cs, "u_map_base", sb["display"])
-        _set(cs, "u_ctrl_base", sb["control"])
-        _set(cs, "u_dface_base", sb["dface"])
-        _set(cs, "u_cface_base", sb["cface"])
-        cs.run(_groups(nd))
+    cs.run(batch.total_dgroups)

@@ -3,23 +3,33 @@
 The graph is data (:mod:`engine.skinning.gpu_plan`): nodes declare the resources they read and write; order
 and memory barriers follow from that. :class:`DeformerGraph` runs such graphs for every skinned mesh of a scene:
 
-* meshes that use the same graph form a *batch*; the control-point stages (skin, spring, resolve) of a batch run
-  as ONE dispatch per stage (per iteration for the springs) over concatenated buffers, so the cost grows with
-  the total vertex count, not the number of meshes. Each instance's range is padded to whole work groups (see
-  :mod:`engine.skinning.gpu_layouts`). Instances of one asset (same ``asset_key``, default: the same topology
-  object) share the static buffers (bind data, weights, binding, adjacency, rest lengths and angles);
-* display-domain stages (copy, face normals, vertex normals) run per mesh and write that mesh's own vec4
-  position/normal buffers, which the renderer pulls without a CPU round trip (``output_buffers``); buffers can
-  also be given to ``add_mesh``;
+* meshes that use the same graph form a *batch*; EVERY stage of a batch runs as ONE dispatch (per iteration
+  for the springs) over concatenated buffers, so the cost grows with the total vertex count, not the number of
+  meshes: control-domain resources (skin, spring, resolve) live in a control pool, display- and face-domain
+  resources (copy, face normals, vertex normals) in a display / face pool. Each instance's range in a pool is
+  padded to whole work groups (see :mod:`engine.skinning.gpu_layouts`). Instances of one asset (same
+  ``asset_key``, default: the same topology object) share the static buffers (bind data, weights, binding,
+  adjacency, rest lengths and angles, bind normals);
+* the renderer pulls a mesh's vec4 positions/normals straight from its *range* of the display pool
+  (:meth:`DeformerGraph.output_ranges`: buffer, byte offset, byte size; ranges start at multiples of 1024
+  bytes, aligned for glBindBufferRange). Callers that pass their own ``positions_buffer`` / ``normals_buffer``
+  get a GPU-side copy of their range into them at the end of ``run`` (one glCopyBufferSubData each);
+* LBS/DQS graphs skin normals with the same blend (skin option ``normals="skinned"``, the default of the
+  built-in ``lbs`` / ``dqs`` graphs): the skin stage writes a 3x3 normal transform per control point and the
+  copy stage applies it to each display vertex's bind normal; graphs whose surface changes shape (rigid, IRS,
+  springs) recompute face and vertex normals from the deformed surface;
 * springs run up to ``max_iterations`` indirect dispatches per frame; a tiny convergence pass (one work group)
   reads the GPU-side maxima (atomicMax on float bits) / energy partials every ``check_every`` iterations and
   rebuilds the list of active work groups, so a converged mesh costs zero work; the CPU never waits;
-* nothing is read back on the per-frame path; ``download`` reads for export and tests.
+* per frame the CPU packs the poses of all instances of a batch at once (stacked arrays, one batched call per
+  quantity, only what the batch's nodes read: LBS needs only the skin matrices) and writes each pose buffer
+  once; nothing is read back on the per-frame path; ``download`` reads for export and tests.
 
 Every stage has its numpy reference (engine.skinning.meshprep / skinning / springs); tests/gl compare them.
 """
 from __future__ import annotations
 
+import ctypes
 import time
 from dataclasses import dataclass
 from typing import Any, Hashable
@@ -32,7 +42,6 @@ from engine.render.resources import GpuResources
 from engine.render.shaderlib import ProgramCache
 from engine.skinning import gpu_layouts as L
 from engine.skinning import gpu_spring
-from engine.skinning.skinning import joint_rotations
 from engine.skinning.gpu_plan import (
     BIND,
     SHADER_STORAGE_BARRIER_BIT,
@@ -41,11 +50,16 @@ from engine.skinning.gpu_plan import (
     default_config,
     plan,
 )
-from engine.skinning.types import Binding, MeshTopology, bone_endpoints
+from engine.skinning.skinning import joint_rotations
+from engine.skinning.types import Binding, Bones, MeshTopology, bone_endpoints
 
-__all__ = ["DeformerGraph", "DeformHandle", "GraphConfig", "default_config", "plan", "METHODS"]
+__all__ = ["DeformerGraph", "DeformHandle", "GraphConfig", "default_config", "plan", "METHODS",
+           "ssbo_offset_alignment"]
 
 METHODS = ("lbs", "dqs", "rigid", "irs", "spring", "spring-feedback")
+
+GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT = 0x90DF
+_SPEC_MAX_ALIGNMENT = 256  # the largest value the GL spec allows for the SSBO offset alignment
 
 
 @dataclass(frozen=True)
@@ -53,6 +67,25 @@ class DeformHandle:
     """Opaque handle of one mesh instance in a :class:`DeformerGraph`."""
 
     id: int
+
+
+def ssbo_offset_alignment(ctx: moderngl.Context) -> int:
+    """GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT of the context in bytes (moderngl's ``ctx.info`` lacks it; read
+    with glGetIntegerv through the context's own loader), or 256 (the spec's largest) where it cannot be read."""
+    loader = getattr(getattr(ctx, "mglo", None), "_context", None)
+    load = getattr(loader, "load_opengl_function", None) or getattr(loader, "load", None)
+    if load is None:
+        return _SPEC_MAX_ALIGNMENT
+    try:
+        addr = load("glGetIntegerv")
+    except (AttributeError, OSError, TypeError, ValueError):
+        return _SPEC_MAX_ALIGNMENT
+    if not addr:
+        return _SPEC_MAX_ALIGNMENT
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_uint, ctypes.POINTER(ctypes.c_int))(addr)
+    out = ctypes.c_int(0)
+    fn(GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT, ctypes.byref(out))
+    return int(out.value) if out.value > 0 else _SPEC_MAX_ALIGNMENT
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -65,6 +98,21 @@ def _csr_from_pairs(rows: np.ndarray, cols: np.ndarray, n: int) -> tuple[np.ndar
     if n:
         offset[1:] = np.cumsum(count)[:-1]
     return np.stack([offset, count], 1).astype(np.int32), cols[order].astype(np.int32)
+
+
+def _bind_normals(topo: MeshTopology, normals: np.ndarray | None) -> np.ndarray:
+    """(D,4) float32 bind normals per display vertex: the given ones (glTF NORMAL), else the area-weighted
+    normals of the bind surface (what the face/vertex normal stages give at the bind pose)."""
+    from engine.skinning.meshprep import vertex_normals
+
+    d = topo.n_display
+    if normals is None:
+        n = vertex_normals(topo.positions, topo.triangles, display_triangles=topo.display_triangles, n_display=d)
+    else:
+        n = np.asarray(normals, np.float32)
+        if n.shape != (d, 3) or not np.all(np.isfinite(n)):
+            raise ValueError(f"normals must be ({d},3) finite bind normals per display vertex, got {n.shape}")
+    return L.vec4(n, 0.0)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -81,6 +129,11 @@ class _Asset:
     binding: Binding | None
     arrays: dict[str, np.ndarray]  # per static buffer name -> rows (control, display, CSR, ...)
     users: int = 0
+    bend_refs: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def n_tris(self) -> int:
+        return int(self.topology.display_triangles.shape[0])
 
 
 @dataclass
@@ -89,25 +142,41 @@ class _Instance:
     asset: _Asset
     batch: "_Batch"
     params: Any
-    display: dict[str, moderngl.Buffer]   # display/face-domain resources of this mesh
-    owned: set[str]                       # which of them this graph made (and releases)
+    given: dict[str, moderngl.Buffer]   # display resources the caller gave (copied into after each run)
     # filled by _Batch.layout()
     group_base: int = 0
     n_groups: int = 0
+    dgroup_base: int = 0
+    fgroup_base: int = 0
     joint_base: int = 0
     bone_base: int = 0
     laid_out: bool = False
-    # pose (CPU, latest set_pose)
-    skin: np.ndarray | None = None
-    posed: np.ndarray | None = None
-    prev_skin: np.ndarray | None = None
-    prev_posed: np.ndarray | None = None
     edit: np.ndarray | None = None     # (V,4) (C.xyz, K) or None
     edit_q: np.ndarray | None = None   # (V,) Q
 
     @property
     def dyn_base(self) -> int:
         return self.group_base * LOCAL_SIZE
+
+    @property
+    def n_dgroups(self) -> int:
+        return L.pad_groups(self.asset.topology.n_display)
+
+    @property
+    def n_fgroups(self) -> int:
+        return L.pad_groups(self.asset.n_tris)
+
+    @property
+    def display_base(self) -> int:
+        return self.dgroup_base * LOCAL_SIZE
+
+    @property
+    def face_base(self) -> int:
+        return self.fgroup_base * LOCAL_SIZE
+
+    @property
+    def joints(self) -> slice:
+        return slice(self.joint_base, self.joint_base + self.asset.n_joints)
 
 
 # static buffers per batch: name -> (domain of rows, numpy dtype of one row, width)
@@ -129,11 +198,31 @@ _STATIC = {
     "dface": ("display", np.int32, 2),
     "dface_index": ("dface", np.int32, 1),
     "tris": ("tri", np.int32, 4),
+    "bind_normals": ("display", np.float32, 4),  # rows only where the batch skins normals (else empty)
 }
 
 
+def _group_table(bases: list[int], sizes: list[int], total: int) -> np.ndarray:
+    """Instance index of every work group of a pool (instance k owns groups bases[k] .. + sizes[k]); -1 for
+    groups of no instance (holes left by removed meshes, alignment gaps), which the display stages skip."""
+    out = np.full(total, -1, np.int32)
+    for k, (b, n) in enumerate(zip(bases, sizes)):
+        out[b:b + n] = k
+    return out
+
+
+def _place(used: list[tuple[int, int]], n: int, step: int) -> int:
+    """First base (a multiple of ``step``) where ``n`` groups fit between the used (base, size) ranges."""
+    pos = 0
+    for b, size in sorted(used):
+        if b - pos >= n:
+            return pos
+        pos = max(pos, -(-(b + size) // step) * step)
+    return pos
+
+
 class _Batch:
-    """Meshes that share one graph config: pooled buffers and one dispatch per control stage."""
+    """Meshes that share one graph config: pooled buffers and one dispatch per stage."""
 
     def __init__(self, owner: "DeformerGraph", config: GraphConfig) -> None:
         self.owner = owner
@@ -144,19 +233,50 @@ class _Batch:
         self.buffers: dict[str, moderngl.Buffer] = {}
         self.static_bases: dict[int, dict[str, int]] = {}  # id(asset) -> base per segment kind
         self.total_groups = 0
+        self.total_dgroups = 0
+        self.total_fgroups = 0
+        self.n_joints = 0
+        self.n_bones = 0
         self.frame = 0
         self.iterations_run = 0
-        spring = [s.node for s in self.plan.steps if s.node.stage == "spring"]
-        self.has_spring = bool(spring)
+        nodes = [s.node for s in self.plan.steps]
+        skins = [n for n in nodes if n.stage == "skin"]
+        methods = {n.options.get("method", "lbs") for n in skins}
+        self.has_spring = any(n.stage == "spring" for n in nodes)
+        # what the per-frame pose upload must compute (only what some node reads)
+        self.differential = any(n.options.get("mode", "bind") == "differential" for n in skins)
+        self.need_dq = "dqs" in methods
+        self.need_bones = bool(methods & {"rigid", "irs"}) or self.has_spring
+        self.need_irs = "irs" in methods
+        self.skinned_targets = tuple(n.outputs["target"] for n in skins if n.options.get("normals") == "skinned")
+        self.any_given = False
+        # per-frame pose of every instance, stacked over the batch's joints (instance k: rows joint_base..)
+        self.skin_all = np.zeros((0, 4, 4))
+        self.posed_all = np.zeros((0, 4, 4))
+        self.prev_skin_all = np.zeros((0, 4, 4))
+        self.prev_posed_all = np.zeros((0, 4, 4))
+        self.bind_all = np.zeros((0, 4, 4))
+        self.joint_starts = np.zeros(0, np.int64)
+        self.joint_rec = L.DEFORM_JOINT.zeros(1)
+        self.bone_rec = L.DEFORM_BONE.zeros(1)
+        self.bones_all: Bones | None = None  # the bones of every instance with joint indices into the stack
+        self.bone_rows = np.zeros(0, np.int64)
+        self.bone_refs = (np.zeros(0, np.int64), np.zeros(0, np.int64))
 
     # ---- layout -----------------------------------------------------------------------------------------
     def layout(self) -> None:
-        """(Re)pack static and dynamic pools after instances were added or removed (set-up time).
+        """Lay out the pools after instances were added or removed (set-up time).
 
-        Feedback resources (read at @previous) keep their contents for the instances that stay."""
+        The static and control pools are re-packed densely (feedback resources read at @previous keep their
+        contents for the instances that stay, so do the poses given with ``set_pose``). The display and face
+        pools are what the renderer binds ranges of: their buffer objects live as long as the batch (grown
+        in place, contents kept) and an instance keeps its range for its whole life; a new instance takes the
+        first hole that fits (left by a removed one) or goes to the end."""
         res = self.owner.resources
+        ctx = self.owner.ctx
         old = self.buffers
-        old_bases = {id(i): i.dyn_base for i in self.instances if i.laid_out}
+        old_bases = {id(i): (i.dyn_base, i.joints) for i in self.instances if i.laid_out}
+        old_pose = (self.skin_all, self.posed_all, self.prev_skin_all, self.prev_posed_all)
         # static pools: one segment per asset
         self.assets = []
         for inst in self.instances:
@@ -167,7 +287,7 @@ class _Batch:
         self.static_bases = {}
         for a in self.assets:
             self.static_bases[id(a)] = dict(seg)
-            for name, (kind, _, _) in _STATIC.items():
+            for name in _STATIC:
                 packed[name].append(a.arrays[name])
             seg["control"] += a.topology.n_control
             seg["adj"] += a.arrays["adj_index"].shape[0]
@@ -175,10 +295,8 @@ class _Batch:
             seg["display"] += a.topology.n_display
             seg["dface"] += a.arrays["dface_index"].shape[0]
             seg["tri"] += a.arrays["tris"].shape[0]
-        # dynamic pool: instances padded to whole groups
-        g = 0
-        j = 0
-        b = 0
+        # control pool: instances padded to whole groups, packed densely
+        g = j = b = 0
         for inst in self.instances:
             inst.group_base = g
             inst.n_groups = L.pad_groups(inst.asset.topology.n_control)
@@ -187,9 +305,19 @@ class _Batch:
             g += inst.n_groups
             j += inst.asset.n_joints
             b += max(inst.asset.n_bones, 1)
-        self.total_groups = g
-        self.n_joints = j
-        self.n_bones = b
+        # display / face pools: stable ranges; display bases also multiples of the SSBO offset alignment
+        step = self.owner.range_groups
+        placed = [i for i in self.instances if i.laid_out]
+        for inst in self.instances:
+            if inst.laid_out:
+                continue
+            inst.dgroup_base = _place([(i.dgroup_base, i.n_dgroups) for i in placed], inst.n_dgroups, step)
+            inst.fgroup_base = _place([(i.fgroup_base, i.n_fgroups) for i in placed], inst.n_fgroups, 1)
+            placed.append(inst)
+        dg = max((i.dgroup_base + i.n_dgroups for i in self.instances), default=0)
+        fg = max((i.fgroup_base + i.n_fgroups for i in self.instances), default=0)
+        self.total_groups, self.total_dgroups, self.total_fgroups = g, dg, fg
+        self.n_joints, self.n_bones = j, b
         n_dyn = g * LOCAL_SIZE
 
         new: dict[str, moderngl.Buffer] = {}
@@ -204,13 +332,24 @@ class _Batch:
             rows = [np.asarray(x, dt).reshape(-1, width) for x in packed[name]]
             arr = np.concatenate(rows) if rows else np.zeros((0, width), dt)
             mk("s_" + name, np.ascontiguousarray(arr))
-        group_instance = np.repeat(np.arange(len(self.instances), dtype=np.int32),
-                                   [i.n_groups for i in self.instances]) if self.instances else np.zeros(0, np.int32)
-        mk("groups", group_instance)
+        insts = self.instances
+        mk("groups", _group_table([i.group_base for i in insts], [i.n_groups for i in insts], g))
+        mk("dgroups", _group_table([i.dgroup_base for i in insts], [i.n_dgroups for i in insts], dg))
+        mk("fgroups", _group_table([i.fgroup_base for i in insts], [i.n_fgroups for i in insts], fg))
         mk("instances", self.instance_table())
         for r, dom in self.plan.domains.items():
             if dom == "control" and r != BIND:
                 mk("d_" + r, nbytes=n_dyn * 16)
+            elif dom in ("display", "face"):
+                need = (dg if dom == "display" else fg) * LOCAL_SIZE * 16
+                buf = old.pop("p_" + r, None)  # kept: the renderer holds ranges of it
+                if buf is None:
+                    buf = res.buffer(reserve=max(need, 16), label=f"deform {self.config.name} p_{r}")
+                elif buf.size < need:
+                    self._grow(buf, max(need, 2 * buf.size))
+                new["p_" + r] = buf
+        for r in self.skinned_targets:
+            mk("n_" + r, nbytes=n_dyn * 48)  # normal transform: 3 vec4 columns per control point
         if self.has_spring:
             # spring state (x, v) per control point: S0 (initial) and a ring of three (see gpu_stages)
             for name in ("spring_s0", "spring_r0", "spring_r1", "spring_r2"):
@@ -224,41 +363,109 @@ class _Batch:
             mk("spring_vel", np.zeros((n_dyn, 4), np.float32))  # last frame's velocities (dependent mode)
         mk("joints", nbytes=max(1, j) * L.DEFORM_JOINT.size)
         mk("bones", nbytes=max(1, b) * L.DEFORM_BONE.size)
-        # feedback resources: keep old contents of surviving instances, bind positions for new ones
-        keep = ["d_" + r for r in self.plan.feedback] + (["spring_vel"] if self.has_spring else [])
+        # control feedback resources: keep old contents of surviving instances, bind positions for new ones
+        # (display/face pools keep their contents in place)
+        keep = ["d_" + r for r in self.plan.feedback if self.plan.domains[r] == "control"]
+        keep += ["spring_vel"] if self.has_spring else []
         for name in keep:
             buf = new[name]
             for inst in self.instances:
                 n = inst.asset.topology.n_control
                 ob = old_bases.get(id(inst))
                 if ob is not None and name in old:
-                    self.owner.ctx.copy_buffer(buf, old[name], size=n * 16, read_offset=ob * 16,
-                                               write_offset=inst.dyn_base * 16)
+                    if n:
+                        ctx.copy_buffer(buf, old[name], size=n * 16, read_offset=ob[0] * 16,
+                                        write_offset=inst.dyn_base * 16)
                 elif name != "spring_vel":
                     buf.write(np.ascontiguousarray(inst.asset.arrays["bind"], np.float32).tobytes(),
                               offset=inst.dyn_base * 16)
+        self._layout_pose(old_bases, old_pose)
         for inst in self.instances:
             inst.laid_out = True
         for buf in old.values():
             res.release(buf)
         self.buffers = new
+        self.any_given = any(inst.given for inst in self.instances)
         if self.has_spring:
             self.write_edits()
+
+    def _grow(self, buf: moderngl.Buffer, nbytes: int) -> None:
+        """Resize ``buf`` in place (same GL object: ranges the renderer holds stay valid), keeping its bytes."""
+        res, ctx = self.owner.resources, self.owner.ctx
+        n_old = buf.size
+        tmp = res.buffer(reserve=n_old, label="deform pool resize")
+        ctx.copy_buffer(tmp, buf, size=n_old)
+        buf.orphan(int(nbytes))
+        ctx.copy_buffer(buf, tmp, size=n_old)
+        res.release(tmp)
+
+    def _layout_pose(self, old_bases: dict[int, tuple], old_pose: tuple[np.ndarray, ...]) -> None:
+        """Stacked pose arrays and bone index tables for the new layout (poses of staying instances kept)."""
+        nj = self.n_joints
+        eye = np.broadcast_to(np.eye(4), (nj, 4, 4))
+        skin, posed, prev_skin, prev_posed = (np.array(eye), np.zeros((nj, 4, 4)), np.array(eye),
+                                              np.zeros((nj, 4, 4)))
+        bind = np.zeros((nj, 4, 4))
+        for inst in self.instances:
+            sl = inst.joints
+            bind[sl] = inst.asset.bind_joints
+            ob = old_bases.get(id(inst))
+            if ob is not None:
+                for dst, src in zip((skin, posed, prev_skin, prev_posed), old_pose):
+                    dst[sl] = src[ob[1]]
+            else:
+                posed[sl] = prev_posed[sl] = inst.asset.bind_joints
+        self.skin_all, self.posed_all, self.prev_skin_all, self.prev_posed_all = skin, posed, prev_skin, prev_posed
+        self.bind_all = bind
+        self.joint_starts = np.array([i.joint_base for i in self.instances], np.int64)
+        self.joint_rec = L.DEFORM_JOINT.zeros(max(nj, 1))
+        self.joint_rec["stretch"] = pack_mat4(np.eye(4))
+        self.bone_rec = L.DEFORM_BONE.zeros(max(self.n_bones, 1))
+        # bones of every instance with a binding, joint indices shifted into the stacked pose arrays
+        boned = [i for i in self.instances if i.asset.binding is not None and i.asset.n_bones]
+        if not (boned and self.need_bones):
+            self.bones_all = None
+            return
+        parent, child, tip, rows, s_ref, e_ref = [], [], [], [], [], []
+        for inst in boned:
+            bb = inst.asset.binding.bones  # type: ignore[union-attr]
+            jb = inst.joint_base
+            parent.append(bb.parent_joint.astype(np.int64) + jb)
+            child.append(np.where(bb.child_joint >= 0, bb.child_joint.astype(np.int64) + jb, -1))
+            tip.append(np.asarray(bb.tip_local, np.float32))
+            rows.append(np.arange(bb.count) + inst.bone_base)
+            sr, er = inst.asset.bend_refs  # type: ignore[misc]
+            s_ref.append(np.where(sr >= 0, sr + jb, -1))
+            e_ref.append(np.where(er >= 0, er + jb, -1))
+        self.bones_all = Bones(np.concatenate(parent), np.concatenate(child), np.concatenate(tip))
+        self.bone_rows = np.concatenate(rows)
+        self.bone_refs = (np.concatenate(s_ref), np.concatenate(e_ref))
 
     def instance_table(self) -> np.ndarray:
         t = L.DEFORM_INSTANCE.zeros(len(self.instances))
         for k, inst in enumerate(self.instances):
             sb = self.static_bases[id(inst.asset)]
             p = inst.params
+            topo = inst.asset.topology
             t[k]["dyn_base"] = inst.dyn_base
             t[k]["static_base"] = sb["control"]
-            t[k]["n_control"] = inst.asset.topology.n_control
+            t[k]["n_control"] = topo.n_control
             t[k]["adj_base"] = sb["adj"]
             t[k]["joint_base"] = inst.joint_base
             t[k]["bone_base"] = inst.bone_base
             t[k]["group_base"] = inst.group_base
             t[k]["n_groups"] = inst.n_groups
             t[k]["n_bones"] = inst.asset.n_bones
+            t[k]["display_base"] = inst.display_base
+            t[k]["display_static"] = sb["display"]
+            t[k]["n_display"] = topo.n_display
+            t[k]["dgroup_base"] = inst.dgroup_base
+            t[k]["face_base"] = inst.face_base
+            t[k]["tri_static"] = sb["tri"]
+            t[k]["n_tris"] = inst.asset.n_tris
+            t[k]["fgroup_base"] = inst.fgroup_base
+            t[k]["dface_static"] = sb["dface"]
+            t[k]["cface_static"] = sb["cface"]
             self.owner._fill_spring_record(t[k], p, inst)
         return t
 
@@ -278,6 +485,70 @@ class _Batch:
         self.buffers["edit"].write(e.tobytes())
         self.write_instance_table()
 
+    # ---- per frame --------------------------------------------------------------------------------------
+    def upload_pose(self) -> None:
+        """Pack the joint (and bone) data of every instance for this frame, batched over all instances (one
+        stacked computation per quantity, only what the nodes read), and write each buffer once."""
+        joints = self.joint_rec
+        if self.n_joints == 0:
+            return
+        nj = self.n_joints
+        if self.differential:
+            mats = self.skin_all @ np.linalg.inv(self.prev_skin_all)
+            src_joints = self.prev_posed_all
+        else:
+            mats = self.skin_all
+            src_joints = self.bind_all
+        joints["skin"][:nj] = pack_mat4(mats)
+        if self.need_dq:
+            qr, qd, stretch = gpu_spring.dual_quats(mats, self.joint_starts)
+            joints["qr"][:nj] = qr
+            joints["qd"][:nj] = qd
+            joints["stretch"][:nj] = pack_mat4(stretch)
+        self.buffers["joints"].write(joints.tobytes())
+        bb = self.bones_all
+        if bb is None:
+            return
+        bones = self.bone_rec
+        rows = self.bone_rows
+        # endpoints in float32 as the references compute them
+        p, c = bone_endpoints(bb, self.posed_all.astype(np.float32))
+        ps, cs = bone_endpoints(bb, src_joints.astype(np.float32))
+        r_now_j = joint_rotations(self.bind_all, self.posed_all)
+        r_src_j = joint_rotations(self.bind_all, src_joints)
+        r_now = r_now_j[bb.parent_joint]
+        rot = np.zeros((rows.shape[0], 4, 4))
+        rot[:, :3, :3] = r_now @ np.swapaxes(r_src_j[bb.parent_joint], 1, 2)
+        rot[:, 3, 3] = 1.0
+        rn = np.zeros((rows.shape[0], 4, 4))
+        rn[:, :3, :3] = r_now
+        rn[:, 3, 3] = 1.0
+        bones["p"][rows, :3] = p
+        bones["c"][rows, :3] = c
+        bones["p_src"][rows, :3] = ps
+        bones["c_src"][rows, :3] = cs
+        bones["rot"][rows] = pack_mat4(rot)
+        bones["rot_now"][rows] = pack_mat4(rn)
+        if self.need_irs:
+            q_start, q_end = gpu_spring.bend_quats(r_now_j, bb.parent_joint, *self.bone_refs)
+            bones["q_start"][rows] = q_start
+            bones["q_end"][rows] = q_end
+        self.buffers["bones"].write(bones.tobytes())
+
+    def end_frame(self) -> None:
+        """Copy the outputs into caller-given buffers; remember this frame's pose (differential mode)."""
+        if self.any_given:
+            ctx = self.owner.ctx
+            ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT)
+            for inst in self.instances:
+                nd = inst.asset.topology.n_display
+                for r, buf in inst.given.items():
+                    ctx.copy_buffer(buf, self.buffers["p_" + r], size=16 * nd, read_offset=16 * inst.display_base)
+        if self.differential:
+            np.copyto(self.prev_skin_all, self.skin_all)
+            np.copyto(self.prev_posed_all, self.posed_all)
+        self.frame += 1
+
     def release(self) -> None:
         for buf in self.buffers.values():
             self.owner.resources.release(buf)
@@ -291,8 +562,9 @@ class DeformerGraph:
     or a path to TOML/JSON) is the graph of meshes added without their own; ``programs`` is the shared
     :class:`ProgramCache` (one is made over ``resources`` when omitted and released with the graph).
 
-    Per frame: ``set_pose`` for each mesh, then one ``run()``; read ``output_buffers(handle)`` in the
-    renderer. ``download(handle)`` reads positions and normals back (export, tests).
+    Per frame: ``set_pose`` for each mesh, then one ``run()``; the renderer binds ``output_ranges(handle)``
+    (buffer, offset, size of the mesh's positions and normals in the batch's display pool).
+    ``download(handle)`` reads positions and normals back (export, tests).
     """
 
     def __init__(self, ctx: moderngl.Context, resources: GpuResources, config: GraphConfig | dict | str | None = None,
@@ -310,6 +582,9 @@ class DeformerGraph:
         self.last_timings: dict[str, float] = {}
         self.timing_source = ""
         self._queries: dict[str, moderngl.Query] = {}
+        #: GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT (bytes); display ranges start at multiples of it
+        self.offset_alignment = ssbo_offset_alignment(ctx)
+        self.range_groups = L.range_groups(self.offset_alignment)
 
     # ---- configuration ------------------------------------------------------------------------------------
     @staticmethod
@@ -332,7 +607,8 @@ class DeformerGraph:
     def add_mesh(self, topology: MeshTopology, binding: Binding | None, joints: np.ndarray, weights: np.ndarray,
                  inverse_bind: np.ndarray, parents: np.ndarray, *, method: str | None = None,
                  config: GraphConfig | dict | str | None = None, spring: Any = None,
-                 asset_key: Hashable | None = None, positions_buffer: moderngl.Buffer | None = None,
+                 asset_key: Hashable | None = None, normals: np.ndarray | None = None,
+                 positions_buffer: moderngl.Buffer | None = None,
                  normals_buffer: moderngl.Buffer | None = None) -> DeformHandle:
         """Add one skinned mesh instance and return its handle.
 
@@ -342,8 +618,12 @@ class DeformerGraph:
         parents (J,) within the skin (-1 roots). method: lbs | dqs | rigid | irs | spring | spring-feedback
         picks a built-in graph (else ``config`` or the graph's default). spring: SpringParams of the springs
         reference (None: its defaults). asset_key: instances with the same key share static buffers (default:
-        the topology object). positions_buffer/normals_buffer: vec4 display-order buffers to write into
-        (>= 16 * n_display bytes each), e.g. the renderer's; made here when omitted.
+        the topology object). normals: (D,3) bind normals (glTF NORMAL) that graphs with skinned normals
+        transform (default: area-weighted normals of the bind surface); shared per asset like the rest.
+
+        Outputs live in the batch's display pool (``output_ranges``). positions_buffer/normals_buffer: the
+        caller's own vec4 display-order buffers (>= 16 * n_display bytes each); the mesh's outputs are copied
+        into them at the end of every ``run`` (a GPU copy each; binding the range directly is cheaper).
         """
         params = self._spring_params(spring)
         if method is not None:
@@ -367,21 +647,8 @@ class DeformerGraph:
                             for s in plan(cfg).steps)
         if needs_binding and binding is None:
             raise ValueError(f"graph {cfg.name!r} needs an attachment binding (rigid/irs skinning or springs)")
-        batch = self._batch_for(cfg)
-        key = (repr(cfg.to_dict()), asset_key if asset_key is not None else id(topology))
-        asset = self._assets.get(key)
-        if asset is None:
-            skin_opts = next((n.options for n in cfg.nodes if n.stage == "skin"), {})
-            asset = self._make_asset(key[1], topology, binding, joints, weights, ib, par,
-                                     skin_opts.get("influence", (0.5, 0.5)))
-            self._assets[key] = asset
-        elif asset.topology is not topology and asset.topology.n_control != topology.n_control:
-            raise ValueError(f"asset_key {asset_key!r} names an asset with {asset.topology.n_control} control "
-                             f"points; this topology has {topology.n_control}")
-        asset.users += 1
         nd = topology.n_display
-        nt = int(topology.display_triangles.shape[0])
-        given = {}
+        given: dict[str, moderngl.Buffer] = {}
         outs = cfg.outputs
         for nm, buf, res in (("positions_buffer", positions_buffer, outs.get("positions")),
                              ("normals_buffer", normals_buffer, outs.get("normals"))):
@@ -391,38 +658,35 @@ class DeformerGraph:
                 if res is None:
                     raise ValueError(f"{nm} given but graph {cfg.name!r} has no such output")
                 given[res] = buf
-        display: dict[str, moderngl.Buffer] = {}
-        owned: set[str] = set()
-        for res, dom in batch.plan.domains.items():
-            if dom not in ("display", "face"):
-                continue
-            if res in given:
-                display[res] = given[res]
-                continue
-            rows = nd if dom == "display" else nt
-            display[res] = self.resources.buffer(reserve=16 * max(rows, 1), label=f"deform {res}")
-            owned.add(res)
+        batch = self._batch_for(cfg)
+        key = (repr(cfg.to_dict()), asset_key if asset_key is not None else id(topology))
+        asset = self._assets.get(key)
+        if asset is None:
+            skin_opts = next((n.options for n in cfg.nodes if n.stage == "skin"), {})
+            asset = self._make_asset(key[1], topology, binding, joints, weights, ib, par,
+                                     skin_opts.get("influence", (0.5, 0.5)),
+                                     normals if batch.skinned_targets else None, bool(batch.skinned_targets))
+            self._assets[key] = asset
+        elif asset.topology is not topology and (asset.topology.n_control != topology.n_control
+                                                 or asset.topology.n_display != nd):
+            raise ValueError(f"asset_key {asset_key!r} names an asset with {asset.topology.n_control} control "
+                             f"points and {asset.topology.n_display} display vertices; this topology has "
+                             f"{topology.n_control} and {nd}")
+        asset.users += 1
         handle = DeformHandle(self._next)
         self._next += 1
-        inst = _Instance(handle, asset, batch, params, display, owned)
-        eye = np.broadcast_to(np.eye(4), (asset.n_joints, 4, 4)).copy()
-        inst.skin = eye.copy()
-        inst.posed = asset.bind_joints.copy()
-        inst.prev_skin = eye.copy()
-        inst.prev_posed = asset.bind_joints.copy()
+        inst = _Instance(handle, asset, batch, params, given)
         batch.instances.append(inst)
         self._instances[handle.id] = inst
         batch.layout()
         return handle
 
     def remove_mesh(self, handle: DeformHandle) -> None:
-        """Remove a mesh and release what it owned (its output buffers unless they were given)."""
+        """Remove a mesh (buffers it was given stay with the caller); the batch's pools are re-packed."""
         inst = self._inst(handle)
         batch = inst.batch
         batch.instances.remove(inst)
         del self._instances[handle.id]
-        for res in inst.owned:
-            self.resources.release(inst.display[res])
         inst.asset.users -= 1
         if inst.asset.users == 0:
             self._assets = {k: a for k, a in self._assets.items() if a is not inst.asset}
@@ -443,7 +707,8 @@ class DeformerGraph:
         return [i.handle for i in self._instances.values()]
 
     def _make_asset(self, key: Hashable, topo: MeshTopology, binding: Binding | None, joints: np.ndarray,
-                    weights: np.ndarray, ib: np.ndarray, par: np.ndarray, irs_influence: Any) -> _Asset:
+                    weights: np.ndarray, ib: np.ndarray, par: np.ndarray, irs_influence: Any,
+                    normals: np.ndarray | None = None, skinned_normals: bool = False) -> _Asset:
         v, d = topo.n_control, topo.n_display
         jn = np.asarray(joints)
         w = np.asarray(weights, np.float32)
@@ -485,9 +750,10 @@ class DeformerGraph:
         tris = np.zeros((t, 4), np.int32)
         tris[:, :3] = dtri
         arrays["tris"] = tris
+        arrays["bind_normals"] = _bind_normals(topo, normals) if skinned_normals else np.zeros((0, 4), np.float32)
         asset = _Asset(key, topo, int(ib.shape[0]), n_bones, bind_joints, par, binding, arrays)
         if binding is not None:
-            asset.bend_refs = gpu_spring.bend_refs(binding, bind_joints, par)  # type: ignore[attr-defined]
+            asset.bend_refs = gpu_spring.bend_refs(binding, bind_joints, par)
         return asset
 
     def _spring_params(self, spring: Any) -> Any:
@@ -521,75 +787,38 @@ class DeformerGraph:
     # ---- per frame ----------------------------------------------------------------------------------------
     def set_pose(self, handle: DeformHandle, skin_mats: np.ndarray, posed_joints: np.ndarray) -> None:
         """Pose of one mesh for the next ``run``: skin_mats (J,4,4) = posed_joints @ inverse_bind, posed_joints
-        (J,4,4) joint world matrices (skin space). Kept on the CPU; ``run`` uploads all poses at once."""
+        (J,4,4) joint world matrices (skin space). Stored into the batch's stacked pose arrays; ``run`` packs
+        and uploads the poses of all meshes at once."""
         inst = self._inst(handle)
         j = inst.asset.n_joints
-        sm = np.asarray(skin_mats, np.float64)
-        pj = np.asarray(posed_joints, np.float64)
+        sm = np.asarray(skin_mats)
+        pj = np.asarray(posed_joints)
         if sm.shape != (j, 4, 4) or pj.shape != (j, 4, 4):
             raise ValueError(f"skin_mats and posed_joints must be ({j},4,4); got {sm.shape}, {pj.shape}")
-        inst.skin, inst.posed = sm, pj
-
-    def _upload_pose(self, batch: _Batch) -> None:
-        """Pack every instance's joint and bone data of this frame and upload them (two buffer writes)."""
-        joints = L.DEFORM_JOINT.zeros(max(batch.n_joints, 1))
-        bones = L.DEFORM_BONE.zeros(max(batch.n_bones, 1))
-        skin_node = next((s.node for s in batch.plan.steps if s.node.stage == "skin"), None)
-        differential = skin_node is not None and skin_node.options.get("mode", "bind") == "differential"
-        for inst in batch.instances:
-            a = inst.asset
-            if differential:
-                mats = inst.skin @ np.linalg.inv(inst.prev_skin)
-                src_joints = inst.prev_posed
-            else:
-                mats = inst.skin
-                src_joints = a.bind_joints
-            sl = slice(inst.joint_base, inst.joint_base + a.n_joints)
-            joints["skin"][sl] = pack_mat4(mats)
-            qr, qd, stretch = gpu_spring.dual_quats(mats)
-            joints["qr"][sl] = qr
-            joints["qd"][sl] = qd
-            joints["stretch"][sl] = pack_mat4(stretch)
-            if a.binding is not None and a.n_bones:
-                bb = a.binding.bones
-                # endpoints in float32 as the references compute them
-                p, c = bone_endpoints(bb, inst.posed.astype(np.float32))
-                ps, cs = bone_endpoints(bb, src_joints.astype(np.float32))
-                r_now_j = joint_rotations(a.bind_joints, inst.posed)
-                r_src_j = joint_rotations(a.bind_joints, src_joints)
-                r_now = r_now_j[bb.parent_joint]
-                rot = np.zeros((a.n_bones, 4, 4))
-                rot[:, :3, :3] = r_now @ np.swapaxes(r_src_j[bb.parent_joint], 1, 2)
-                rot[:, 3, 3] = 1.0
-                rn = np.zeros((a.n_bones, 4, 4))
-                rn[:, :3, :3] = r_now
-                rn[:, 3, 3] = 1.0
-                q_start, q_end = gpu_spring.irs_bend_quats(r_now_j, a.binding, *a.bend_refs)  # type: ignore[attr-defined]
-                bs = slice(inst.bone_base, inst.bone_base + a.n_bones)
-                bones["p"][bs, :3] = p
-                bones["c"][bs, :3] = c
-                bones["p_src"][bs, :3] = ps
-                bones["c_src"][bs, :3] = cs
-                bones["q_start"][bs] = q_start
-                bones["q_end"][bs] = q_end
-                bones["rot"][bs] = pack_mat4(rot)
-                bones["rot_now"][bs] = pack_mat4(rn)
-        batch.buffers["joints"].write(joints.tobytes())
-        batch.buffers["bones"].write(bones.tobytes())
+        b = inst.batch
+        sl = inst.joints
+        b.skin_all[sl] = sm
+        b.posed_all[sl] = pj
 
     def run(self, *, profile: bool = False) -> None:
         """One frame for every mesh: upload poses, run each batch's plan, end with the renderer's barrier.
 
         profile: time each node with GL timer queries into ``last_timings`` (ms per node name, summed over
         batches; falls back to glFinish + wall clock where the driver's timer reads 0, see ``timing_source``;
-        this waits for the GPU, so use it in benchmarks only)."""
+        this waits for the GPU, so use it in benchmarks only). ``last_timings["upload"]`` is the CPU time of
+        packing and writing the poses."""
         from engine.skinning import gpu_stages
 
         self.last_timings = {}
         for batch in self._batches.values():
             if not batch.instances:
                 continue
-            self._upload_pose(batch)
+            if profile:
+                t0 = time.perf_counter()
+                batch.upload_pose()
+                self.last_timings["upload"] = self.last_timings.get("upload", 0.0) + (time.perf_counter() - t0) * 1e3
+            else:
+                batch.upload_pose()
             for step in batch.plan.steps:
                 if step.barrier_before:
                     self.ctx.memory_barrier(step.barrier_before)
@@ -610,9 +839,7 @@ class DeformerGraph:
                 else:
                     gpu_stages.run_node(self, batch, step.node)
             self.ctx.memory_barrier(batch.plan.final_barrier)
-            for inst in batch.instances:
-                inst.prev_skin, inst.prev_posed = inst.skin, inst.posed
-            batch.frame += 1
+            batch.end_frame()
 
     def _query(self, name: str) -> moderngl.Query:
         q = self._queries.get(name)
@@ -622,30 +849,60 @@ class DeformerGraph:
         return q
 
     # ---- outputs --------------------------------------------------------------------------------------------
-    def output_buffers(self, handle: DeformHandle) -> tuple[moderngl.Buffer, moderngl.Buffer]:
-        """(positions, normals) vec4 buffers of the mesh in display-vertex order (w = 1 / 0)."""
+    def output_ranges(self, handle: DeformHandle) -> tuple[tuple[moderngl.Buffer, int, int],
+                                                           tuple[moderngl.Buffer, int, int]]:
+        """((buffer, offset, size) of the positions, the same of the normals) of the mesh: vec4 per display
+        vertex (w = 1 / 0), offsets and sizes in bytes, offsets aligned for glBindBufferRange (bind with
+        ``buffer.bind_to_storage_buffer(binding, offset=offset, size=size)``). A caller-given buffer is
+        reported as (that buffer, 0, size). Valid until meshes are added to or removed from the graph (the
+        pools are re-packed then: ask again)."""
         inst = self._inst(handle)
         outs = inst.batch.plan.outputs
-        return inst.display[outs["positions"]], inst.display[outs["normals"]]
+        size = 16 * inst.asset.topology.n_display
+        out = []
+        for key in ("positions", "normals"):
+            res = outs[key]
+            if res in inst.given:
+                out.append((inst.given[res], 0, size))
+            else:
+                out.append((inst.batch.buffers["p_" + res], 16 * inst.display_base, size))
+        return out[0], out[1]
+
+    def output_buffers(self, handle: DeformHandle) -> tuple[moderngl.Buffer, moderngl.Buffer]:
+        """(positions, normals) buffers holding only this mesh: the ones given to ``add_mesh``. Outputs in the
+        pooled display buffers raise ValueError: bind ``output_ranges(handle)`` instead."""
+        (pb, po, _), (nb, no, _) = self.output_ranges(handle)
+        inst = self._inst(handle)
+        outs = inst.batch.plan.outputs
+        missing = [k for k in ("positions", "normals") if outs[k] not in inst.given]
+        if missing:
+            raise ValueError(f"the {' and '.join(missing)} of mesh {handle.id} live in the batch's pooled display "
+                             f"buffer; use output_ranges(handle) (buffer, offset, size), or give "
+                             f"positions_buffer/normals_buffer to add_mesh")
+        return pb, nb
+
+    def _read_display(self, inst: _Instance, resource: str) -> np.ndarray:
+        dom = inst.batch.plan.domains[resource]
+        rows, base = ((inst.asset.topology.n_display, inst.display_base) if dom == "display"
+                      else (inst.asset.n_tris, inst.face_base))
+        self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT | SHADER_STORAGE_BARRIER_BIT)
+        raw = inst.batch.buffers["p_" + resource].read(size=16 * rows, offset=16 * base) if rows else b""
+        return np.frombuffer(raw, np.float32).reshape(rows, 4).copy()
 
     def download(self, handle: DeformHandle) -> tuple[np.ndarray, np.ndarray]:
         """Read back (positions (D,3), normals (D,3)) float32 in display order (export and tests only)."""
-        pos_buf, nrm_buf = self.output_buffers(handle)
-        nd = self._inst(handle).asset.topology.n_display
-        self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT | SHADER_STORAGE_BARRIER_BIT)
-        p = np.frombuffer(pos_buf.read(size=16 * nd), np.float32).reshape(nd, 4)[:, :3].copy()
-        n = np.frombuffer(nrm_buf.read(size=16 * nd), np.float32).reshape(nd, 4)[:, :3].copy()
-        return p, n
+        inst = self._inst(handle)
+        outs = inst.batch.plan.outputs
+        return (self._read_display(inst, outs["positions"])[:, :3].copy(),
+                self._read_display(inst, outs["normals"])[:, :3].copy())
 
     def download_display(self, handle: DeformHandle, resource: str) -> np.ndarray:
         """Read back a display- or face-domain resource of the mesh as (rows, 4) float32 (tests, debugging)."""
         inst = self._inst(handle)
-        if resource not in inst.display:
-            raise ValueError(f"no display/face resource {resource!r}; valid: {sorted(inst.display)}")
-        dom = inst.batch.plan.domains[resource]
-        rows = inst.asset.topology.n_display if dom == "display" else int(inst.asset.topology.display_triangles.shape[0])
-        self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT | SHADER_STORAGE_BARRIER_BIT)
-        return np.frombuffer(inst.display[resource].read(size=16 * rows), np.float32).reshape(rows, 4).copy()
+        valid = sorted(r for r, d in inst.batch.plan.domains.items() if d in ("display", "face"))
+        if resource not in valid:
+            raise ValueError(f"no display/face resource {resource!r}; valid: {valid}")
+        return self._read_display(inst, resource)
 
     def download_control(self, handle: DeformHandle, resource: str) -> np.ndarray:
         """Read back a control-domain resource of the mesh, (V,3) (tests and debugging)."""
@@ -673,13 +930,10 @@ class DeformerGraph:
                 "energy": float(rec["energy"]), "dispatches": inst.batch.iterations_run}
 
     def gpu_bytes(self) -> dict[str, int]:
-        """Bytes of GPU memory held per buffer kind over all batches and meshes (for the benchmark)."""
+        """Bytes of GPU memory the graph holds per buffer kind over all batches (for the benchmark)."""
         out: dict[str, int] = {}
         for b in self._batches.values():
             for name, buf in b.buffers.items():
-                out[name] = out.get(name, 0) + buf.size
-        for inst in self._instances.values():
-            for name, buf in inst.display.items():
                 out[name] = out.get(name, 0) + buf.size
         return out
 

@@ -4,6 +4,9 @@
 // Bind-pose mode: the source is the static bind positions and the joint data are skinning matrices.
 // Differential mode (SKIN_DIFFERENTIAL = 1): the source is last frame's result and the joint data are the
 // differential transforms M_now M_prev^-1 (bones: source = last frame's pose), as the frame-dependent graph uses.
+// SKIN_NORMALS = 1 (option normals = "skinned", LBS/DQS in bind mode): also write the normal transform N of
+// the control point (3 vec4 columns at B_NMAT): LBS cof(B) of the blended 3x3 B (skinning.lbs_normals); DQS
+// R(blended rotation) cof(blended stretch) (skinning.dqs_normals). The copy stage applies it to bind normals.
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "deform_common.glsl"
@@ -20,13 +23,25 @@ layout(std430, binding = B_SCALE) readonly buffer Scale { vec4 scale[]; };     /
 layout(std430, binding = B_BONE_OF) readonly buffer BoneOf { int bone_of[]; };
 layout(std430, binding = B_IRS) readonly buffer Irs { vec4 irs[]; };           // x p_w, y c_w (eq. 14)
 
+#if SKIN_NORMALS
+layout(std430, binding = B_NMAT) writeonly buffer NMat { vec4 nmat[]; };   // 3 per control point (dynamic pool)
+#endif
+
 uniform int u_source_static;  // 1: src is indexed like the static pool (bind positions), 0: like the dynamic pool
+
+mat3 nrm_m;  // normal transform of the current control point (SKIN_NORMALS)
+
+// cof(A) = det(A) A^-T: columns cross(a1, a2), cross(a2, a0), cross(a0, a1) (the normal transform, no inverse)
+mat3 cofactor(mat3 a) { return mat3(cross(a[1], a[2]), cross(a[2], a[0]), cross(a[0], a[1])); }
 
 vec3 skin_lbs(int sidx, int jb, vec3 v) {
     ivec4 j = joint_ids[sidx];
     vec4 w = weights[sidx];
     mat4 m = w.x * joints[jb + j.x].skin + w.y * joints[jb + j.y].skin
            + w.z * joints[jb + j.z].skin + w.w * joints[jb + j.w].skin;
+#if SKIN_NORMALS
+    nrm_m = cofactor(mat3(m));
+#endif
     return (m * vec4(v, 1.0)).xyz;
 }
 
@@ -50,6 +65,9 @@ vec3 skin_dqs(int sidx, int jb, vec3 v) {
     }
     float n = length(br);
     if (n > 0.0) { br /= n; bd /= n; } else { br = vec4(0, 0, 0, 1); bd = vec4(0.0); }
+#if SKIN_NORMALS
+    nrm_m = quat_to_mat3(br) * cofactor(mat3(s));
+#endif
     vec3 t = 2.0 * (br.w * bd.xyz - bd.w * br.xyz + cross(br.xyz, bd.xyz));
     return quat_rotate(br, v) + t;
 }
@@ -121,4 +139,9 @@ void main() {
 #endif
 #endif
     dst[didx] = vec4(r, 1.0);
+#if SKIN_NORMALS
+    nmat[3 * didx] = vec4(nrm_m[0], 0.0);
+    nmat[3 * didx + 1] = vec4(nrm_m[1], 0.0);
+    nmat[3 * didx + 2] = vec4(nrm_m[2], 0.0);
+#endif
 }

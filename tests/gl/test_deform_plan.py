@@ -24,7 +24,7 @@ def test_default_graph_order_and_barriers():
 
 
 def test_order_follows_data_not_declaration():
-    cfg = default_config("lbs").to_dict()
+    cfg = default_config("lbs", normals="surface").to_dict()
     cfg["nodes"].reverse()
     p = plan(GraphConfig.from_dict(cfg))
     assert [s.node.stage for s in p.steps] == ["skin", "copy", "face_normals", "vertex_normals"]
@@ -41,24 +41,25 @@ def test_feedback_loop_has_no_cycle_and_reads_previous():
 def test_cycle_double_writer_and_bad_ports_raise():
     nodes = [{"name": "a", "stage": "spring", "inputs": {"source": "y"}, "outputs": {"target": "x"}},
              {"name": "b", "stage": "spring", "inputs": {"source": "x"}, "outputs": {"target": "y"}}]
+    tail = default_config("lbs", normals="surface").to_dict()["nodes"][1:]
     with pytest.raises(ValueError, match="cycle"):
-        GraphConfig.from_dict({"nodes": nodes + default_config("lbs").to_dict()["nodes"][1:]
+        GraphConfig.from_dict({"nodes": nodes + tail
                                + [{"name": "s", "stage": "skin", "inputs": {"source": "bind"},
                                    "outputs": {"target": "skinned"}}]})
-    twice = default_config("lbs").to_dict()
+    twice = default_config("lbs", normals="surface").to_dict()
     twice["nodes"].append({"name": "again", "stage": "skin", "inputs": {"source": "bind"},
                            "outputs": {"target": "skinned"}})
     with pytest.raises(ValueError, match="written by both"):
         GraphConfig.from_dict(twice)
-    bad = default_config("lbs").to_dict()
+    bad = default_config("lbs", normals="surface").to_dict()
     bad["nodes"][1]["inputs"] = {"source": "face_normals"}
     with pytest.raises(ValueError, match="control resource"):
         GraphConfig.from_dict(bad)
     with pytest.raises(ValueError, match="unknown stage"):
         GraphConfig.from_dict({"nodes": [{"stage": "blur"}]})
     with pytest.raises(ValueError, match="skin method"):
-        default_config("lbs").from_dict({"nodes": [{"stage": "skin", "inputs": {"source": "bind"},
-                                                    "outputs": {"target": "s"}, "options": {"method": "x"}}]})
+        GraphConfig.from_dict({"nodes": [{"stage": "skin", "inputs": {"source": "bind"},
+                                          "outputs": {"target": "s"}, "options": {"method": "x"}}]})
     with pytest.raises(ValueError, match="graph method"):
         default_config("nope")
 
@@ -99,3 +100,32 @@ options = { crease_angle = 0.5 }
         bad = cfg.to_dict()
         bad["nodes"][3]["options"]["crease_angle"] = 4.0
         GraphConfig.from_dict(bad)
+
+
+def test_skinned_normals_graphs_and_their_validation():
+    # the built-in LBS/DQS graphs skin normals: skin -> copy (positions + normals), no normal stages
+    for method in ("lbs", "dqs"):
+        p = plan(default_config(method))
+        assert [s.node.stage for s in p.steps] == ["skin", "copy"]
+        assert p.steps[0].node.options["normals"] == "skinned"
+        assert p.domains["normals"] == "display" and p.outputs == {"positions": "positions", "normals": "normals"}
+        assert p.steps[1].barrier_before == COMPUTE_READ_BITS
+    # surface normals stay the default where the surface changes shape
+    for method in ("rigid", "irs", "spring"):
+        assert "face_normals" in [s.node.stage for s in plan(default_config(method)).steps]
+        with pytest.raises(ValueError, match="normals='skinned'"):
+            default_config(method, normals="skinned")
+    with pytest.raises(ValueError, match="normals 'bent'"):
+        default_config("lbs", normals="bent")
+    d = default_config("lbs").to_dict()
+    d["nodes"][0]["options"]["method"] = "rigid"
+    with pytest.raises(ValueError, match="needs method 'lbs' or 'dqs'"):
+        GraphConfig.from_dict(d)
+    d = default_config("lbs").to_dict()
+    d["nodes"][0]["options"]["normals"] = "surface"  # the copy's normals output now has no normal transform
+    with pytest.raises(ValueError, match="normals='skinned'"):
+        GraphConfig.from_dict(d)
+    d = default_config("lbs").to_dict()
+    d["nodes"][1]["outputs"]["tangents"] = "t"
+    with pytest.raises(ValueError, match="optional"):
+        GraphConfig.from_dict(d)

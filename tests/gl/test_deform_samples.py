@@ -1,4 +1,5 @@
-"""GPU skinning of Khronos samples (../shared/gltf-samples) equals the numpy reference (LBS, DQS)."""
+"""GPU skinning of Khronos samples (../shared/gltf-samples) equals the numpy reference (LBS, DQS; normals from
+the deformed surface or skinned from the glTF normals)."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,7 +7,8 @@ import pytest
 
 from engine.skinning import meshprep as M
 from engine.skinning import skinning as S
-from engine.skinning.graph import DeformerGraph
+from engine.skinning.binding import per_control
+from engine.skinning.graph import DeformerGraph, default_config
 from tests.conftest import shared_dir
 
 pytestmark = [pytest.mark.gl, pytest.mark.shared]
@@ -36,7 +38,8 @@ def _rot(axis, angle):
 
 @pytest.mark.parametrize("name", ["RiggedSimple.glb", "CesiumMan.glb"])
 @pytest.mark.parametrize("method", ["lbs", "dqs"])
-def test_sample_skinning(gl_ctx, name, method):
+@pytest.mark.parametrize("normals", ["surface", "skinned"])
+def test_sample_skinning(gl_ctx, name, method, normals):
     from engine.render.resources import GpuResources
 
     prim, skin, parents = _skinned_primitive(shared_dir("gltf-samples") / name)
@@ -53,7 +56,8 @@ def test_sample_skinning(gl_ctx, name, method):
     res = GpuResources(gl_ctx)
     graph = DeformerGraph(gl_ctx, res)
     try:
-        h = graph.add_mesh(topo, None, prim.joints, prim.weights, ib, parents, method=method)
+        h = graph.add_mesh(topo, None, prim.joints, prim.weights, ib, parents,
+                           config=default_config(method, normals=normals), normals=prim.normals)
         graph.set_pose(h, skin_mats, posed)
         graph.run()
         p, n = graph.download(h)
@@ -61,6 +65,14 @@ def test_sample_skinning(gl_ctx, name, method):
                                     inverse_bind=ib)
         diag = M.bbox_diagonal(topo.positions)
         np.testing.assert_allclose(p, M.copy_to_display(topo, ref), atol=1e-5 * diag, rtol=0)
+        if normals == "skinned":  # the glTF normals under the same blend as their control point
+            fn = S.lbs_normals if method == "lbs" else S.dqs_normals
+            c = topo.control_of_display
+            nref = fn(prim.normals, per_control(topo, prim.joints)[c], per_control(topo, prim.weights)[c],
+                      skin_mats.astype(np.float32))
+            assert np.abs(nref - prim.normals).max() > 0.3  # the pose really turns normals
+            np.testing.assert_allclose(n, nref, atol=1e-5)
+            return
         nref = M.vertex_normals(ref, topo.triangles, display_triangles=topo.display_triangles,
                                 n_display=topo.n_display)
         # normals of well-shaped triangles; a tiny triangle's normal is ill-conditioned in float32

@@ -41,7 +41,7 @@ def _reference(method, rig, posed, **opts):
 def test_skin_copy_normals_match_reference(gl_ctx, resources, rig, method):
     graph = DeformerGraph(gl_ctx, resources)
     try:
-        h = _add(graph, rig, method=method)
+        h = _add(graph, rig, config=default_config(method, normals="surface"))
         skin, posed = pose(rig, bend=0.8, twist=0.5, stretch=1.1)
         graph.set_pose(h, skin, posed)
         graph.run()
@@ -114,7 +114,7 @@ def _box():
 def test_vertex_normals_crease(gl_ctx, resources, crease):
     pos, tris = _box()
     topo = M.prepare_mesh(pos, tris)
-    cfg = default_config("lbs").to_dict()
+    cfg = default_config("lbs", normals="surface").to_dict()
     if crease is not None:
         cfg["nodes"][3]["options"]["crease_angle"] = crease
     graph = DeformerGraph(gl_ctx, resources)

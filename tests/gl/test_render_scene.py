@@ -291,3 +291,67 @@ def test_present_copies_the_frame_to_a_target(gl_ctx, renderer, res):
     renderer.render(_camera(), target=fbo)
     shown = np.frombuffer(tex.read(alignment=1), np.uint8).reshape(H, W, 4)[::-1]
     np.testing.assert_array_equal(shown, renderer.read_pixels())
+
+
+def test_meshes_in_ranges_of_one_buffer_draw_the_same_frame(gl_ctx, res):
+    """Vertex ranges (glBindBufferRange: buffer, offset, size) of one shared buffer, as the deformer graph's
+    pooled outputs, draw and evaluate exactly like per-mesh buffers; update_vertices writes into the range."""
+    shapes_ = [shapes.uv_sphere(0.35, (-0.5, 0.1, 0.0), rings=8, segments=12),
+               shapes.box((0.5, 0.4, 0.3), (0.5, 0.0, 0.0))]
+    shapes_ = [(p, vertex_normals(p, tri.astype(np.int64)), tri) for p, tri, _ in shapes_]
+    padded = [-(-p.shape[0] * 16 // 1024) * 1024 for p, _, _ in shapes_]
+    cam = _camera()
+    look = LookSettings(ground=False, shadows=False)
+    stride = 1024  # aligned for any GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT (<= 256)
+    frames, hits, evals = [], [], []
+    for pooled in (False, True):
+        r = SceneRenderer(gl_ctx, res, W, H, look=look, shadow_size=256)
+        try:
+            if pooled:
+                total = sum(padded) + stride
+                pos_pool = res.buffer(reserve=total, label="pooled positions")
+                nrm_pool = res.buffer(reserve=total, label="pooled normals")
+            off = stride  # non-zero first offset: a range, not the buffer start
+            handles = []
+            for k, (p, n, tri) in enumerate(shapes_):
+                v = p.shape[0]
+                kw = {}
+                if pooled:
+                    kw["buffers"] = ((pos_pool, off, v * 16), (nrm_pool, off, v * 16))
+                    off += padded[k]
+                h = r.add_mesh(tri, v, base_color=(0.9, 0.3 + 0.4 * k, 0.2, 1.0), **kw)
+                r.update_vertices(h, p, n)
+                handles.append(h)
+            if pooled:
+                assert [h.positions_offset for h in handles] == [stride, stride + padded[0]]
+                raw = np.frombuffer(pos_pool.read(size=shapes_[1][0].shape[0] * 16,
+                                                  offset=handles[1].positions_offset), np.float32).reshape(-1, 4)
+                np.testing.assert_array_equal(raw[:, :3], shapes_[1][0])  # update_vertices wrote into the range
+            r.render(cam)
+            frames.append(r.read_pixels())
+            hit = r.query(W // 2 + 12, H // 2)
+            hits.append(None if hit is None else (handles.index(hit.mesh), hit.triangle))
+            if hit is not None:
+                evals.append(r.evaluate([hit.surface_point])[0])
+        finally:
+            r.release()
+            if pooled:
+                res.release(pos_pool)
+                res.release(nrm_pool)
+    assert _diff_mask(frames[0], np.zeros_like(frames[0])).mean() > 0.05
+    np.testing.assert_array_equal(frames[0], frames[1])
+    assert hits[0] is not None and hits[0] == hits[1]
+    np.testing.assert_array_equal(evals[0], evals[1])
+
+
+def test_vertex_ranges_validate(renderer, res):
+    buf = res.buffer(reserve=1024, label="range")
+    try:
+        with pytest.raises(ValueError, match="16-byte aligned"):
+            renderer.add_mesh(np.array([[0, 1, 2]]), 3, buffers=((buf, 8, 48), (buf, 0, 48)))
+        with pytest.raises(ValueError, match="hold V vec4"):
+            renderer.add_mesh(np.array([[0, 1, 2]]), 3, buffers=((buf, 1008, 48), (buf, 0, 48)))
+        with pytest.raises(ValueError, match="hold V vec4"):
+            renderer.add_mesh(np.array([[0, 1, 2]]), 3, buffers=((buf, 0, 32), (buf, 0, 48)))
+    finally:
+        res.release(buf)
