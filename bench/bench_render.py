@@ -225,7 +225,7 @@ class Crowd:
                 prim = sp.primitive
                 dh = self.graph.add_mesh(sp.topology(), None, prim.joints, prim.weights,
                                          np.asarray(sp.skin.inverse_bind, np.float64), sp.parents, method="lbs",
-                                         asset_key=sp.key)
+                                         normals=prim.normals, asset_key=sp.key)
                 kw = material_kwargs(self.asset, prim)  # base colour, texture, double_sided
                 rest_pos = sp.deform(g0[0], "lbs") + self.offsets[i].astype(np.float32)
                 mh = renderer.add_mesh(prim.indices, prim.vertex_count, buffers=self.graph.output_ranges(dh),

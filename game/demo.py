@@ -188,17 +188,21 @@ class DemoScene:
     def _register_meshes(self, e: int, name: str, asset: Asset, rig: Rig, prims: list[SkinnedPrimitive]) -> None:
         for sp in prims:
             prim = sp.primitive
-            handle = self.renderer.add_mesh(prim.indices, prim.vertex_count, **material_kwargs(asset, prim),
-                                            label=f"e{e}:{sp.key}", entity=e, node=sp.node, mesh_index=sp.mesh,
-                                            primitive=sp.prim)
-            inst = MeshInstance(e, sp.key, sp, name, sp.node, prim.positions, prim.normals, handle)
+            deform = None
+            buffers = None
             if self.graph is not None:
+                # The graph writes pooled buffers; the renderer pulls this mesh's range of them (no copies).
                 binding = None if self.deformer in ("lbs", "dqs") else sp.binding()
                 how = dict(config=self.graph_config) if self.graph_config is not None else dict(method=self.deformer)
-                inst.deform = self.graph.add_mesh(
+                deform = self.graph.add_mesh(
                     sp.topology(), binding, prim.joints, prim.weights, sp.skin.inverse_bind, sp.parents,
-                    asset_key=(name, sp.mesh, sp.prim, sp.skin_index),
-                    positions_buffer=handle.positions, normals_buffer=handle.normals, **how)
+                    normals=prim.normals, asset_key=(name, sp.mesh, sp.prim, sp.skin_index), **how)
+                buffers = self.graph.output_ranges(deform)
+            handle = self.renderer.add_mesh(prim.indices, prim.vertex_count, **material_kwargs(asset, prim),
+                                            buffers=buffers, label=f"e{e}:{sp.key}", entity=e, node=sp.node,
+                                            mesh_index=sp.mesh, primitive=sp.prim)
+            inst = MeshInstance(e, sp.key, sp, name, sp.node, prim.positions, prim.normals, handle, deform)
+            if deform is not None:
                 lo, hi = prim.positions.min(0), prim.positions.max(0)
                 inst.radius = float(np.linalg.norm(hi - lo)) * 0.35
             self.instances.append(inst)
