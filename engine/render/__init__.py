@@ -7,6 +7,7 @@ Modules:
   layouts    Std430Struct (numpy dtype + GLSL struct from one definition), constants shared with GLSL
   camera     Camera, OrbitCamera (float32 4x4, column-vector convention)
   renderer   SceneRenderer: deferred G-buffer from the deformed-vertex SSBOs + compositor, queries
+  corners    corner vertices: the G-buffer's indexed draw that still yields triangle + barycentrics
   timers     GpuTimers: per-pass GL timer queries read back a few frames late
   shapes     small procedural meshes (box, sphere, quad)
 

@@ -32,8 +32,10 @@ BINDING_POSITIONS = 0
 BINDING_NORMALS = 1
 BINDING_TEXCOORDS = 2
 BINDING_LIGHTS = 3
-BINDING_INDICES = 4  # the mesh's index buffer (uint triangles) read by the G-buffer fragment stage
+BINDING_INDICES = 4  # a mesh's index buffer (uint triangles) as an SSBO, where a shader declares it
 BINDING_BLOBS = 5    # contact-shadow blobs (BLOB structs) of the compose pass
+CORNER_TRIANGLE_SHIFT = 6
+"""Bit where the triangle index starts in a corner vertex's info word (engine/render/corners.py)."""
 MAX_LIGHTS = 8
 MAX_LAYERS = 8
 """Most layers (meshes with their own G-buffer) the compositor takes besides the scene G-buffer."""
@@ -47,6 +49,7 @@ GLSL_CONSTANTS: dict[str, int] = {
     "BINDING_LIGHTS": BINDING_LIGHTS,
     "BINDING_INDICES": BINDING_INDICES,
     "BINDING_BLOBS": BINDING_BLOBS,
+    "CORNER_TRIANGLE_SHIFT": CORNER_TRIANGLE_SHIFT,
     "MAX_LIGHTS": MAX_LIGHTS,
     "MAX_LAYERS": MAX_LAYERS,
 }

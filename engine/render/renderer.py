@@ -6,15 +6,24 @@ Passes of one frame (each a GPU timer scope, see :attr:`SceneRenderer.gpu_ms`):
                 ``shadow_interval`` frames (and when the set of meshes changes).
 ``gbuffer``     every mesh WITHOUT a layer, into ONE scene G-buffer with the hardware depth test: cost
                 grows with pixels and triangles, not with a framebuffer per mesh. Each mesh is one
-                non-indexed draw of 3 vertices per triangle (``shaders/render/gbuffer.vert``) pulling
-                its index buffer and deformed vertices from SSBOs, so barycentrics arrive as a varying
-                and the triangle as gl_PrimitiveID; the fragment stage writes albedo and an id texel
-                (mesh id, triangle, barycentrics, normal; ``shaders/include/gbuffer_codec.glsl``) plus
-                depth. Single-sided meshes (glTF ``doubleSided`` false) cull back faces. Only the depth
-                targets are cleared: id and albedo texels mean something only where the depth copy is
-                non-zero (readers mask them; a 128-bit clear costs ~4 ms at 720p on llvmpipe). Draws are
-                submitted (glFlush) every :attr:`SceneRenderer.flush_triangles` triangles so a software
-                rasteriser rasterises while the CPU still runs later meshes' vertex stage.
+                indexed draw over its CORNER VERTICES (``engine/render/corners.py``,
+                ``shaders/render/gbuffer.vert``): display vertices with a colour per triangle corner, so
+                the interpolated colour vectors are the barycentrics and the provoking corner passes the
+                triangle index flat (no gl_PrimitiveID, which sends llvmpipe down a slow path; no
+                expanded draw), triangles in a vertex-cache friendly strip order; the vertex stage pulls
+                the deformed vertices from SSBOs. The fragment stage writes albedo and an id texel (mesh
+                id, triangle, barycentrics, normal; ``shaders/include/gbuffer_codec.glsl``) plus depth,
+                and is kept minimal (it runs for every 4x4 block a small triangle touches): base-colour
+                textures are stored as sqrt(linear albedo) in RGBA8 UNORM (:func:`albedo_levels`,
+                llvmpipe's fast 8-bit filtering path, one mip level per sample), the wireframe coverage
+                only in the wireframe variant. Meshes of one asset share index buffers, corner
+                vertices, texcoords and texture (counted, released with the last user), and the pass
+                binds them only when they change. Single-sided meshes (glTF ``doubleSided`` false) cull
+                back faces. Only the depth targets are cleared: id and albedo texels mean something only
+                where the depth copy is non-zero (readers mask them; a 128-bit clear costs ~4 ms at 720p
+                on llvmpipe). Draws are submitted (glFlush) every :attr:`SceneRenderer.flush_triangles`
+                triangles so a software rasteriser rasterises while the CPU still runs later meshes'
+                vertex stage.
 ``layer:NAME``  the meshes given layer NAME, into that layer's own G-buffer (research Stage 4 gives every
                 mesh its own framebuffer; here a tool opts in where it must see a surface whatever
                 covers it: skin under clothes, a character behind another).
@@ -26,7 +35,7 @@ Passes of one frame (each a GPU timer scope, see :attr:`SceneRenderer.gpu_ms`):
                 (which mesh, which triangle: what :meth:`SceneRenderer.query` reads) and the frame depth
                 (0 where no mesh shows: there the id texels are stale and masked by the readers).
                 Cost grows with the number of layers, not of meshes. Contact-shadow blobs (the default
-                ``shadows="blob"``: one instanced draw) darken the ground under each entity.
+                ``shadows="blob"``: one instanced draw of octagons) darken the ground under each entity.
 ``ui``          optional overlay callback drawing into :attr:`SceneRenderer.framebuffer`.
 ``present``     copies the frame to a target framebuffer (the window) when one is given.
 
@@ -47,14 +56,19 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
+
+import ctypes
 
 import moderngl
 import numpy as np
 
 from engine.render.camera import look_at
+from engine.render.corners import CornerTopology, build_corner_topology
 from engine.render.layouts import BLOB, GLSL_CONSTANTS, LIGHT, MAX_LAYERS, MAX_LIGHTS, pack_mat4
 from engine.render.resources import GpuResources
 from engine.render.shaderlib import ProgramCache
@@ -67,7 +81,6 @@ PASSES = ("shadow", "gbuffer", "compose", "ui", "present")
 VIEWS = ("color", "albedo", "normal", "position", "depth", "triangle", "barycentric", "mesh")
 """What the compose pass shows: the lit frame, or one G-buffer channel in false colour."""
 SHADOW_MODES = ("off", "blob", "map")
-GL_SRGB8_ALPHA8 = 0x8C43
 _RESERVED_SOURCES = ("frame", "gbuffer")
 
 # G-buffer attachments: name -> (components, dtype); order = fragment output locations.
@@ -78,6 +91,7 @@ GBUFFER_LAYOUT: tuple[tuple[str, int, str], ...] = (
 )
 
 _MESH_DEFINES = ("BINDING_POSITIONS", "BINDING_NORMALS", "BINDING_TEXCOORDS")
+_CORNER_DEFINES = ("CORNER_TRIANGLE_SHIFT",)
 _LIGHT_DEFINES = ("BINDING_LIGHTS", "MAX_LIGHTS")
 
 
@@ -90,20 +104,58 @@ def srgb_to_linear(c) -> np.ndarray:
     return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
 
 
-def gl_flush_function(ctx: moderngl.Context) -> Callable[[], None] | None:
-    """``glFlush`` of the context's own GL loader (moderngl exposes no flush), or None where the loader
-    does not provide it. A flush only submits the queued commands; nothing waits."""
-    import ctypes
-
+def _gl_function(ctx: moderngl.Context, name: str, *argtypes):
+    """A GL entry point (returning void) from the context's own loader, or None where the loader does
+    not provide it."""
     loader = getattr(getattr(ctx, "mglo", None), "_context", None)
     load = getattr(loader, "load_opengl_function", None) or getattr(loader, "load", None)
     if load is None:
         return None
     try:
-        addr = load("glFlush")
+        addr = load(name)
     except (AttributeError, OSError, TypeError, ValueError):
         return None
-    return ctypes.CFUNCTYPE(None)(addr) if addr else None
+    return ctypes.CFUNCTYPE(None, *argtypes)(addr) if addr else None
+
+
+def gl_flush_function(ctx: moderngl.Context) -> Callable[[], None] | None:
+    """``glFlush`` of the context's own GL loader (moderngl exposes no flush), or None where the loader
+    does not provide it. A flush only submits the queued commands; nothing waits."""
+    return _gl_function(ctx, "glFlush")
+
+
+def albedo_levels(image: np.ndarray) -> list[np.ndarray]:
+    """The mip chain of a base-colour image ((H,W,4) uint8 sRGB, row 0 = top) in the G-buffer's albedo
+    encoding: rgb = sqrt(linear), alpha linear, each level the 2x2 mean of the previous one in linear
+    light (odd edges dropped), down to 1x1. What the G-buffer pass samples (RGBA8 UNORM: llvmpipe filters
+    8-bit UNORM texels on its fast path; an sRGB texture would be decoded per texel)."""
+    img = np.asarray(image)
+    if img.ndim != 3 or img.shape[2] != 4 or img.dtype != np.uint8:
+        raise ValueError(f"image must be (H,W,4) uint8, got {img.shape} {img.dtype}")
+    lin = np.empty(img.shape, np.float32)
+    lin[..., :3] = srgb_to_linear(img[..., :3] / np.float32(255.0))
+    lin[..., 3] = img[..., 3] / np.float32(255.0)
+    levels = []
+    while True:
+        enc = np.empty(lin.shape, np.float32)
+        enc[..., :3] = np.sqrt(lin[..., :3])
+        enc[..., 3] = lin[..., 3]
+        levels.append(np.clip(np.rint(enc * 255.0), 0, 255).astype(np.uint8))
+        h, w = lin.shape[:2]
+        if h == 1 and w == 1:
+            return levels
+        h2, w2 = max(h // 2, 1), max(w // 2, 1)
+        fy, fx = (2 if h > 1 else 1), (2 if w > 1 else 1)
+        lin = lin[:h2 * fy, :w2 * fx].reshape(h2, fy, w2, fx, 4).mean(axis=(1, 3), dtype=np.float32)
+
+
+def _digest(a: np.ndarray) -> bytes:
+    """Content key of an array (shape, dtype and bytes) for sharing GPU copies of equal data."""
+    a = np.ascontiguousarray(a)
+    h = hashlib.blake2b(digest_size=16)
+    h.update(repr((a.shape, a.dtype.str)).encode())
+    h.update(a.data)
+    return h.digest()
 
 
 def _masked_ids(ids: np.ndarray, depth: np.ndarray) -> np.ndarray:
@@ -136,7 +188,11 @@ class MeshHandle:
     ``bounds`` (min, max) world box (fits the shadow camera and the contact-shadow blob; set it when a
     GPU stage deforms). Tags: ``entity`` (ECS entity), glTF ``node``, ``mesh_index``, ``primitive``
     (-1 when unknown). ``layer``: name of the layer it draws into, None for the scene G-buffer.
-    ``double_sided`` False (glTF ``material.doubleSided`` false) culls back faces in the G-buffer pass."""
+    ``double_sided`` False (glTF ``material.doubleSided`` false) culls back faces in the G-buffer pass.
+    Meshes with the same triangles share ``indices`` and the corner vertices (``corner_indices``,
+    ``corners``, ``corner_topology``: engine/render/corners.py), with the same texcoords too
+    ``texcoords`` and ``corner_texcoords`` (per corner vertex), and with the same base-colour image
+    ``texture``; the renderer counts the users and releases them with the last one."""
 
     id: int
     label: str
@@ -145,7 +201,11 @@ class MeshHandle:
     positions: moderngl.Buffer = field(repr=False)
     normals: moderngl.Buffer = field(repr=False)
     indices: moderngl.Buffer = field(repr=False)
+    corner_indices: moderngl.Buffer | None = field(default=None, repr=False)
+    corners: moderngl.Buffer | None = field(default=None, repr=False)
+    corner_topology: CornerTopology | None = field(default=None, repr=False)
     texcoords: moderngl.Buffer | None = field(default=None, repr=False)
+    corner_texcoords: moderngl.Buffer | None = field(default=None, repr=False)  # texcoords per corner vertex
     texture: moderngl.Texture | None = field(default=None, repr=False)
     base_color: np.ndarray = field(default_factory=lambda: np.ones(4, np.float32))
     bounds: tuple[np.ndarray, np.ndarray] | None = None
@@ -159,12 +219,18 @@ class MeshHandle:
     double_sided: bool = True
     positions_offset: int = 0  # byte offset of the mesh's range in ``positions`` (glBindBufferRange)
     normals_offset: int = 0    # byte offset of the mesh's range in ``normals``
+    shared_keys: tuple = field(default=(), repr=False)  # keys of the shared objects it uses (renderer-internal)
 
     def bind_vertices(self, binding_positions: int, binding_normals: int) -> None:
         """Bind the mesh's positions / normals ranges (V vec4 each) to the two SSBO binding points."""
         size = self.vertex_count * 16
         self.positions.bind_to_storage_buffer(binding_positions, offset=self.positions_offset, size=size)
         self.normals.bind_to_storage_buffer(binding_normals, offset=self.normals_offset, size=size)
+
+    @property
+    def albedo_scale(self) -> tuple[float, float, float]:
+        """sqrt of the linear RGB base colour (the G-buffer's albedo encoding; clamped to [0, 1])."""
+        return tuple(math.sqrt(min(max(float(x), 0.0), 1.0)) for x in self.base_color[:3])
 
     @property
     def triangle_count(self) -> int:
@@ -348,10 +414,11 @@ class SceneRenderer:
         queued, so that a software rasteriser (llvmpipe bins a whole batch before its threads rasterise it)
         rasterises one batch while the CPU still runs the next meshes' vertex stage; 0 = never."""
         self._flush = gl_flush_function(ctx)
+        self._shared: dict[tuple, list] = {}  # key -> [users, objects...]: topologies and textures of meshes
 
         # Compile every program the current settings need now: a shader error surfaces at set-up.
         for uv in (False, True):
-            self._gbuffer_program(uv, tess=self.look.tessellation)
+            self._gbuffer_program(uv, tess=self.look.tessellation, wire=self.look.wireframe)
         self._program("backdrop")
         self._program("present")
         self._program("shadow")
@@ -395,17 +462,19 @@ class SceneRenderer:
     def _program(self, name: str) -> moderngl.Program:
         return self.programs.get_program(**self._STAGES[name])
 
-    def _gbuffer_program(self, uv: bool, *, tess: bool) -> moderngl.Program:
+    def _gbuffer_program(self, uv: bool, *, tess: bool, wire: bool) -> moderngl.Program:
         defines = _constants(*_MESH_DEFINES)
         if uv:
             defines["HAS_TEXCOORDS"] = 1
+        if wire:
+            defines["WIREFRAME"] = 1
         if tess:
             defines["TESSELLATION"] = 1
             return self.programs.get_program(vertex="render/mesh.vert", tess_control="render/phong.tesc",
                                              tess_evaluation="render/phong.tese", fragment="render/gbuffer.frag",
                                              defines=defines)
-        defines["BINDING_INDICES"] = GLSL_CONSTANTS["BINDING_INDICES"]
-        defines["EXPANDED"] = 1
+        defines.update(_constants(*_CORNER_DEFINES))
+        defines["CORNERS"] = 1
         return self.programs.get_program(vertex="render/gbuffer.vert", fragment="render/gbuffer.frag", defines=defines)
 
     def _compose_program(self) -> moderngl.Program:
@@ -422,16 +491,23 @@ class SceneRenderer:
         return self.programs.get_program(vertex="render/fullscreen.vert", fragment="render/compose.frag",
                                          defines=defines)
 
-    def _vao(self, prog: moderngl.Program, h: MeshHandle | None, *, indexed: bool = True) -> moderngl.VertexArray:
+    def _vao(self, prog: moderngl.Program, h: MeshHandle | None, *, corners: bool = False) -> moderngl.VertexArray:
         """The vertex array of ``prog`` for mesh ``h`` (or the attribute-less fullscreen one), made
-        once per (program, mesh) and kept until the mesh goes or a shader reload swaps programs.
-        ``indexed``: with the mesh's index buffer (else the draw pulls indices itself, see gbuffer.vert)."""
+        once per (program, mesh) and kept until the mesh goes or a shader reload swaps programs. Its
+        index buffer is the mesh's triangles, or with ``corners`` the triangles over its corner vertices
+        (the G-buffer draw, see gbuffer.vert: the corner vertices' static data, info word and texcoords,
+        are vertex attributes); the vertex stages pull the deformed vertices from SSBOs themselves."""
         key = (id(prog), None if h is None else h.id)
         vao = self._vaos.get(key)
         if vao is None:
             label = "fullscreen" if h is None else f"{h.label}"
-            index = h.indices if h is not None and indexed else None
-            vao = self.res.vertex_array(prog, [], index_buffer=index, label=f"{label} vao")
+            index = None if h is None else (h.corner_indices if corners else h.indices)
+            content = []
+            if corners:  # static per-corner data as vertex attributes (see gbuffer.vert)
+                content.append((h.corners, "2u", "in_corner"))
+                if "in_uv" in prog:
+                    content.append((h.corner_texcoords, "2f", "in_uv"))
+            vao = self.res.vertex_array(prog, content, index_buffer=index, label=f"{label} vao")
             self._vaos[key] = vao
         return vao
 
@@ -576,6 +652,8 @@ class SceneRenderer:
     @wireframe.setter
     def wireframe(self, on: bool) -> None:
         self.look.wireframe = bool(on)
+        for uv in (False, True):  # compile the variant now, not in the next frame
+            self._gbuffer_program(uv, tess=self.look.tessellation, wire=self.look.wireframe)
 
     def set_tessellation(self, on: bool, *, level: float | None = None, alpha: float | None = None) -> None:
         """Toggle Phong tessellation (compiles its programs now)."""
@@ -586,7 +664,7 @@ class SceneRenderer:
         self.look.tessellation = bool(on)
         self.look.check()
         for uv in (False, True):
-            self._gbuffer_program(uv, tess=self.look.tessellation)
+            self._gbuffer_program(uv, tess=self.look.tessellation, wire=self.look.wireframe)
 
     # -- meshes --------------------------------------------------------------------------------
     def add_mesh(self, triangles: np.ndarray, vertex_count: int, *, base_color=(1.0, 1.0, 1.0, 1.0),
@@ -642,46 +720,93 @@ class SceneRenderer:
         self._next_id += 1
         label = label or f"mesh{mid}"
         r = self.res
+        keys = [("topology", v, _digest(tri))]
+        indices, corner_indices, corners, topo = self._acquire(keys[0], lambda: self._make_topology(tri, v, label))
+        tc_buf = tex = None
+        ctc_buf = None
+        if texcoords is not None:
+            keys.append(("texcoords", _digest(texcoords), keys[0]))
+            src = topo.corners[:, 0].astype(np.int64)
+            tc_buf, ctc_buf = self._acquire(keys[-1], lambda: (
+                r.buffer(texcoords, label=f"{label} texcoords"),
+                r.buffer(np.ascontiguousarray(texcoords[src]), label=f"{label} corner texcoords")))
+        if image is not None:
+            keys.append(("texture", image.shape, _digest(image), float(self.texture_anisotropy)))
+            (tex,) = self._acquire(keys[-1], lambda: (self._make_albedo_texture(image, label),))
         h = MeshHandle(
             id=mid, label=label, vertex_count=v, triangles=tri,
             positions=ranges[0][0] if ranges else r.buffer(reserve=v * 16, label=f"{label} positions"),
             normals=ranges[1][0] if ranges else r.buffer(reserve=v * 16, label=f"{label} normals"),
             positions_offset=int(ranges[0][1]) if ranges else 0, normals_offset=int(ranges[1][1]) if ranges else 0,
-            indices=r.buffer(tri, label=f"{label} indices"),
-            texcoords=None if texcoords is None else r.buffer(texcoords, label=f"{label} texcoords"),
-            texture=None if image is None else r.texture(
-                (image.shape[1], image.shape[0]), 4, image, internal_format=GL_SRGB8_ALPHA8, mipmaps=True,
-                label=f"{label} base colour"),
+            indices=indices, corner_indices=corner_indices, corners=corners, corner_topology=topo,
+            texcoords=tc_buf, corner_texcoords=ctc_buf, texture=tex,
             base_color=color, entity=int(entity), node=int(node), mesh_index=int(mesh_index),
             primitive=int(primitive), layer=layer, owns_vertex_buffers=buffers is None,
-            double_sided=bool(double_sided),
+            double_sided=bool(double_sided), shared_keys=tuple(keys),
         )
-        if h.texture is not None:
-            # trilinear only: anisotropic filtering costs several times more on software rasterisers
-            h.texture.anisotropy = float(self.texture_anisotropy)
         self.meshes[mid] = h
         self._draw_lists = None
         if positions is not None:
             self.update_vertices(h, positions, normals)
         return h
 
+    def _make_topology(self, tri: np.ndarray, v: int, label: str) -> tuple:
+        """(index buffer, corner index buffer, corner vertex buffer (uvec2 attributes), CornerTopology)
+        of a triangle list."""
+        topo = build_corner_topology(tri, v)
+        r = self.res
+        return (r.buffer(tri, label=f"{label} indices"), r.buffer(topo.indices, label=f"{label} corner indices"),
+                r.buffer(topo.corners, label=f"{label} corner vertices"), topo)
+
+    def _make_albedo_texture(self, image: np.ndarray, label: str) -> moderngl.Texture:
+        """RGBA8 UNORM texture of sqrt(linear albedo) with its mip chain filtered in linear light
+        (:func:`albedo_levels`); rows uploaded in order, so image row 0 (glTF: the top) lands at v = 0."""
+        levels = albedo_levels(image)
+        tex = self.res.texture((image.shape[1], image.shape[0]), 4, levels[0], mipmaps=True,
+                               label=f"{label} base colour")
+        for k, lv in enumerate(levels[1:], start=1):
+            tex.write(np.ascontiguousarray(lv).tobytes(), level=k)
+        # bilinear in one mip level: blending two levels (trilinear) or anisotropic filtering costs
+        # markedly more on software rasterisers, for a difference invisible at these sizes
+        tex.anisotropy = float(self.texture_anisotropy)
+        tex.filter = (moderngl.LINEAR_MIPMAP_NEAREST, moderngl.LINEAR)
+        return tex
+
+    def _acquire(self, key: tuple, make: Callable[[], tuple]) -> tuple:
+        """The shared objects under ``key`` (made by ``make()`` for the first user), one more user counted."""
+        entry = self._shared.get(key)
+        if entry is None:
+            entry = [0, *make()]
+            self._shared[key] = entry
+        entry[0] += 1
+        return tuple(entry[1:])
+
+    def _release_shared(self, key: tuple) -> None:
+        entry = self._shared[key]
+        entry[0] -= 1
+        if entry[0] == 0:
+            del self._shared[key]
+            for obj in entry[1:]:
+                if self.res.owns(obj):
+                    self.res.release(obj)
+
     def _check_handle(self, handle: MeshHandle) -> None:
         if self.meshes.get(handle.id) is not handle:
             raise ValueError(f"mesh {handle.label!r} (id {handle.id}) is not registered here")
 
     def remove_mesh(self, handle: MeshHandle) -> None:
-        """Release a mesh's buffers, texture and vertex arrays."""
+        """Release a mesh's buffers and vertex arrays, and the shared topology / texcoords / texture
+        when it was their last user."""
         self._check_handle(handle)
         del self.meshes[handle.id]
         self._draw_lists = None
         for key in [k for k in self._vaos if k[1] == handle.id]:
             self.res.release(self._vaos.pop(key))
-        owned = [handle.indices, handle.texcoords, handle.texture]
+        for key in handle.shared_keys:
+            self._release_shared(key)
         if handle.owns_vertex_buffers:
-            owned += [handle.positions, handle.normals]
-        for obj in owned:
-            if obj is not None:
-                self.res.release(obj)
+            self.res.release(handle.positions)
+            self.res.release(handle.normals)
 
     def update_vertices(self, handle: MeshHandle, positions: np.ndarray, normals: np.ndarray | None = None) -> None:
         """Upload world-space positions (V,3) and normals (V,3) (area-weighted from the triangles when
@@ -875,7 +1000,8 @@ class SceneRenderer:
 
     def _gbuffer_pass(self, gb: _GBuffer, vp: np.ndarray, meshes: list[MeshHandle]) -> None:
         """Clear (zcopy + depth only) and draw ``meshes`` into ``gb``: one program bind per
-        (textured, untextured) group, uniforms and cull state written only when they change."""
+        (textured, untextured) group; uniforms, textures, shared buffers and cull state are set only
+        when they change (meshes of one asset share them)."""
         ctx = self.ctx
         gb.clear_fbo.use()
         gb.clear_fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
@@ -885,14 +1011,17 @@ class SceneRenderer:
         ctx.enable(moderngl.DEPTH_TEST)
         ctx.depth_func = "<"
         tess = self.look.tessellation
+        wire = bool(self.look.wireframe)
         mode = moderngl.PATCHES if tess else moderngl.TRIANGLES
         if tess:
             ctx.patch_vertices = 3
+        else:  # the corner draw needs GL's default (last vertex provokes), whatever other code set
+            ctx.provoking_vertex = moderngl.LAST_VERTEX_CONVENTION
         bp, bn = GLSL_CONSTANTS["BINDING_POSITIONS"], GLSL_CONSTANTS["BINDING_NORMALS"]
-        bi, bt = GLSL_CONSTANTS["BINDING_INDICES"], GLSL_CONSTANTS["BINDING_TEXCOORDS"]
+        bt = GLSL_CONSTANTS["BINDING_TEXCOORDS"]
         current = None
-        u_id = u_color = u_tex = None
-        last_color = last_tex = None
+        u_id = u_scale = u_tex = None
+        last_scale = last_has_tex = last_tex = last_tc = None
         cull = False
         queued = 0
         flush_every = self.flush_triangles if self._flush is not None else 0
@@ -904,16 +1033,16 @@ class SceneRenderer:
                 queued += h.triangle_count
                 uv = h.texcoords is not None
                 if current is None or current[0] != uv:
-                    prog = self._gbuffer_program(uv, tess=tess)
+                    prog = self._gbuffer_program(uv, tess=tess, wire=wire)
                     current = (uv, prog)
                     self._mat(prog, "u_view_proj", vp)
                     if tess:
                         self._set(prog, "u_tess_level", float(self.look.tess_level))
                         self._set(prog, "u_phong_alpha", float(self.look.phong_alpha))
                     self._set(prog, "u_base_texture", 0)
-                    u_id, u_color = prog["u_mesh_id"], prog["u_base_color"]
+                    u_id, u_scale = prog["u_mesh_id"], prog["u_albedo_scale"]
                     u_tex = prog["u_has_texture"] if "u_has_texture" in prog else None
-                    last_color = last_tex = None
+                    last_scale = last_has_tex = None
                 prog = current[1]
                 if cull != (not h.double_sided):
                     cull = not h.double_sided
@@ -922,24 +1051,23 @@ class SceneRenderer:
                     else:
                         ctx.disable(moderngl.CULL_FACE)
                 u_id.value = h.id
-                color = np.asarray(h.base_color, np.float32).tobytes()
-                if color != last_color:
-                    u_color.write(color)
-                    last_color = color
+                scale = h.albedo_scale
+                if scale != last_scale:
+                    u_scale.value = scale
+                    last_scale = scale
                 if uv:
                     has_tex = h.texture is not None
-                    if has_tex:
+                    if has_tex and h.texture is not last_tex:
                         h.texture.use(location=0)
-                    if has_tex != last_tex and u_tex is not None:
+                        last_tex = h.texture
+                    if has_tex != last_has_tex and u_tex is not None:
                         u_tex.value = has_tex
-                        last_tex = has_tex
-                    h.texcoords.bind_to_storage_buffer(bt)
+                        last_has_tex = has_tex
+                    if tess and h.texcoords is not last_tc:
+                        h.texcoords.bind_to_storage_buffer(bt)
+                        last_tc = h.texcoords
                 h.bind_vertices(bp, bn)
-                if tess:
-                    self._vao(prog, h).render(mode)
-                else:
-                    h.indices.bind_to_storage_buffer(bi)
-                    self._vao(prog, h, indexed=False).render(mode, vertices=3 * h.triangle_count)
+                self._vao(prog, h, corners=not tess).render(mode)
         finally:
             if cull:
                 ctx.disable(moderngl.CULL_FACE)
@@ -1117,7 +1245,7 @@ class SceneRenderer:
         self._depth.use(location=0)
         self._set(prog, "u_frame_depth", 0)
         self._blobs.bind_to_storage_buffer(GLSL_CONSTANTS["BINDING_BLOBS"])
-        self._vao(prog, None).render(moderngl.TRIANGLES, vertices=6, instances=n)
+        self._vao(prog, None).render(moderngl.TRIANGLES, vertices=18, instances=n)
         ctx.disable(moderngl.BLEND)
         ctx.blend_func = moderngl.DEFAULT_BLENDING
 

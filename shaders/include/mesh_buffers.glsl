@@ -3,6 +3,9 @@
 // buffers: define MESH_BUFFER_ACCESS as writeonly / coherent (or empty) before including for that.
 // positions[i] = (x, y, z, 1) world space; normals[i] = (nx, ny, nz, 0); texcoords[i] = TEXCOORD_0.
 // With BINDING_INDICES defined, the mesh's index buffer is readable too (3 uints per triangle).
+// The G-buffer's corner vertices (engine/render/corners.py, render/gbuffer.vert) carry an info word:
+// bits 0-1 = the corner's colour, and for the provoking corner of a triangle bits 2-3 / 4-5 = the
+// colours of the triangle's corners 1 / 2, bits CORNER_TRIANGLE_SHIFT (6) and up = the triangle index.
 #ifndef BINDING_POSITIONS
 #error "pass the GLSL constants of engine.render.layouts (BINDING_POSITIONS, BINDING_NORMALS, BINDING_TEXCOORDS) as defines"
 #endif

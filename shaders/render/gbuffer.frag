@@ -3,17 +3,25 @@
 // a copy of the window depth that the compositor reads; the hardware depth buffer itself only serves
 // the depth tests). World positions are reconstructed from the depth.
 //
-// Barycentrics: with EXPANDED (the default, after render/gbuffer.vert: a non-indexed draw of 3 vertices
-// per triangle) each corner emits its unit barycentric, interpolated here (perspective-correct), and
-// gl_PrimitiveID is the triangle's index. Without it, a previous stage (Phong tessellation, or
-// render/mesh.geom) supplies bary and prim.
-#include "color.glsl"
+// Barycentrics and triangle: with CORNERS (the default, after render/gbuffer.vert: an indexed draw over
+// corner vertices) the interpolated colour weights are permuted back to the triangle's corner order with
+// the provoking corner's flat info word, which also holds the triangle index. Without it, a previous
+// stage (Phong tessellation) supplies bary and prim.
+//
+// Cost matters here more than anywhere: on llvmpipe the mesh's small triangles are shaded in 4x4 blocks
+// that are mostly partly covered, so every instruction runs for many more fragments than the mesh covers.
+// Hence: the base-colour texture holds sqrt(linear albedo), the G-buffer's own encoding, in RGBA8 UNORM
+// (the renderer converts it when the mesh is added; llvmpipe filters it markedly faster than an sRGB
+// texture, which it decodes per texel) and is sampled bilinearly in one mip level; u_albedo_scale is
+// sqrt(linear baseColorFactor); no normalize (the octahedral encoding divides by the L1 norm anyway);
+// the wireframe coverage is computed only in the WIREFRAME variant.
 #include "gbuffer_codec.glsl"
-#ifdef EXPANDED
+#ifdef CORNERS
 in GBufferData {
     vec3 normal;
     vec2 uv;
-    vec2 bary;
+    vec2 weight;
+    flat uint info;
 } f_in;
 #else
 in FragData {
@@ -25,9 +33,9 @@ in FragData {
 } f_in;
 #endif
 
-uniform vec4 u_base_color;       // linear RGBA (glTF baseColorFactor)
+uniform vec3 u_albedo_scale;      // sqrt of the linear RGB glTF baseColorFactor
 uniform bool u_has_texture;
-uniform sampler2D u_base_texture; // sRGB-encoded RGBA8, decoded by the texture unit (SRGB8_ALPHA8)
+uniform sampler2D u_base_texture; // RGBA8 UNORM: sqrt(linear albedo) (see SceneRenderer.add_mesh)
 uniform uint u_mesh_id;           // written as id + 1 so 0 means "no mesh"
 
 layout(location = 0) out vec4 o_albedo;  // sqrt(linear rgb), a = wireframe edge coverage
@@ -35,23 +43,31 @@ layout(location = 1) out uvec4 o_ids;    // see gbuffer_codec.glsl
 layout(location = 2) out float o_depth;  // window depth (0 is kept for "no surface")
 
 void main() {
-    vec4 base = u_base_color;
+    vec3 albedo = u_albedo_scale;
     if (u_has_texture) {
-        base *= texture(u_base_texture, f_in.uv);
+        albedo = clamp(albedo * texture(u_base_texture, f_in.uv).rgb, 0.0, 1.0);
     }
-#ifdef EXPANDED
-    uint prim = uint(gl_PrimitiveID);
-    vec3 bary = vec3(1.0 - f_in.bary.x - f_in.bary.y, f_in.bary);
+#ifdef CORNERS
+    uint info = f_in.info;
+    vec3 w = vec3(1.0 - f_in.weight.x - f_in.weight.y, f_in.weight);
+    vec3 bary;
+    bary.y = w[(info >> 2) & 3u];
+    bary.z = w[(info >> 4) & 3u];
+    bary.x = 1.0 - bary.y - bary.z;
+    uint prim = info >> CORNER_TRIANGLE_SHIFT;
 #else
     uint prim = f_in.prim;
     vec3 bary = f_in.bary;
 #endif
-    vec3 n = normalize(f_in.normal);
-    if (!gl_FrontFacing) n = -n;  // show the inside of open meshes lit, as double-sided
+    vec3 n = gl_FrontFacing ? f_in.normal : -f_in.normal;  // inside of open meshes lit, as double-sided
+#ifdef WIREFRAME
     vec3 d = max(fwidth(bary), vec3(1e-6));
     vec3 edge = bary / d;
     float wire = 1.0 - smoothstep(0.4, 1.4, min(edge.x, min(edge.y, edge.z)));
-    o_albedo = vec4(sqrt(clamp(base.rgb, 0.0, 1.0)), wire);
+#else
+    const float wire = 0.0;
+#endif
+    o_albedo = vec4(albedo, wire);
     o_ids = encode_ids(u_mesh_id, prim, bary, n);
     o_depth = max(gl_FragCoord.z, 1e-7);
 }

@@ -1,31 +1,42 @@
 #version 430 core
-// Scene mesh pass, vertex stage of the G-buffer program (no tessellation): an EXPANDED, non-indexed
-// draw of 3 vertices per triangle. Vertex k of the draw is corner k % 3 of triangle k / 3; it pulls its
-// display vertex through the mesh's index buffer (an SSBO) and then the deformed vertex from the SSBOs.
-// Each corner also emits the unit barycentric of its corner, so the fragment stage gets the
-// (perspective-correct) barycentrics of its triangle as an ordinary varying and the triangle index as
-// gl_PrimitiveID, instead of re-reading the triangle's three corners per fragment: on software
-// rasterisers, whose many small triangles shade mostly partial 4x4 blocks, that per-fragment gather
-// costs more than shading each corner once per triangle here (bench/bench_render.py measures both).
+// Scene mesh pass, vertex stage of the G-buffer program (no tessellation): an indexed draw over the
+// mesh's CORNER VERTICES (engine/render/corners.py). Corner vertex i is display vertex in_corner.x with
+// a colour 0..2 that differs between the three corners of every triangle, so the unit vector of the
+// colour, interpolated, gives each fragment the barycentrics of its triangle (in colour order); the
+// provoking (last) corner of each triangle belongs to it alone and passes, flat, the triangle index and
+// the colours of its corners 1 and 2, with which the fragment stage restores the corner order.
+// This replaces gl_PrimitiveID (which sends llvmpipe's draw module down a slow primitive-assembly path)
+// and the earlier expanded draw of 3 vertices per triangle; the triangles' strip order lets llvmpipe's
+// vertex cache shade ~1.2 corner vertices per triangle (CesiumMan: 5.7k invocations, expanded: 14k).
+// The corner vertices' static data (info word, texcoords) arrive as vertex attributes, which llvmpipe
+// fetches several times faster than SSBO loads; the deformed positions and normals, written per display
+// vertex by the deformers, are pulled from the SSBOs through in_corner.x.
 #include "mesh_buffers.glsl"
 
 uniform mat4 u_view_proj;
 
+in uvec2 in_corner;  // (display vertex, info word: see mesh_buffers.glsl)
+#ifdef HAS_TEXCOORDS
+in vec2 in_uv;       // TEXCOORD_0 of the corner's display vertex
+#endif
+
 out GBufferData {
     vec3 normal;
     vec2 uv;
-    vec2 bary;  // barycentrics of corners 1 and 2 (corner 0 = 1 - x - y)
+    vec2 weight;     // weights of the corners of colours 1 and 2 (colour 0: 1 - x - y)
+    flat uint info;  // the provoking corner's info word
 } v_out;
 
 void main() {
-    int corner = gl_VertexID % 3;
-    uint v = indices[gl_VertexID];
+    uint v = in_corner.x;
+    uint colour = in_corner.y & 3u;
     v_out.normal = normals[v].xyz;
 #ifdef HAS_TEXCOORDS
-    v_out.uv = texcoords[v];
+    v_out.uv = in_uv;
 #else
     v_out.uv = vec2(0.0);
 #endif
-    v_out.bary = vec2(corner == 1, corner == 2);
+    v_out.weight = vec2(colour == 1u, colour == 2u);
+    v_out.info = in_corner.y;
     gl_Position = u_view_proj * vec4(positions[v].xyz, 1.0);
 }

@@ -2,7 +2,7 @@
 // Indexed mesh draws (shadow map; Phong tessellation of the G-buffer), vertex stage: pulls the deformed
 // vertex from the SSBOs by gl_VertexID (the index buffer supplies it) and applies the view-projection;
 // positions are already world space. With TESSELLATION the projection is left to the evaluation stage.
-// The untessellated G-buffer pass uses render/gbuffer.vert instead (expanded draw with barycentrics).
+// The untessellated G-buffer pass uses render/gbuffer.vert instead (indexed draw over corner vertices).
 #include "mesh_buffers.glsl"
 
 uniform mat4 u_view_proj;
