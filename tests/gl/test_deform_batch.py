@@ -25,15 +25,6 @@ TOL = 1e-5
 
 
 @pytest.fixture(scope="module")
-def resources(gl_ctx):
-    from engine.render.resources import GpuResources
-
-    res = GpuResources(gl_ctx)
-    yield res
-    res.release_all()
-
-
-@pytest.fixture(scope="module")
 def rigs():
     # three assets of different sizes (more than one work group each for the big one; seams everywhere)
     return [tube(rings=7, segments=6), tube(rings=4, segments=5, length=0.5, n_joints=2),

@@ -26,15 +26,6 @@ TOL = 1e-5
 
 
 @pytest.fixture(scope="module")
-def resources(gl_ctx):
-    from engine.render.resources import GpuResources
-
-    res = GpuResources(gl_ctx)
-    yield res
-    res.release_all()
-
-
-@pytest.fixture(scope="module")
 def rig():
     return tube(rings=8, segments=6)
 

@@ -15,7 +15,6 @@ from engine.render import shapes
 from engine.render.camera import Camera
 from engine.render.corners import MAX_TRIANGLES, build_corner_topology, strip_order
 from engine.render.renderer import LookSettings, SceneRenderer, albedo_levels, srgb_to_linear
-from engine.render.resources import GpuResources
 from engine.render.surface import interpolate_surface
 
 pytestmark = pytest.mark.gl
@@ -132,13 +131,6 @@ def test_albedo_levels_filter_in_linear_light():
     np.testing.assert_allclose(albedo_levels(mid)[0][..., :3], want, atol=0.51)
     with pytest.raises(ValueError, match=r"\(H,W,4\) uint8"):
         albedo_levels(np.zeros((2, 2, 3), np.uint8))
-
-
-@pytest.fixture()
-def res(gl_ctx):
-    r = GpuResources(gl_ctx)
-    yield r
-    r.release_all()
 
 
 @pytest.fixture()

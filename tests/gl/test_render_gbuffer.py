@@ -11,19 +11,11 @@ import pytest
 from engine.render import shapes
 from engine.render.camera import Camera
 from engine.render.renderer import VIEWS, LookSettings, SceneRenderer
-from engine.render.resources import GpuResources
 from engine.render.surface import decode_ids, interpolate_surface, oct_decode, oct_encode, pixel_of
 
 pytestmark = pytest.mark.gl
 
 W, H = 72, 54
-
-
-@pytest.fixture()
-def res(gl_ctx):
-    r = GpuResources(gl_ctx)
-    yield r
-    r.release_all()
 
 
 @pytest.fixture()

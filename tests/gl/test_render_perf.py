@@ -12,19 +12,11 @@ import pytest
 from engine.render import shapes
 from engine.render.camera import Camera
 from engine.render.renderer import LookSettings, SceneRenderer, gl_flush_function
-from engine.render.resources import GpuResources
 from tests.conftest import shared_dir
 
 pytestmark = pytest.mark.gl
 
 W, H = 64, 48
-
-
-@pytest.fixture()
-def res(gl_ctx):
-    r = GpuResources(gl_ctx)
-    yield r
-    r.release_all()
 
 
 @pytest.fixture()

@@ -13,7 +13,6 @@ from engine.render import shapes
 from engine.render.camera import Camera
 from engine.render.layouts import GLSL_CONSTANTS
 from engine.render.renderer import LookSettings, SceneRenderer, vertex_normals
-from engine.render.resources import GpuResources
 from engine.render.shaderlib import SHADER_ROOT, ProgramCache, ShaderLibrary
 
 pytestmark = pytest.mark.gl
@@ -31,13 +30,6 @@ def _pixel(vp, p):
     h = vp.astype(np.float64) @ np.append(p, 1.0)
     ndc = h[:3] / h[3]
     return np.array([(ndc[0] + 1) / 2 * W, (1 - ndc[1]) / 2 * H])
-
-
-@pytest.fixture()
-def res(gl_ctx):
-    r = GpuResources(gl_ctx)
-    yield r
-    r.release_all()
 
 
 @pytest.fixture()
