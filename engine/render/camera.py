@@ -58,8 +58,24 @@ def perspective(fov_y_deg: float, aspect: float, near: float, far: float) -> np.
     return m.astype(np.float32)
 
 
+class _Perspective:
+    """Projection shared by the cameras: needs ``fov_y``, ``aspect``, ``near``, ``far`` and a ``view``."""
+
+    @property
+    def projection(self) -> np.ndarray:
+        return perspective(self.fov_y, self.aspect, self.near, self.far)
+
+    def projection_for(self, aspect: float) -> np.ndarray:
+        """The projection for another image aspect (the renderer uses its own width / height)."""
+        return perspective(self.fov_y, aspect, self.near, self.far)
+
+    def view_projection(self, aspect: float | None = None) -> np.ndarray:
+        p = self.projection if aspect is None else self.projection_for(aspect)
+        return (p @ self.view).astype(np.float32)
+
+
 @dataclass
-class Camera:
+class Camera(_Perspective):
     """A perspective look-at camera. ``aspect`` is width / height of the image it renders."""
 
     eye: np.ndarray = field(default_factory=lambda: np.array([0.0, 1.5, 4.0]))
@@ -79,18 +95,6 @@ class Camera:
     @property
     def view(self) -> np.ndarray:
         return look_at(self.eye, self.target, self.up)
-
-    @property
-    def projection(self) -> np.ndarray:
-        return perspective(self.fov_y, self.aspect, self.near, self.far)
-
-    def projection_for(self, aspect: float) -> np.ndarray:
-        """The projection for another image aspect (the renderer uses its own width / height)."""
-        return perspective(self.fov_y, aspect, self.near, self.far)
-
-    def view_projection(self, aspect: float | None = None) -> np.ndarray:
-        p = self.projection if aspect is None else self.projection_for(aspect)
-        return (p @ self.view).astype(np.float32)
 
     @property
     def eye_position(self) -> np.ndarray:
@@ -137,7 +141,7 @@ def _fit_distance(bounds_min, bounds_max, fov_y: float, aspect: float, margin: f
 
 
 @dataclass
-class OrbitCamera:
+class OrbitCamera(_Perspective):
     """Orbit around ``target``: yaw (degrees about +Y, 0 = eye on +Z), pitch (degrees above the
     horizon, clamped to +-89), distance (metres). Mouse drag orbits, the wheel zooms, pan moves the
     target in the view plane. Exposes the same ``view`` / ``projection`` as :class:`Camera`."""
@@ -175,17 +179,6 @@ class OrbitCamera:
     @property
     def view(self) -> np.ndarray:
         return look_at(self.eye, self.target)
-
-    @property
-    def projection(self) -> np.ndarray:
-        return perspective(self.fov_y, self.aspect, self.near, self.far)
-
-    def projection_for(self, aspect: float) -> np.ndarray:
-        return perspective(self.fov_y, aspect, self.near, self.far)
-
-    def view_projection(self, aspect: float | None = None) -> np.ndarray:
-        p = self.projection if aspect is None else self.projection_for(aspect)
-        return (p @ self.view).astype(np.float32)
 
     def drag(self, dx_pixels: float, dy_pixels: float) -> None:
         """Orbit: dragging right turns the camera to the right around the target (yaw decreases),
