@@ -34,6 +34,7 @@ BINDING_TEXCOORDS = 2
 BINDING_LIGHTS = 3
 BINDING_INDICES = 4  # a mesh's index buffer (uint triangles) as an SSBO, where a shader declares it
 BINDING_BLOBS = 5    # contact-shadow blobs (BLOB structs) of the compose pass
+BINDING_SCREEN_RECTS = 6  # ivec4 (x0, y0, x1, y1) pixel rectangle per G-buffer (scene, then layers)
 CORNER_TRIANGLE_SHIFT = 6
 """Bit where the triangle index starts in a corner vertex's info word (engine/render/corners.py)."""
 MAX_LIGHTS = 8
@@ -49,6 +50,7 @@ GLSL_CONSTANTS: dict[str, int] = {
     "BINDING_LIGHTS": BINDING_LIGHTS,
     "BINDING_INDICES": BINDING_INDICES,
     "BINDING_BLOBS": BINDING_BLOBS,
+    "BINDING_SCREEN_RECTS": BINDING_SCREEN_RECTS,
     "CORNER_TRIANGLE_SHIFT": CORNER_TRIANGLE_SHIFT,
     "MAX_LIGHTS": MAX_LIGHTS,
     "MAX_LAYERS": MAX_LAYERS,

@@ -91,7 +91,7 @@ GBUFFER_LAYOUT: tuple[tuple[str, int, str], ...] = (
 )
 
 _MESH_DEFINES = ("BINDING_POSITIONS", "BINDING_NORMALS", "BINDING_TEXCOORDS")
-_CORNER_DEFINES = ("CORNER_TRIANGLE_SHIFT",)
+_CORNER_DEFINES = ("CORNER_TRIANGLE_SHIFT", "BINDING_SCREEN_RECTS")
 _LIGHT_DEFINES = ("BINDING_LIGHTS", "MAX_LIGHTS")
 
 
@@ -430,6 +430,10 @@ class SceneRenderer:
         self._lights_version = 0
         self.set_lights(default_lights())  # compiles the compose program for this light count
         self._blobs = self._own(resources.buffer(BLOB.zeros(64), label="contact shadow blobs"))
+        # Per G-buffer (scene, then the layers in order) the screen rectangle its surfaces cover, grown by
+        # the G-buffer pass's vertex stage and read by the compose pass's (no CPU read-back): see
+        # shaders/render/gbuffer.vert (SCREEN_RECT) and compose.vert.
+        self._rects = self._own(resources.buffer(np.zeros((MAX_LAYERS + 1, 4), np.int32), label="screen rects"))
         self._blob_capacity = 64
         self._shadow_size = shadow_size
         self._shadow_tex = self._own(resources.depth_texture((shadow_size, shadow_size), label="shadow map"))
@@ -475,10 +479,11 @@ class SceneRenderer:
                                              defines=defines)
         defines.update(_constants(*_CORNER_DEFINES))
         defines["CORNERS"] = 1
+        defines["SCREEN_RECT"] = 1
         return self.programs.get_program(vertex="render/gbuffer.vert", fragment="render/gbuffer.frag", defines=defines)
 
     def _compose_program(self) -> moderngl.Program:
-        defines = _constants(*_LIGHT_DEFINES)
+        defines = _constants(*_LIGHT_DEFINES, "BINDING_SCREEN_RECTS")
         defines["LIGHT_COUNT"] = self.light_count
         n = len(self._layers)
         if n:
@@ -488,7 +493,7 @@ class SceneRenderer:
             defines["VIEW"] = v
         elif self.look.shadow_mode() == "map":
             defines["SHADOW_TAPS"] = int(self.look.shadow_taps)
-        return self.programs.get_program(vertex="render/fullscreen.vert", fragment="render/compose.frag",
+        return self.programs.get_program(vertex="render/compose.vert", fragment="render/compose.frag",
                                          defines=defines)
 
     def _vao(self, prog: moderngl.Program, h: MeshHandle | None, *, corners: bool = False) -> moderngl.VertexArray:
@@ -927,15 +932,16 @@ class SceneRenderer:
         scope = self._profiled_scope if profile else t.scope
         t.begin_frame()
         try:
+            self._reset_rects()
             with scope("shadow"):
                 if mode == "map":
                     self._shadow_pass(lists)
             vp32 = self.last_view_proj
             with scope("gbuffer"):
-                self._gbuffer_pass(self._scene, vp32, lists[None])
-            for name, gb in self._layers.items():
+                self._gbuffer_pass(self._scene, vp32, lists[None], slot=0)
+            for k, (name, gb) in enumerate(self._layers.items()):
                 with scope(f"layer:{name}"):
-                    self._gbuffer_pass(gb, vp32, lists[name])
+                    self._gbuffer_pass(gb, vp32, lists[name], slot=k + 1)
             with scope("compose"):
                 self._backdrop_pass(camera)
                 self._compose_pass(mode)
@@ -998,10 +1004,33 @@ class SceneRenderer:
         self._shadow_valid = True
         self._shadow_frame = self.frame_index
 
-    def _gbuffer_pass(self, gb: _GBuffer, vp: np.ndarray, meshes: list[MeshHandle]) -> None:
+    def _reset_rects(self) -> None:
+        """Start every G-buffer's screen rectangle empty (lo = size, hi = 0); with Phong tessellation,
+        whose vertex stage does not grow it (displaced surfaces leave the corners' bounds), the whole
+        viewport."""
+        r = np.empty((MAX_LAYERS + 1, 4), np.int32)
+        if self.look.tessellation:
+            r[:] = (0, 0, self.width, self.height)
+        else:
+            r[:] = (self.width, self.height, 0, 0)
+        self._rects.write(r.tobytes())
+        self._rects.bind_to_storage_buffer(GLSL_CONSTANTS["BINDING_SCREEN_RECTS"])
+
+    def screen_rect(self, source: str | None = None) -> tuple[int, int, int, int] | None:
+        """(x0, y0, x1, y1) pixels, x1/y1 exclusive, row 0 at the bottom (GL), of the last frame's screen
+        rectangle of ``source``'s surfaces (None or "scene": the scene G-buffer, else a layer name), or
+        None when empty. A synchronous read (waits for the GPU): for tools and tests."""
+        names = [None] + list(self._layers)
+        key = None if source in (None, "scene") else source
+        if key not in names:
+            raise ValueError(f"source must be None, 'scene' or a layer of {list(self._layers)}, got {source!r}")
+        r = np.frombuffer(self._rects.read(), np.int32).reshape(-1, 4)[names.index(key)]
+        return None if r[2] <= r[0] or r[3] <= r[1] else tuple(int(x) for x in r)
+
+    def _gbuffer_pass(self, gb: _GBuffer, vp: np.ndarray, meshes: list[MeshHandle], *, slot: int) -> None:
         """Clear (zcopy + depth only) and draw ``meshes`` into ``gb``: one program bind per
         (textured, untextured) group; uniforms, textures, shared buffers and cull state are set only
-        when they change (meshes of one asset share them)."""
+        when they change (meshes of one asset share them). The vertex stage grows screen rect ``slot``."""
         ctx = self.ctx
         gb.clear_fbo.use()
         gb.clear_fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
@@ -1036,6 +1065,8 @@ class SceneRenderer:
                     prog = self._gbuffer_program(uv, tess=tess, wire=wire)
                     current = (uv, prog)
                     self._mat(prog, "u_view_proj", vp)
+                    self._set(prog, "u_rect_slot", slot)
+                    self._set(prog, "u_viewport", (float(self.width), float(self.height)))
                     if tess:
                         self._set(prog, "u_tess_level", float(self.look.tess_level))
                         self._set(prog, "u_phong_alpha", float(self.look.phong_alpha))
@@ -1167,7 +1198,10 @@ class SceneRenderer:
         self._backdrop.use(location=3 * n)
         self._backdrop_depth.use(location=3 * n + 1)
         ctx.enable(moderngl.DEPTH_TEST)
-        ctx.depth_func = ">"  # the far-plane triangle passes where the G-buffer has a surface
+        ctx.depth_func = ">"  # the far-plane quad passes where the G-buffer has a surface
+        ctx.memory_barrier(moderngl.SHADER_STORAGE_BARRIER_BIT)  # the rectangles the G-buffer passes grew
+        self._rects.bind_to_storage_buffer(GLSL_CONSTANTS["BINDING_SCREEN_RECTS"])
+        self._set(prog, "u_viewport", (float(self.width), float(self.height)))
         vao = self._vao(prog, None)
         lists = self._lists()
         names = [None] + list(self._layers)
@@ -1177,7 +1211,8 @@ class SceneRenderer:
             fbo = gb.compose_fbo
             fbo.use()
             fbo.depth_mask = False
-            vao.render(moderngl.TRIANGLES, vertices=3)
+            self._set(prog, "u_rect_slot", k)
+            vao.render(moderngl.TRIANGLES, vertices=6)
             fbo.depth_mask = True
         ctx.disable(moderngl.DEPTH_TEST)
         if mode == "map" and look.ground and self._view == "color" and self._shadow_valid:

@@ -15,6 +15,32 @@
 
 uniform mat4 u_view_proj;
 
+#ifdef SCREEN_RECT
+// The screen rectangle of the G-buffer's surfaces, grown by every vertex: the pixel bounds of its
+// projection, one pixel wider on each side, clamped to the viewport; a vertex at or behind the eye
+// plane (w <= 0) makes it the whole viewport. Every pixel a triangle covers lies in the bounds of its
+// corners' projections when all of them have w > 0 (clipping keeps the covered part inside), so the
+// rectangle is exact and conservative whatever the deformers did, with no read-back. The atomics run
+// only for vertices outside the current rectangle (a stale read can only be larger than the current
+// minimum, so it never skips a needed update).
+layout(std430, binding = BINDING_SCREEN_RECTS) buffer ScreenRects { ivec4 screen_rects[]; };
+uniform int u_rect_slot;
+uniform vec2 u_viewport;  // framebuffer size in pixels
+
+void grow_rect(vec4 clip) {
+    ivec4 r = ivec4(0, 0, ivec2(u_viewport));
+    if (clip.w > 1e-6) {
+        vec2 px = (clip.xy / clip.w * 0.5 + 0.5) * u_viewport;
+        r = ivec4(clamp(floor(px) - 1.0, vec2(0.0), u_viewport), clamp(ceil(px) + 1.0, vec2(0.0), u_viewport));
+    }
+    ivec4 cur = screen_rects[u_rect_slot];
+    if (r.x < cur.x) atomicMin(screen_rects[u_rect_slot].x, r.x);
+    if (r.y < cur.y) atomicMin(screen_rects[u_rect_slot].y, r.y);
+    if (r.z > cur.z) atomicMax(screen_rects[u_rect_slot].z, r.z);
+    if (r.w > cur.w) atomicMax(screen_rects[u_rect_slot].w, r.w);
+}
+#endif
+
 in uvec2 in_corner;  // (display vertex, info word: see mesh_buffers.glsl)
 #ifdef HAS_TEXCOORDS
 in vec2 in_uv;       // TEXCOORD_0 of the corner's display vertex
@@ -39,4 +65,7 @@ void main() {
     v_out.weight = vec2(colour == 1u, colour == 2u);
     v_out.info = in_corner.y;
     gl_Position = u_view_proj * vec4(positions[v].xyz, 1.0);
+#ifdef SCREEN_RECT
+    grow_rect(gl_Position);
+#endif
 }

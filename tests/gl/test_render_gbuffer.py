@@ -349,3 +349,44 @@ def test_gpu_timings_reach_the_profiler(renderer):
     assert ft.scope_ms("gpu:gbuffer") == pytest.approx(renderer.gpu_ms["gbuffer"], abs=1e-6)
     with pytest.raises(ValueError, match="must be >= 0 ms"):
         record_gpu_timings(ft, {"x": -1.0})
+
+
+def _covered_bounds(arrays):
+    """(x0, y0, x1, y1) in GL pixels (row 0 at the bottom, x1/y1 exclusive) of the covered pixels."""
+    rows, cols = np.nonzero(arrays["mesh"][::-1] >= 0)
+    return cols.min(), rows.min(), cols.max() + 1, rows.max() + 1
+
+
+@pytest.mark.parametrize("where", ["inside", "clipped", "behind"])
+def test_compose_rect_is_exact_and_conservative(renderer, where):
+    """The compositor runs only inside the screen rectangle the G-buffer pass's vertices cover: it holds
+    every covered pixel (the frame equals the scene G-buffer everywhere), hugs an on-screen mesh within
+    the 1-pixel margin, is clamped for a mesh leaving the view, and is the whole view when a vertex lies
+    behind the eye; each layer has its own."""
+    radius, center = {"inside": (0.35, (0.2, 0.1, 0.0)), "clipped": (0.35, (1.85, 0.0, 0.0)),
+                      "behind": (0.9, (0.7, 0.0, 2.5))}[where]  # behind: reaches past the eye (z = 3)
+    p, t = _bumpy_sphere(radius, center=center)
+    assert where != "behind" or p[:, 2].max() > 3.0
+    renderer.add_mesh(t, len(p), positions=p)
+    renderer.render(_camera(eye=(0.0, 0.0, 3.0)))
+    frame, scene = renderer.surface_arrays(), renderer.surface_arrays("gbuffer")
+    np.testing.assert_array_equal(frame["mesh"], scene["mesh"])
+    np.testing.assert_array_equal(frame["triangle"], scene["triangle"])
+    assert (frame["mesh"] >= 0).sum() > 20
+    rect = renderer.screen_rect()
+    x0, y0, x1, y1 = _covered_bounds(scene)
+    assert rect[0] <= x0 and rect[1] <= y0 and rect[2] >= x1 and rect[3] >= y1
+    if where == "inside":  # back faces' vertices lie inside the silhouette: 1 px margin + rounding
+        assert rect[0] >= x0 - 2 and rect[1] >= y0 - 2 and rect[2] <= x1 + 2 and rect[3] <= y1 + 2
+    elif where == "clipped":
+        assert rect[2] == W and rect[0] > 0
+    else:
+        assert rect == (0, 0, W, H)
+    # a layer's rectangle is its own: move the mesh into one, the scene's becomes empty
+    renderer.add_layer("solo")
+    renderer.set_layer(list(renderer.meshes.values()), "solo")
+    renderer.render(_camera(eye=(0.0, 0.0, 3.0)))
+    assert renderer.screen_rect() is None and renderer.screen_rect("solo") == rect
+    np.testing.assert_array_equal(renderer.surface_arrays()["mesh"], frame["mesh"])
+    with pytest.raises(ValueError, match="layer"):
+        renderer.screen_rect("nope")
