@@ -945,8 +945,6 @@ class SceneRenderer:
             with scope("compose"):
                 self._backdrop_pass(camera)
                 self._compose_pass(mode)
-                if mode == "blob" and look.ground and self._view == "color":
-                    self._blob_pass(vp32)
             with scope("ui"):
                 if ui is not None:
                     self._overlay.use()
@@ -1205,16 +1203,23 @@ class SceneRenderer:
         vao = self._vao(prog, None)
         lists = self._lists()
         names = [None] + list(self._layers)
+        blobs = mode == "blob" and look.ground and self._view == "color"
         for k, gb in enumerate(gbs):
             if not lists[names[k]]:
                 continue  # an empty G-buffer has no surface to run on
             fbo = gb.compose_fbo
+            if blobs:  # into the same framebuffer, so that llvmpipe rasterises both in one pass
+                self._blob_pass(fbo)
+                blobs = False
+                ctx.enable(moderngl.DEPTH_TEST)
             fbo.use()
             fbo.depth_mask = False
             self._set(prog, "u_rect_slot", k)
             vao.render(moderngl.TRIANGLES, vertices=6)
             fbo.depth_mask = True
         ctx.disable(moderngl.DEPTH_TEST)
+        if blobs:  # no G-buffer had a surface: the blobs (if any entity has bounds) go onto the backdrop
+            self._blob_pass(self._overlay)
         if mode == "map" and look.ground and self._view == "color" and self._shadow_valid:
             self._ground_shadow_pass()
 
@@ -1238,9 +1243,13 @@ class SceneRenderer:
         ctx.disable(moderngl.BLEND)
         ctx.blend_func = moderngl.DEFAULT_BLENDING
 
-    def _blob_pass(self, vp: np.ndarray) -> None:
+    def _blob_pass(self, fbo: moderngl.Framebuffer) -> None:
         """Soft contact shadows: one ellipse on the ground under each entity's bounds (meshes without
-        an entity get one each), darker the closer the entity's lowest point is to the ground."""
+        an entity get one each), darker the closer the entity's lowest point is to the ground. Drawn
+        into the frame colour (attachment 0 of ``fbo``, the others masked) after the backdrop and
+        before the compose quads, which then overwrite the pixels that show a mesh: no depth test,
+        no read of the frame. (Where the ground hides part of a mesh the compositor writes the plain
+        backdrop, without the blob.)"""
         hs = [h for meshes in self._lists().values() for h in meshes if h.bounds is not None]
         if not hs:
             return
@@ -1272,17 +1281,22 @@ class SceneRenderer:
         self._blobs.write(blobs.tobytes())
         ctx = self.ctx
         prog = self._program("blob")
-        self._overlay.use()
+        attachments = len(fbo.color_attachments)
+        if attachments > 1:
+            fbo.color_mask = ((True,) * 4,) + ((False,) * 4,) * (attachments - 1)
+        fbo.use()
+        ctx.disable(moderngl.DEPTH_TEST)
         ctx.enable(moderngl.BLEND)
         ctx.blend_func = (moderngl.ZERO, moderngl.ONE_MINUS_SRC_ALPHA, moderngl.ZERO, moderngl.ONE)
-        self._mat(prog, "u_view_proj", vp)
+        self._mat(prog, "u_view_proj", self.last_view_proj)
         self._set(prog, "u_ground_height", float(look.ground_height))
-        self._depth.use(location=0)
-        self._set(prog, "u_frame_depth", 0)
         self._blobs.bind_to_storage_buffer(GLSL_CONSTANTS["BINDING_BLOBS"])
         self._vao(prog, None).render(moderngl.TRIANGLES, vertices=18, instances=n)
         ctx.disable(moderngl.BLEND)
         ctx.blend_func = moderngl.DEFAULT_BLENDING
+        if attachments > 1:
+            fbo.color_mask = ((True,) * 4,) * attachments
+            fbo.use()
 
     def _present(self, target: moderngl.Framebuffer) -> None:
         self.ctx.disable(moderngl.DEPTH_TEST)
