@@ -6,11 +6,13 @@ Per mesh (assets/box.glb ~1.8k control points, plus ~5.6k, humanoid ~16k, humano
 engine.assets.library.character_path; synthetic tubes of the same sizes when a character is unavailable or with
 --synthetic): mean GPU ms of the spring stage for 1, 25, 50, 100 iterations (GL timer queries, convergence
 scheme "iterations" so every iteration runs), the largest iteration count fitting a 10 ms budget (research:
-10 ms / per-iteration time), the LBS skinning time, GPU bytes per control point, and the numpy reference time
+10 ms / per-iteration time), the LBS skinning time (the built-in LBS graph: one fused skin + copy dispatch),
+GPU bytes per control point, and the numpy reference time
 of 50 iterations with the GPU/numpy ratio. Then N instances of the humanoid (1, 8, 32, 64) x 50 iterations in
 one graph: GPU ms per frame. Then a crowd sweep without springs: N instances of the humanoid through the LBS
-graph with skinned normals (skin -> copy) and with surface normals (skin -> copy -> face normals -> vertex
-normals): ms per stage (every stage is one dispatch for all N meshes: the dispatch count does not grow with N),
+graph with skinned normals (fused: one skin_copy dispatch; unfused: skin -> copy) and with surface normals
+(skin_copy -> face normals -> vertex normals): ms per stage (every stage is one dispatch for all N meshes: the
+dispatch count does not grow with N),
 the CPU time of packing and uploading the poses, and the wall time of a whole ``run()`` to ``ctx.finish()``.
 Prints tables; asserts nothing. ``--quick`` uses small tubes and few repetitions (for llvmpipe).
 """
@@ -142,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         graph = DeformerGraph(ctx, res)
         h = graph.add_mesh(topo, binding, jn, w, ib, par, method="lbs")
         graph.set_pose(h, skin_mats, posed)
-        lbs_ms = _time_graph(graph, reps, "skin")
+        lbs_ms = _time_graph(graph, reps, "skin+copy")
         graph.release()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -176,17 +178,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{n:>4}{n * topo.n_control:>13}{ms:>14.3f}{ms / n:>13.3f}")
     print()
     print("Crowd sweep: N humanoid instances, LBS, one graph (ms per frame; every stage one dispatch for all N)")
-    head = (f"{'N':>4}{'normals':>9}{'display v':>11}{'dispatch':>10}{'upload':>8}{'skin':>8}{'copy':>8}"
-            f"{'face n':>8}{'vertex n':>9}{'run wall':>10}")
+    head = (f"{'N':>4}{'normals':>9}{'fused':>6}{'display v':>11}{'dispatch':>10}{'upload':>8}{'skin+copy':>10}"
+            f"{'skin':>8}{'copy':>8}{'face n':>8}{'vertex n':>9}{'run wall':>10}")
     print(head)
     print("-" * len(head))
-    from engine.skinning.gpu_plan import default_config
+    from engine.skinning.gpu_plan import GraphConfig, default_config
 
     counts = (1, 8, 32) if args.quick else (1, 8, 32, 64)
     for n in counts:
-        for normals in ("skinned", "surface"):
+        for normals, fuse in (("skinned", True), ("skinned", False), ("surface", True)):
             graph = DeformerGraph(ctx, res)
-            cfg = default_config("lbs", normals=normals)
+            cfg = GraphConfig.from_dict({**default_config("lbs", normals=normals).to_dict(), "fuse": fuse})
             hs = [graph.add_mesh(topo, binding, jn, w, ib, par, config=cfg, asset_key="h") for _ in range(n)]
             for h in hs:
                 graph.set_pose(h, skin_mats, posed)
@@ -205,8 +207,9 @@ def main(argv: list[str] | None = None) -> int:
             med = {k: float(np.median(v)) for k, v in parts.items()}
             n_steps = len(next(iter(graph._batches.values())).plan.steps)
             graph.release()
-            print(f"{n:>4}{normals:>9}{n * topo.n_display:>11}{n_steps:>10}{med.get('upload', 0):>8.3f}"
-                  f"{med.get('skin', 0):>8.3f}{med.get('copy', 0):>8.3f}{med.get('face_normals', 0):>8.3f}"
+            print(f"{n:>4}{normals:>9}{'yes' if fuse else 'no':>6}{n * topo.n_display:>11}{n_steps:>10}"
+                  f"{med.get('upload', 0):>8.3f}{med.get('skin+copy', 0):>10.3f}{med.get('skin', 0):>8.3f}"
+                  f"{med.get('copy', 0):>8.3f}{med.get('face_normals', 0):>8.3f}"
                   f"{med.get('vertex_normals', 0):>9.3f}{float(np.median(walls)):>10.3f}")
     print("upload = CPU packing + writing of all poses; stages timed one by one (finished); run wall = one whole "
           "run() without profiling, to ctx.finish()")

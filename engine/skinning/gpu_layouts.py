@@ -17,6 +17,10 @@ at ``fgroup_base * LOCAL_SIZE``, both padded to whole work groups, with their ow
 A display range therefore starts at a multiple of ``LOCAL_SIZE * 16`` bytes (1024), which satisfies every
 GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT (at most 256 by the spec), so the renderer can bind it with
 glBindBufferRange (see :func:`range_groups`).
+
+The fused skin_copy stage (gpu_plan fusion) reads its inputs from read-only 2D images of vec4 records instead
+(``IMAGE_RECORDS``: SkinVertex per display vertex, SkinJointLbs/SkinJointDqs per joint, SkinHead per display
+work group; why: the comment above SKIN_VERTEX); its outputs are the display pool above.
 """
 from __future__ import annotations
 
@@ -84,6 +88,54 @@ DEFORM_JOINT = Std430Struct("DeformJoint", [
     ("qr", "vec4"),       # DQS: unit quaternion of R (x, y, z, w)
     ("qd", "vec4"),       # DQS: dual part 0.5 (t, 0) qr
 ])
+
+# ---- fused skin_copy stage (gpu_plan fusion): per display vertex, per joint, per display work group ---------
+# The skin_copy kernel is bound by memory instructions on llvmpipe, where an SSBO load is a per-lane loop with a
+# branch per component while an image load is one branch-free gather (measured there: ~3x cheaper for a
+# coalesced vec4, ~6x for a gathered one, ~2x cheaper than an indexed uniform-block load). So its read-only
+# inputs are 2D images of vec4 texels, one record = TEXELS consecutive texels, IMAGE_ROW_ITEMS records per
+# image row (record i at x = texel + TEXELS * (i & (IMAGE_ROW_ITEMS - 1)), y = i >> IMAGE_ROW_SHIFT); only
+# its outputs, which the renderer binds, are SSBOs. The records below are vec4-only, so the numpy dtype is the
+# texel order; the shader reads field f of a record as texel <STRUCT>_<F> (defines from image_record_defines).
+SKIN_VERTEX = Std430Struct("SkinVertex", [
+    ("bind_joints", "uvec4"),  # xyz float bits of the bind position (of its control point), w 4 joint ids x 8 bits
+    ("weights", "vec4"),       # skin weights (of its control point)
+    ("normal", "vec4"),        # xyz bind normal of the display vertex (zero when the graph skins no normals)
+])
+JOINT_ID_BITS = 8  # joint ids packed in SkinVertex.bind_joints.w (MAX_JOINTS of one skin must fit)
+assert MAX_JOINTS <= 1 << JOINT_ID_BITS
+SKIN_JOINT_LBS = Std430Struct("SkinJointLbs", [
+    ("rows", "vec4", 3),       # rows 0..2 of the skinning matrix (p' = rows . (p, 1))
+])
+SKIN_JOINT_DQS = Std430Struct("SkinJointDqs", [
+    ("qr", "vec4"),            # unit quaternion of R (x, y, z, w), as DeformJoint.qr
+    ("qd", "vec4"),            # dual part 0.5 (t, 0) qr
+    ("stretch", "vec4", 2),    # symmetric stretch S: (s00, s01, s02, s11), (s12, s22, 0, 0)
+])
+SKIN_JOINTS = {"lbs": SKIN_JOINT_LBS, "dqs": SKIN_JOINT_DQS}
+SKIN_HEAD = Std430Struct("SkinHead", [
+    ("group", "ivec4"),        # x SkinVertex of lane 0, y valid lanes (0: hole of the pool), z first joint, w 0
+])
+IMAGE_RECORDS = (SKIN_VERTEX, SKIN_JOINT_LBS, SKIN_JOINT_DQS, SKIN_HEAD)
+IMAGE_ROW_SHIFT = 10
+IMAGE_ROW_ITEMS = 1 << IMAGE_ROW_SHIFT
+
+
+def image_record_defines() -> dict[str, int]:
+    """``<STRUCT>_TEXELS`` and ``<STRUCT>_<FIELD>`` (texel index) of every image record, e.g.
+    SKIN_JOINT_DQS_QD = 1 (GLSL names in upper snake case of the struct and field names)."""
+    import re
+
+    out: dict[str, int] = {}
+    for rec in IMAGE_RECORDS:
+        if any(f.glsl_type not in ("vec4", "ivec4", "uvec4") for f in rec.fields):
+            raise ValueError(f"image record {rec.name}: vec4 members only (one texel each)")
+        name = re.sub(r"(?<!^)(?=[A-Z])", "_", rec.name).upper()
+        out[f"{name}_TEXELS"] = rec.size // 16
+        for f in rec.fields:
+            out[f"{name}_{f.name.upper()}"] = f.offset // 16
+    return out
+
 
 # ---- per-bone pose (per frame, CPU -> GPU) -----------------------------------------------------------
 DEFORM_BONE = Std430Struct("DeformBone", [
@@ -178,6 +230,13 @@ BINDINGS: dict[str, int] = {
     "B_DST_NORMALS": 38,   # normals the copy stage writes (skin node option normals = "skinned")
 }
 
+#: image units of the skin_copy stage's read-only images (their own namespace; the renderer binds none)
+IMAGE_BINDINGS: dict[str, int] = {
+    "I_SKIN_VERTS": 0,     # SkinVertex per display vertex (static pool), rgba32ui
+    "I_SKIN_JOINTS": 1,    # SkinJointLbs / SkinJointDqs per joint of the batch (per frame), rgba32f
+    "I_SKIN_HEADS": 2,     # SkinHead per display work group of the pool, rgba32i
+}
+
 METHOD_IDS = {"lbs": 0, "dqs": 1, "rigid": 2, "irs": 3}
 
 CONSTANTS: dict[str, int | float] = {
@@ -188,6 +247,9 @@ CONSTANTS: dict[str, int | float] = {
     "LOCAL_SIZE": LOCAL_SIZE,
     "MAX_JOINTS": MAX_JOINTS,
     "MAX_INFLUENCES": MAX_INFLUENCES,
+    "JOINT_ID_BITS": JOINT_ID_BITS,
+    "IMAGE_ROW_SHIFT": IMAGE_ROW_SHIFT,
+    **image_record_defines(),
     "SPRING_EDGE": SPRING_EDGE,
     "SPRING_LENGTH": SPRING_LENGTH,
     "SPRING_BONE": SPRING_BONE,
@@ -223,7 +285,7 @@ def defines_for(source_text: str, extra: dict[str, object] | None = None) -> dic
     import re
 
     out: dict[str, object] = {}
-    for table in (BINDINGS, CONSTANTS, extra or {}):
+    for table in (BINDINGS, IMAGE_BINDINGS, CONSTANTS, extra or {}):
         for k, v in table.items():
             if re.search(rf"\b{re.escape(k)}\b", source_text):
                 out[k] = v
@@ -244,6 +306,32 @@ def range_groups(alignment_bytes: int) -> int:
     import math
 
     return a // math.gcd(a, LOCAL_SIZE * 16)
+
+
+def image_rows(records: np.ndarray) -> np.ndarray:
+    """A structured array of image records -> the (rows, IMAGE_ROW_ITEMS * texels, 4) texel array of the image
+    (zero padded to whole rows, at least one) in the scalar type of the record's first field (the bits of
+    other fields reinterpreted: SkinVertex is an rgba32ui image, the shader takes its floats back with
+    uintBitsToFloat)."""
+    rec = np.ascontiguousarray(records)
+    texels = rec.dtype.itemsize // 16
+    base = rec.dtype.fields[rec.dtype.names[0]][0].base
+    flat = rec.view(base).reshape(-1, texels * 4)
+    rows = max(1, -(-flat.shape[0] // IMAGE_ROW_ITEMS))
+    out = np.zeros((rows * IMAGE_ROW_ITEMS, texels * 4), base)
+    out[:flat.shape[0]] = flat
+    return out.reshape(rows, IMAGE_ROW_ITEMS * texels, 4)
+
+
+def pack_joint_ids(joints: np.ndarray) -> np.ndarray:
+    """(N,4) joint ids in [0, 2^JOINT_ID_BITS) -> (N,) uint32, id k in bits 8k..8k+7 (SkinVertex)."""
+    j = np.asarray(joints).astype(np.uint32)
+    if j.size and int(j.max()) >= 1 << JOINT_ID_BITS:
+        raise ValueError(f"joint ids must be < {1 << JOINT_ID_BITS} to pack, got {int(j.max())}")
+    out = np.zeros(j.shape[0], np.uint32)
+    for k in range(MAX_INFLUENCES):
+        out |= j[:, k] << np.uint32(JOINT_ID_BITS * k)
+    return out
 
 
 def vec4(x: np.ndarray, w: float = 0.0) -> np.ndarray:

@@ -14,6 +14,13 @@ from those declarations (STYLE.md habit 8, Filament's frame graph):
 * **frame-dependent loops**: a read of ``"name@previous"`` reads the value ``name`` had at the end of the
   previous frame (the bind positions on the first frame). It creates no ordering edge, so the spring output
   can be fed back into next frame's differential skinning without a cycle.
+* **fusion**: a skin node (LBS or DQS, bind mode, reading ``bind``) whose target only one copy node reads
+  becomes ONE step of the internal stage ``skin_copy``: a dispatch over the display vertices that skins each
+  display vertex (its control point's joints and weights) and writes the display position (and the skinned
+  normal) directly. The control-domain target (and the skin's normal transforms) are then never written:
+  the plan lists them in ``elided``. The results equal the two-node path (same arithmetic per vertex); a
+  graph that needs the control points (springs, IRS, a second reader, ``@previous``) is not fused, and
+  ``fuse = false`` in the config keeps every node its own dispatch (to read the control points back).
 
 Resources live in one of three *domains*: ``control`` (one vec4 per control point), ``display`` (one vec4 per
 glTF vertex, what the renderer reads) and ``face`` (one vec4 per triangle); each is pooled over all meshes of
@@ -32,6 +39,7 @@ The file format (TOML or JSON) mirrors :meth:`GraphConfig.to_dict`::
     [[nodes]]
     ...
     outputs = { positions = "positions", normals = "normals" }   # top-level: what the renderer reads
+    fuse = false                                                  # optional (default true), see fusion
 """
 from __future__ import annotations
 
@@ -116,6 +124,8 @@ class GraphConfig:
     name: str
     nodes: list[NodeConfig]
     outputs: dict[str, str] = field(default_factory=lambda: {"positions": "positions", "normals": "normals"})
+    #: let the planner fuse skin + copy where nothing else reads the skinned control points (module docstring)
+    fuse: bool = True
 
     # ---- construction -------------------------------------------------------------------------------
     @classmethod
@@ -129,8 +139,11 @@ class GraphConfig:
             nodes.append(NodeConfig(name=str(n.get("name", n["stage"])), stage=str(n["stage"]),
                                     inputs=dict(n.get("inputs", {})), outputs=dict(n.get("outputs", {})),
                                     options=dict(n.get("options", {}))))
+        fuse = d.get("fuse", True)
+        if not isinstance(fuse, bool):
+            raise ValueError(f"graph option 'fuse' must be true or false, got {fuse!r}")
         cfg = cls(name=str(d.get("name", "custom")), nodes=nodes,
-                  outputs=dict(d.get("outputs", {"positions": "positions", "normals": "normals"})))
+                  outputs=dict(d.get("outputs", {"positions": "positions", "normals": "normals"})), fuse=fuse)
         cfg.validate()
         return cfg
 
@@ -149,9 +162,12 @@ class GraphConfig:
         return cls.from_dict(data)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "outputs": dict(self.outputs),
-                "nodes": [{"name": n.name, "stage": n.stage, "inputs": dict(n.inputs),
-                           "outputs": dict(n.outputs), "options": dict(n.options)} for n in self.nodes]}
+        d: dict[str, Any] = {"name": self.name, "outputs": dict(self.outputs),
+                             "nodes": [{"name": n.name, "stage": n.stage, "inputs": dict(n.inputs),
+                                        "outputs": dict(n.outputs), "options": dict(n.options)} for n in self.nodes]}
+        if not self.fuse:  # written only where it differs from the default (files stay as they were)
+            d["fuse"] = False
+        return d
 
     def copy(self) -> "GraphConfig":
         return GraphConfig.from_dict(copy.deepcopy(self.to_dict()))
@@ -277,6 +293,8 @@ class GraphConfig:
 class PlanStep:
     node: NodeConfig
     barrier_before: int  # GL barrier bits issued before this node runs (0: none)
+    #: names of the config nodes this step runs (one, or several for a fused stage)
+    covers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -289,16 +307,58 @@ class Plan:
     feedback: tuple[str, ...]
     domains: dict[str, str]
     outputs: dict[str, str]
+    #: resources no step writes because their writer was fused with their only reader (not allocated)
+    elided: tuple[str, ...] = ()
+
+
+def fusions(config: GraphConfig) -> dict[str, NodeConfig]:
+    """The skin + copy pairs the planner fuses: copy node name -> its skin node (see the module docstring).
+
+    A pair qualifies when the skin is LBS or DQS in bind mode reading ``bind``, and the copy is the only node
+    that reads the skin's target (at any port, ``@previous`` included). Empty when ``config.fuse`` is false."""
+    if not config.fuse:
+        return {}
+    readers: dict[str, list[NodeConfig]] = {}
+    for n in config.nodes:
+        for r in n.inputs.values():
+            readers.setdefault(r.removesuffix(PREVIOUS), []).append(n)
+    out: dict[str, NodeConfig] = {}
+    for n in config.nodes:
+        o = n.options
+        if (n.stage != "skin" or o.get("method", "lbs") not in ("lbs", "dqs") or o.get("mode", "bind") != "bind"
+                or n.inputs["source"] != BIND):
+            continue
+        rd = readers.get(n.outputs["target"], [])
+        if len(rd) == 1 and rd[0].stage == "copy" and rd[0].inputs["source"] == n.outputs["target"]:
+            out[rd[0].name] = n
+    return out
+
+
+def _fused_node(skin: NodeConfig, copy_node: NodeConfig) -> NodeConfig:
+    """The node of the internal stage ``skin_copy`` (never declared in a config; gpu_stages runs it): the skin's
+    input and options, the copy's outputs (positions, and the skinned normals where the copy has them)."""
+    return NodeConfig(name=f"{skin.name}+{copy_node.name}", stage="skin_copy", inputs=dict(skin.inputs),
+                      outputs=dict(copy_node.outputs), options=dict(skin.options))
 
 
 def plan(config: GraphConfig) -> Plan:
     """Derive execution order and barrier bits from the node declarations (see the module docstring)."""
     config.validate()
     domains = config.resource_domains()
+    fused = fusions(config)
+    fused_skins = {s.name for s in fused.values()}
     steps = []
     dirty: set[str] = set()  # written since the last barrier
     read_prev: set[str] = set()  # read at @previous since the last barrier
-    for n in config.order():
+    for node in config.order():
+        # a fused pair runs at the copy's place: the skin only feeds the copy, and the copy's outputs must not
+        # be written before nodes that read them @previous (the order puts those before the copy)
+        if node.name in fused_skins:
+            continue
+        n, covers = node, (node.name,)
+        if node.name in fused:
+            n = _fused_node(fused[node.name], node)
+            covers = (fused[node.name].name, node.name)
         # a @previous read of a resource rewritten this frame needs no barrier (it was written last frame and a
         # barrier ended that frame), a same-frame read of a dirty resource does
         need = {r for r in n.inputs.values() if PREVIOUS not in r} & dirty
@@ -308,14 +368,15 @@ def plan(config: GraphConfig) -> Plan:
         if bits:
             dirty.clear()
             read_prev.clear()
-        steps.append(PlanStep(n, bits))
+        steps.append(PlanStep(n, bits, covers))
         dirty |= set(n.outputs.values())
         read_prev |= {r.removesuffix(PREVIOUS) for r in n.inputs.values() if r.endswith(PREVIOUS)}
     feedback = tuple(sorted({r.removesuffix(PREVIOUS) for n in config.nodes for r in n.inputs.values()
                              if r.endswith(PREVIOUS)}))
     # outputs are read by the renderer; feedback resources by the next frame's compute stages
     final = RENDER_READ_BITS | (COMPUTE_READ_BITS if dirty else 0)
-    return Plan(tuple(steps), final, feedback, domains, dict(config.outputs))
+    elided = tuple(sorted(s.outputs["target"] for s in fused.values()))
+    return Plan(tuple(steps), final, feedback, domains, dict(config.outputs), elided)
 
 
 # ---- the built-in graphs ----------------------------------------------------------------------------------

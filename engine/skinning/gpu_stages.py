@@ -64,7 +64,7 @@ def _bind_common(batch: "_Batch") -> None:
 
 def run_node(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> None:
     {"skin": run_skin, "spring": run_spring, "copy": run_copy, "face_normals": run_face_normals,
-     "vertex_normals": run_vertex_normals}[node.stage](graph, batch, node)
+     "vertex_normals": run_vertex_normals, "skin_copy": run_skin_copy}[node.stage](graph, batch, node)
 
 
 # ---- control-domain stages (batched) ---------------------------------------------------------------------
@@ -187,6 +187,22 @@ def run_copy(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> None:
         _bind(b["s_bind_normals"], "B_BIND_NORMALS")
         _bind(_display(batch, normals), "B_DST_NORMALS")
     _set(cs, "u_source_static", int(static))
+    cs.run(batch.total_dgroups)
+
+
+def run_skin_copy(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> None:
+    """The fused skin + copy (gpu_plan fusion): one dispatch over the display pool, reading the batch's
+    skin_copy images (SkinVertex, SkinHead, joint records of the node's method)."""
+    method = node.options.get("method", "lbs")
+    normals = node.outputs.get("normals")
+    cs = program(graph, "skin_copy", {"METHOD": L.METHOD_IDS[method], "SKINNED_NORMALS": int(normals is not None)})
+    img = batch.images
+    for name, unit in (("dskin", "I_SKIN_VERTS"), ("skin_joints_" + method, "I_SKIN_JOINTS"),
+                       ("dheads", "I_SKIN_HEADS")):
+        img[name].bind_to_image(L.IMAGE_BINDINGS[unit], read=True, write=False)
+    _bind(_display(batch, node.outputs["target"]), "B_DST")
+    if normals is not None:
+        _bind(_display(batch, normals), "B_DST_NORMALS")
     cs.run(batch.total_dgroups)
 
 

@@ -18,6 +18,11 @@ and memory barriers follow from that. :class:`DeformerGraph` runs such graphs fo
   built-in ``lbs`` / ``dqs`` graphs): the skin stage writes a 3x3 normal transform per control point and the
   copy stage applies it to each display vertex's bind normal; graphs whose surface changes shape (rigid, IRS,
   springs) recompute face and vertex normals from the deformed surface;
+* where the plan fuses skin + copy (gpu_plan ``fusions``: the built-in lbs / dqs graphs, the crowd case) one
+  ``skin_copy`` dispatch skins the display vertices straight into the display pool: no control pass, no
+  normal transforms. It reads three read-only images (why images: gpu_layouts, "fused skin_copy stage"): a
+  SkinVertex per display vertex (static pool), a SkinHead per display work group and the batch's joints as
+  compact records (written once per frame);
 * springs run up to ``max_iterations`` indirect dispatches per frame; a tiny convergence pass (one work group)
   reads the GPU-side maxima (atomicMax on float bits) / energy partials every ``check_every`` iterations and
   rebuilds the list of active work groups, so a converged mesh costs zero work; the CPU never waits;
@@ -37,6 +42,7 @@ from typing import Any, Hashable
 import moderngl
 import numpy as np
 
+from engine.anim.quat import from_matrix as quat_from_matrix
 from engine.render.layouts import LOCAL_SIZE, MAX_JOINTS, pack_mat4
 from engine.render.resources import GpuResources
 from engine.render.shaderlib import ProgramCache
@@ -100,6 +106,77 @@ def _csr_from_pairs(rows: np.ndarray, cols: np.ndarray, n: int) -> tuple[np.ndar
     return np.stack([offset, count], 1).astype(np.int32), cols[order].astype(np.int32)
 
 
+_NEXT, _AFTER = [1, 2, 0], [2, 0, 1]  # index i -> i + 1, i + 2 (mod 3): cross products of whole arrays
+
+
+def _svd_rotations(a: np.ndarray) -> np.ndarray:
+    """The nearest proper rotation of each (N,3,3) matrix by SVD, as skinning._polar computes it."""
+    u, _, vt = np.linalg.svd(a)
+    u[:, :, 2] *= np.where(np.linalg.det(u @ vt) < 0, -1.0, 1.0)[:, None]
+    return u @ vt
+
+
+def _polar_rotations(a: np.ndarray, tol: float = 1e-13, max_iter: int = 40) -> np.ndarray:
+    """Rotation factor R of the polar decomposition A = R S of (N,3,3) float64 matrices (the nearest proper
+    rotation: what skinning._polar's SVD gives, to ~1e-15).
+
+    Why not the SVD: a batched 3x3 SVD costs ~2 us per matrix in numpy, the whole DQS pose upload of a
+    crowd. Higham's scaled Newton iteration X <- (X / z + z cof(X) / det X) / 2, z = det(X)^(1/3)
+    (cof(X) / det X = X^-T), converges in 2-3 steps for the near-rigid skin matrices of a pose and in under
+    ten for strong stretch; it runs on (3,3,N) arrays, cross products as whole-array index shuffles. Matrices
+    with det <= 0 (mirrored, singular: Newton would find an improper or no factor) or not converged take the
+    SVD."""
+    n = a.shape[0]
+    out = np.empty((n, 3, 3))
+    x = np.ascontiguousarray(a.transpose(1, 2, 0))  # x[i, j] = A[:, i, j]
+    idx = np.arange(n)
+    fallback = idx[:0]
+    for it in range(max_iter):
+        if not idx.size:
+            break
+        xn, xa = x[_NEXT], x[_AFTER]
+        cof = xn[:, _NEXT] * xa[:, _AFTER] - xa[:, _NEXT] * xn[:, _AFTER]  # columns cross(x_j+1, x_j+2)
+        det = np.einsum("in,in->n", x[:, 0], cof[:, 0])
+        if it == 0:
+            good = det > 1e-9 * np.abs(x).max(axis=(0, 1)) ** 3
+            fallback = idx[~good]
+            x, cof, det, idx = x[..., good], cof[..., good], det[good], idx[good]
+        z = np.cbrt(det)
+        nx = (0.5 / z) * x + (0.5 * z / det) * cof
+        done = np.abs(nx - x).max(axis=(0, 1)) < tol
+        out[idx[done]] = nx[..., done].transpose(2, 0, 1)
+        x, idx = nx[..., ~done], idx[~done]
+    rest = np.concatenate([fallback, idx])
+    if rest.size:
+        out[rest] = _svd_rotations(np.asarray(a[rest], np.float64))
+    return out
+
+
+def _dual_quats(mats: np.ndarray, segments: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """gpu_spring.dual_quats (same results: qr, qd, stretch with the per-skin identity rule) with the polar
+    rotations of :func:`_polar_rotations` instead of an SVD per joint (the per-frame DQS upload)."""
+    m = np.asarray(mats, np.float64)
+    a = m[:, :3, :3]
+    r = _polar_rotations(a)
+    s = np.swapaxes(r, 1, 2) @ a
+    s = 0.5 * (s + np.swapaxes(s, 1, 2))
+    qr = quat_from_matrix(r).astype(np.float32)
+    # qd = 0.5 (t, 0) qr
+    t = m[:, :3, 3]
+    q = qr.astype(np.float64)
+    qd = np.empty((m.shape[0], 4))
+    qd[:, :3] = 0.5 * (q[:, 3:] * t + np.cross(t, q[:, :3]))
+    qd[:, 3] = -0.5 * np.einsum("ij,ij->i", t, q[:, :3])
+    stretch = np.broadcast_to(np.eye(4), m.shape).copy()
+    if m.shape[0]:
+        eye = np.eye(3)  # np.allclose(s, I, atol=1e-6) per skin, as the reference decides
+        bad = (np.abs(s - eye) > 1e-6 + 1e-5 * eye).any(axis=(1, 2))
+        seg = np.asarray(segments, np.int64)
+        keep = np.repeat(np.logical_or.reduceat(bad, seg), np.diff(np.append(seg, m.shape[0])))
+        stretch[keep, :3, :3] = s[keep].astype(np.float32)
+    return qr, qd.astype(np.float32), stretch
+
+
 def _bind_normals(topo: MeshTopology, normals: np.ndarray | None) -> np.ndarray:
     """(D,4) float32 bind normals per display vertex: the given ones (glTF NORMAL), else the area-weighted
     normals of the bind surface (what the face/vertex normal stages give at the bind pose)."""
@@ -113,6 +190,21 @@ def _bind_normals(topo: MeshTopology, normals: np.ndarray | None) -> np.ndarray:
         if n.shape != (d, 3) or not np.all(np.isfinite(n)):
             raise ValueError(f"normals must be ({d},3) finite bind normals per display vertex, got {n.shape}")
     return L.vec4(n, 0.0)
+
+
+def _skin_vertices(topo: MeshTopology, joints: np.ndarray, weights: np.ndarray,
+                   bind_normals: np.ndarray) -> np.ndarray:
+    """(D,) SkinVertex records of the fused skin_copy stage: per display vertex the bind position, joints and
+    weights of its control point (what skin + copy use for it) and its bind normal (zero when the graph skins
+    no normals)."""
+    c = topo.control_of_display
+    rec = L.SKIN_VERTEX.zeros(topo.n_display)
+    rec["bind_joints"][:, :3] = np.ascontiguousarray(topo.positions[c], np.float32).view(np.uint32)
+    rec["bind_joints"][:, 3] = L.pack_joint_ids(joints[c])
+    rec["weights"] = weights[c]
+    if bind_normals.shape[0]:
+        rec["normal"] = bind_normals
+    return rec
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -200,6 +292,19 @@ _STATIC = {
     "tris": ("tri", np.int32, 4),
     "bind_normals": ("display", np.float32, 4),  # rows only where the batch skins normals (else empty)
 }
+# static images per batch (fused skin_copy stage only): name -> record layout of the asset's rows
+_STATIC_IMAGES = {"dskin": L.SKIN_VERTEX}
+
+
+def _image(res: GpuResources, records: np.ndarray, label: str) -> moderngl.Texture:
+    """A read-only image of vec4 records for the skin_copy stage (layout: gpu_layouts.image_rows)."""
+    texels = L.image_rows(records)
+    if texels.shape[0] > res.ctx.info.get("GL_MAX_TEXTURE_SIZE", 16384):
+        raise ValueError(f"{label}: {records.shape[0]} records need an image of {texels.shape[0]} rows, more "
+                         f"than the driver's GL_MAX_TEXTURE_SIZE; use fewer meshes per graph or fuse = false")
+    dtype = {np.dtype(np.uint32): "u4", np.dtype(np.int32): "i4", np.dtype(np.float32): "f4"}[texels.dtype]
+    return res.texture((texels.shape[1], texels.shape[0]), 4, texels, dtype=dtype,
+                       filter=(moderngl.NEAREST, moderngl.NEAREST), repeat=False, label=label)
 
 
 def _group_table(bases: list[int], sizes: list[int], total: int) -> np.ndarray:
@@ -240,15 +345,25 @@ class _Batch:
         self.frame = 0
         self.iterations_run = 0
         nodes = [s.node for s in self.plan.steps]
-        skins = [n for n in nodes if n.stage == "skin"]
+        skins = [n for n in nodes if n.stage in ("skin", "skin_copy")]
         methods = {n.options.get("method", "lbs") for n in skins}
+        #: fused skin_copy steps, and the methods whose compact joint records they read
+        self.fused = [n for n in nodes if n.stage == "skin_copy"]
+        self.fused_methods = sorted({n.options.get("method", "lbs") for n in self.fused})
+        self.skin_joint_rec = {m: L.SKIN_JOINTS[m].zeros(1) for m in self.fused_methods}
+        self.images: dict[str, moderngl.Texture] = {}
+        #: the DeformJoint SSBO is read by (unfused) skin nodes only
+        self.joint_ssbo = any(n.stage == "skin" for n in nodes)
         self.has_spring = any(n.stage == "spring" for n in nodes)
         # what the per-frame pose upload must compute (only what some node reads)
         self.differential = any(n.options.get("mode", "bind") == "differential" for n in skins)
         self.need_dq = "dqs" in methods
         self.need_bones = bool(methods & {"rigid", "irs"}) or self.has_spring
         self.need_irs = "irs" in methods
-        self.skinned_targets = tuple(n.outputs["target"] for n in skins if n.options.get("normals") == "skinned")
+        self.skinned_targets = tuple(n.outputs["target"] for n in skins
+                                     if n.stage == "skin" and n.options.get("normals") == "skinned")
+        #: the assets need bind normals per display vertex (skinned normals, fused or not)
+        self.bind_normals = bool(self.skinned_targets) or any("normals" in n.outputs for n in self.fused)
         self.any_given = False
         # per-frame pose of every instance, stacked over the batch's joints (instance k: rows joint_base..)
         self.skin_all = np.zeros((0, 4, 4))
@@ -338,7 +453,7 @@ class _Batch:
         mk("fgroups", _group_table([i.fgroup_base for i in insts], [i.n_fgroups for i in insts], fg))
         mk("instances", self.instance_table())
         for r, dom in self.plan.domains.items():
-            if dom == "control" and r != BIND:
+            if dom == "control" and r != BIND and r not in self.plan.elided:
                 mk("d_" + r, nbytes=n_dyn * 16)
             elif dom in ("display", "face"):
                 need = (dg if dom == "display" else fg) * LOCAL_SIZE * 16
@@ -361,7 +476,16 @@ class _Batch:
             mk("partials", nbytes=max(1, g) * 4)
             mk("edit", nbytes=n_dyn * 32)
             mk("spring_vel", np.zeros((n_dyn, 4), np.float32))  # last frame's velocities (dependent mode)
-        mk("joints", nbytes=max(1, j) * L.DEFORM_JOINT.size)
+        mk("joints", nbytes=max(1, j) * L.DEFORM_JOINT.size if self.joint_ssbo else 16)
+        images: dict[str, moderngl.Texture] = {}
+        if self.fused:
+            label = f"deform {self.config.name}"
+            for name, rec in _STATIC_IMAGES.items():
+                rows = [a.arrays[name] for a in self.assets]
+                images[name] = _image(res, np.concatenate(rows) if rows else rec.zeros(0), f"{label} {name}")
+            images["dheads"] = _image(res, self._display_heads(dg), f"{label} dheads")
+            for m in self.fused_methods:  # contents written by upload_pose
+                images["skin_joints_" + m] = _image(res, L.SKIN_JOINTS[m].zeros(j), f"{label} skin_joints_{m}")
         mk("bones", nbytes=max(1, b) * L.DEFORM_BONE.size)
         # control feedback resources: keep old contents of surviving instances, bind positions for new ones
         # (display/face pools keep their contents in place)
@@ -384,7 +508,10 @@ class _Batch:
             inst.laid_out = True
         for buf in old.values():
             res.release(buf)
+        for tex in self.images.values():
+            res.release(tex)
         self.buffers = new
+        self.images = images
         self.any_given = any(inst.given for inst in self.instances)
         if self.has_spring:
             self.write_edits()
@@ -398,6 +525,20 @@ class _Batch:
         buf.orphan(int(nbytes))
         ctx.copy_buffer(buf, tmp, size=n_old)
         res.release(tmp)
+
+    def _display_heads(self, n_groups: int) -> np.ndarray:
+        """SkinHead records per display work group for skin_copy: SkinVertex index of lane 0, valid lanes (0 in
+        holes of the pool), first joint record of the instance."""
+        rec = L.SKIN_HEAD.zeros(n_groups)
+        heads = rec["group"]  # a view: filled in place
+        for inst in self.instances:
+            n = inst.asset.topology.n_display
+            k = np.arange(inst.n_dgroups)
+            rows = inst.dgroup_base + k
+            heads[rows, 0] = self.static_bases[id(inst.asset)]["display"] + k * LOCAL_SIZE
+            heads[rows, 1] = np.clip(n - k * LOCAL_SIZE, 0, LOCAL_SIZE)
+            heads[rows, 2] = inst.joint_base
+        return rec
 
     def _layout_pose(self, old_bases: dict[int, tuple], old_pose: tuple[np.ndarray, ...]) -> None:
         """Stacked pose arrays and bone index tables for the new layout (poses of staying instances kept)."""
@@ -420,6 +561,9 @@ class _Batch:
         self.joint_starts = np.array([i.joint_base for i in self.instances], np.int64)
         self.joint_rec = L.DEFORM_JOINT.zeros(max(nj, 1))
         self.joint_rec["stretch"] = pack_mat4(np.eye(4))
+        # joint records padded to whole image rows: written to the image as they are every frame
+        rows = -(-max(nj, 1) // L.IMAGE_ROW_ITEMS)
+        self.skin_joint_rec = {m: L.SKIN_JOINTS[m].zeros(rows * L.IMAGE_ROW_ITEMS) for m in self.fused_methods}
         self.bone_rec = L.DEFORM_BONE.zeros(max(self.n_bones, 1))
         # bones of every instance with a binding, joint indices shifted into the stacked pose arrays
         boned = [i for i in self.instances if i.asset.binding is not None and i.asset.n_bones]
@@ -499,13 +643,28 @@ class _Batch:
         else:
             mats = self.skin_all
             src_joints = self.bind_all
-        joints["skin"][:nj] = pack_mat4(mats)
-        if self.need_dq:
-            qr, qd, stretch = gpu_spring.dual_quats(mats, self.joint_starts)
-            joints["qr"][:nj] = qr
-            joints["qd"][:nj] = qd
-            joints["stretch"][:nj] = pack_mat4(stretch)
-        self.buffers["joints"].write(joints.tobytes())
+        dq = None
+        if self.joint_ssbo:
+            joints["skin"][:nj] = pack_mat4(mats)
+            if self.need_dq:
+                dq = _dual_quats(mats, self.joint_starts)
+                joints["qr"][:nj] = dq[0]
+                joints["qd"][:nj] = dq[1]
+                joints["stretch"][:nj] = pack_mat4(dq[2])
+            self.buffers["joints"].write(joints.tobytes())
+        for m in self.fused_methods:  # fused stages skin in bind mode: the skin matrices themselves
+            rec = self.skin_joint_rec[m]
+            if m == "lbs":
+                rec["rows"][:nj] = self.skin_all[:, :3, :]
+            else:
+                if dq is None or self.differential:
+                    dq = _dual_quats(self.skin_all, self.joint_starts)
+                qr, qd, st = dq
+                rec["qr"][:nj] = qr
+                rec["qd"][:nj] = qd
+                rec["stretch"][:nj, 0] = st[:, [0, 0, 0, 1], [0, 1, 2, 1]]
+                rec["stretch"][:nj, 1, :2] = st[:, [1, 2], [2, 2]]
+            self.images["skin_joints_" + m].write(rec.tobytes())
         bb = self.bones_all
         if bb is None:
             return
@@ -550,9 +709,10 @@ class _Batch:
         self.frame += 1
 
     def release(self) -> None:
-        for buf in self.buffers.values():
-            self.owner.resources.release(buf)
+        for obj in list(self.buffers.values()) + list(self.images.values()):
+            self.owner.resources.release(obj)
         self.buffers = {}
+        self.images = {}
 
 
 class DeformerGraph:
@@ -665,7 +825,8 @@ class DeformerGraph:
             skin_opts = next((n.options for n in cfg.nodes if n.stage == "skin"), {})
             asset = self._make_asset(key[1], topology, binding, joints, weights, ib, par,
                                      skin_opts.get("influence", (0.5, 0.5)),
-                                     normals if batch.skinned_targets else None, bool(batch.skinned_targets))
+                                     normals if batch.bind_normals else None, batch.bind_normals,
+                                     fused=bool(batch.fused))
             self._assets[key] = asset
         elif asset.topology is not topology and (asset.topology.n_control != topology.n_control
                                                  or asset.topology.n_display != nd):
@@ -708,7 +869,8 @@ class DeformerGraph:
 
     def _make_asset(self, key: Hashable, topo: MeshTopology, binding: Binding | None, joints: np.ndarray,
                     weights: np.ndarray, ib: np.ndarray, par: np.ndarray, irs_influence: Any,
-                    normals: np.ndarray | None = None, skinned_normals: bool = False) -> _Asset:
+                    normals: np.ndarray | None = None, skinned_normals: bool = False, *,
+                    fused: bool = False) -> _Asset:
         v, d = topo.n_control, topo.n_display
         jn = np.asarray(joints)
         w = np.asarray(weights, np.float32)
@@ -751,6 +913,7 @@ class DeformerGraph:
         tris[:, :3] = dtri
         arrays["tris"] = tris
         arrays["bind_normals"] = _bind_normals(topo, normals) if skinned_normals else np.zeros((0, 4), np.float32)
+        arrays["dskin"] = _skin_vertices(topo, jn, w, arrays["bind_normals"]) if fused else L.SKIN_VERTEX.zeros(0)
         asset = _Asset(key, topo, int(ib.shape[0]), n_bones, bind_joints, par, binding, arrays)
         if binding is not None:
             asset.bend_refs = gpu_spring.bend_refs(binding, bind_joints, par)
@@ -908,6 +1071,10 @@ class DeformerGraph:
         """Read back a control-domain resource of the mesh, (V,3) (tests and debugging)."""
         inst = self._inst(handle)
         name = "d_" + resource
+        if resource in inst.batch.plan.elided:
+            raise ValueError(f"control resource {resource!r} is never written: its skin node was fused with the "
+                             f"copy that reads it (one skin_copy dispatch); add the mesh with a graph config "
+                             f"with fuse = false to read the control points back")
         if name not in inst.batch.buffers:
             valid = [k[2:] for k in inst.batch.buffers if k.startswith("d_")]
             raise ValueError(f"no control resource {resource!r}; valid: {valid}")
@@ -935,6 +1102,8 @@ class DeformerGraph:
         for b in self._batches.values():
             for name, buf in b.buffers.items():
                 out[name] = out.get(name, 0) + buf.size
+            for name, tex in b.images.items():  # rgba 32-bit texels
+                out[name] = out.get(name, 0) + tex.width * tex.height * 16
         return out
 
     def release(self) -> None:

@@ -18,7 +18,7 @@ from engine.skinning import meshprep as M
 from engine.skinning import skinning as S
 from engine.skinning.binding import per_control
 from engine.skinning.gpu_synthetic import pose, tube
-from engine.skinning.graph import DeformerGraph, default_config, ssbo_offset_alignment
+from engine.skinning.graph import DeformerGraph, GraphConfig, default_config, ssbo_offset_alignment
 
 pytestmark = pytest.mark.gl
 TOL = 1e-5
@@ -47,11 +47,12 @@ def _count_dispatches(monkeypatch) -> list[int]:
     return calls
 
 
-@pytest.mark.parametrize("method", ["lbs", "rigid"])
-def test_many_meshes_one_dispatch_per_stage_equal_reference(gl_ctx, resources, rigs, method, monkeypatch):
+@pytest.mark.parametrize("method,fuse", [("lbs", True), ("lbs", False), ("rigid", True)])
+def test_many_meshes_one_dispatch_per_stage_equal_reference(gl_ctx, resources, rigs, method, fuse, monkeypatch):
     graph = DeformerGraph(gl_ctx, resources)
     try:
         cfg = default_config(method, normals="surface" if method == "lbs" else None)
+        cfg = GraphConfig.from_dict({**cfg.to_dict(), "fuse": fuse})
         order = [0, 1, 2, 0, 2]  # instances of three assets, two of them twice
         handles = [_add(graph, rigs[k], config=cfg) for k in order]
         poses = [pose(rigs[k], bend=0.3 + 0.2 * i, twist=0.1 * i) for i, k in enumerate(order)]
@@ -59,7 +60,8 @@ def test_many_meshes_one_dispatch_per_stage_equal_reference(gl_ctx, resources, r
             graph.set_pose(h, skin, posed)
         calls = _count_dispatches(monkeypatch)
         graph.run()
-        assert len(calls) == 4  # skin, copy, face normals, vertex normals: once each for all five meshes
+        # skin, copy, face normals, vertex normals: once each for all five meshes (skin + copy fused for LBS)
+        assert len(calls) == (3 if method == "lbs" and fuse else 4)
         for h, k, (skin, posed) in zip(handles, order, poses):
             rig = rigs[k]
             topo = rig.topology
@@ -172,7 +174,8 @@ def _normals_reference(method, rig, skin, bind_normals):
 
 @pytest.mark.parametrize("method", ["lbs", "dqs"])
 @pytest.mark.parametrize("scaled", [False, True])
-def test_skinned_normals_match_reference(gl_ctx, resources, rigs, method, scaled, monkeypatch):
+@pytest.mark.parametrize("fuse", [True, False])
+def test_skinned_normals_match_reference(gl_ctx, resources, rigs, method, scaled, fuse, monkeypatch):
     rig = rigs[2]
     topo = rig.topology
     # bind normals as a glTF file would give them: smooth normals, slightly perturbed (not the surface's)
@@ -182,8 +185,9 @@ def test_skinned_normals_match_reference(gl_ctx, resources, rigs, method, scaled
     given = (given / np.linalg.norm(given, axis=1, keepdims=True)).astype(np.float32)
     graph = DeformerGraph(gl_ctx, resources)
     try:
-        h_given = _add(graph, rig, method=method, normals=given, asset_key="given")
-        h_default = _add(graph, rig, method=method, asset_key="computed")
+        cfg = GraphConfig.from_dict({**default_config(method).to_dict(), "fuse": fuse})
+        h_given = _add(graph, rig, config=cfg, normals=given, asset_key="given")
+        h_default = _add(graph, rig, config=cfg, asset_key="computed")
         skin, posed = pose(rig, bend=0.9, twist=0.7, stretch=1.2)
         if scaled:  # a non-uniformly scaled joint: normals need the cofactor (DQS: the stretch blend)
             posed = posed.copy()
@@ -193,7 +197,7 @@ def test_skinned_normals_match_reference(gl_ctx, resources, rigs, method, scaled
             graph.set_pose(h, skin, posed)
         calls = _count_dispatches(monkeypatch)
         graph.run()
-        assert len(calls) == 2  # skin + copy: no normal stages
+        assert len(calls) == (1 if fuse else 2)  # skin + copy (or the fused skin_copy): no normal stages
         n = graph.download(h_given)[1]
         nref = _normals_reference(method, rig, skin, given)
         assert np.abs(nref - given).max() > 0.5  # the pose turns the normals

@@ -26,8 +26,12 @@ def test_default_graph_order_and_barriers():
 def test_order_follows_data_not_declaration():
     cfg = default_config("lbs", normals="surface").to_dict()
     cfg["nodes"].reverse()
-    p = plan(GraphConfig.from_dict(cfg))
+    p = plan(GraphConfig.from_dict({**cfg, "fuse": False}))
     assert [s.node.stage for s in p.steps] == ["skin", "copy", "face_normals", "vertex_normals"]
+    # fused: skin + copy run as one step where the copy stood, the normal stages still after it
+    p = plan(GraphConfig.from_dict(cfg))
+    assert [s.node.stage for s in p.steps] == ["skin_copy", "face_normals", "vertex_normals"]
+    assert p.steps[0].covers == ("skin", "copy") and p.elided == ("skinned",)
 
 
 def test_feedback_loop_has_no_cycle_and_reads_previous():
@@ -105,11 +109,17 @@ options = { crease_angle = 0.5 }
 def test_skinned_normals_graphs_and_their_validation():
     # the built-in LBS/DQS graphs skin normals: skin -> copy (positions + normals), no normal stages
     for method in ("lbs", "dqs"):
-        p = plan(default_config(method))
+        p = plan(GraphConfig.from_dict({**default_config(method).to_dict(), "fuse": False}))
         assert [s.node.stage for s in p.steps] == ["skin", "copy"]
         assert p.steps[0].node.options["normals"] == "skinned"
         assert p.domains["normals"] == "display" and p.outputs == {"positions": "positions", "normals": "normals"}
         assert p.steps[1].barrier_before == COMPUTE_READ_BITS
+        # by default the planner fuses them: one step writing both display outputs, no barrier before it
+        p = plan(default_config(method))
+        assert [s.node.stage for s in p.steps] == ["skin_copy"]
+        fused = p.steps[0]
+        assert fused.node.outputs == {"target": "positions", "normals": "normals"}
+        assert fused.node.options["method"] == method and fused.barrier_before == 0
     # surface normals stay the default where the surface changes shape
     for method in ("rigid", "irs", "spring"):
         assert "face_normals" in [s.node.stage for s in plan(default_config(method)).steps]

@@ -32,7 +32,9 @@ def _reference(method, rig, posed, **opts):
 def test_skin_copy_normals_match_reference(gl_ctx, resources, rig, method):
     graph = DeformerGraph(gl_ctx, resources)
     try:
-        h = _add(graph, rig, config=default_config(method, normals="surface"))
+        # unfused, so that the control points are written and can be read back
+        cfg = GraphConfig.from_dict({**default_config(method, normals="surface").to_dict(), "fuse": False})
+        h = _add(graph, rig, config=cfg)
         skin, posed = pose(rig, bend=0.8, twist=0.5, stretch=1.1)
         graph.set_pose(h, skin, posed)
         graph.run()
