@@ -338,21 +338,38 @@ class _GBuffer:
 
 
 class PendingQuery:
-    """An asynchronous batched query: the id and depth texels of the pixels' bounding region were
-    copied into pixel-pack buffers when it was issued; :meth:`result` maps them (after a frame the
-    copy is long finished, so nothing waits). Obtain from :meth:`SceneRenderer.query_async`."""
+    """An asynchronous batched query of the frame it was issued after. Issuing only records it; the
+    renderer queues the copy of the id and depth texels of the pixels' bounding region into pixel-pack
+    buffers at the start of its next :meth:`SceneRenderer.render` (before anything overwrites them), so
+    the issuing frame never waits for the GPU, not even on a software rasteriser, where a read-back
+    waits for the frame's rasterisation. :attr:`ready` once that next frame has been rendered;
+    :meth:`result` then maps the buffers. Obtain from :meth:`SceneRenderer.query_async`."""
 
     def __init__(self, renderer: "SceneRenderer", points: np.ndarray, region: tuple[int, int, int, int],
-                 source: str, buffers: tuple[moderngl.Buffer, moderngl.Buffer], inv_vp: np.ndarray,
-                 frame: int) -> None:
+                 source: str, inv_vp: np.ndarray, frame: int) -> None:
         self._r = renderer
         self.points = points
         self.region = region
         self.source = source
-        self._buffers = buffers
+        self._buffers: tuple[moderngl.Buffer, ...] = ()
+        self._copied = False
         self._inv_vp = inv_vp
         self.frame = frame
         self._result: list[SurfaceHit | None] | None = None
+
+    def _copy(self) -> None:
+        """Queue the region's copy into pixel-pack buffers (the renderer calls this before it next
+        writes the source's targets)."""
+        if self._copied:
+            return
+        self._copied = True
+        r = self._r
+        fbo, _, _, _ = r._source(self.source)
+        _, _, w, h = self.region
+        ids_buf, depth_buf = r._pbo(w * h * 16), r._pbo(w * h * 4)
+        fbo.read_into(ids_buf, viewport=self.region, components=4, attachment=1, dtype="u4", alignment=1)
+        fbo.read_into(depth_buf, viewport=self.region, components=1, attachment=2, dtype="f4", alignment=1)
+        self._buffers = (ids_buf, depth_buf)
 
     @property
     def ready(self) -> bool:
@@ -360,8 +377,11 @@ class PendingQuery:
         return self._result is not None or self._r.frame_index > self.frame
 
     def result(self) -> list[SurfaceHit | None]:
-        """The hits (None where no surface), in the order of the points; releases the buffers."""
+        """The hits (None where no surface), in the order of the points; releases the buffers. Called
+        before :attr:`ready`, it copies and maps now (waiting for the GPU)."""
         if self._result is None:
+            self._r._forget_pending(self)
+            self._copy()
             x0, y0, w, h = self.region
             ids_buf, depth_buf = self._buffers
             ids = np.frombuffer(ids_buf.read(size=w * h * 16), np.uint32).reshape(h, w, 4)
@@ -397,6 +417,7 @@ class SceneRenderer:
         self._layers: dict[str, _GBuffer | None] = {}  # name -> G-buffer (None until sized)
         self._draw_lists: dict[str | None, list[MeshHandle]] | None = None
         self._pbo_pool: list[moderngl.Buffer] = []
+        self._pending: list[PendingQuery] = []  # asynchronous queries whose copy is not queued yet
         self.frame_index = 0
         self.texture_anisotropy = 1.0  # max anisotropy of base-colour textures added from now on
         self.last_view_proj: np.ndarray | None = None
@@ -538,6 +559,7 @@ class SceneRenderer:
         self._check_size(width, height)
         if (width, height) == (self.width, self.height):
             return
+        self._copy_pending()
         self._release_targets()
         self.width, self.height = int(width), int(height)
         size = (self.width, self.height)
@@ -613,6 +635,7 @@ class SceneRenderer:
         """Remove a layer; its meshes go back to the scene G-buffer."""
         if name not in self._layers:
             raise ValueError(f"no layer {name!r}; layers: {list(self._layers)}")
+        self._copy_pending()
         for h in self.meshes.values():
             if h.layer == name:
                 h.layer = None
@@ -915,6 +938,7 @@ class SceneRenderer:
         every pass and put its wall-clock ms in :attr:`last_wall_ms` (this serialises the frame: for
         benchmarks; on software rasterisers the timer scopes of :attr:`gpu_ms` also count waits)."""
         self._refresh_after_reload()
+        self._copy_pending()
         look = self.look
         mode = look.shadow_mode()
         ctx = self.ctx
@@ -1422,17 +1446,25 @@ class SceneRenderer:
         return self._hits_from_region(p, region, ids, depth, src, self._inv_vp)
 
     def query_async(self, points, *, layer: str | None = None) -> PendingQuery:
-        """Issue a batched query without waiting: the region's texels are copied into pixel-pack buffers
-        now (queued on the GPU); :meth:`PendingQuery.result` maps them, ideally after the next frame."""
+        """Issue a batched query of the last frame without waiting (see :class:`PendingQuery`): the
+        copy of the region's texels is queued at the start of the next :meth:`render`;
+        :meth:`PendingQuery.result` maps them once that frame is rendered (one frame of latency)."""
         p = self._check_pixels(points)
-        fbo, _, _, src = self._source(layer)
-        region = self._region(p)
-        _, _, w, h = region
-        ids_buf = self._pbo(w * h * 16)
-        depth_buf = self._pbo(w * h * 4)
-        fbo.read_into(ids_buf, viewport=region, components=4, attachment=1, dtype="u4", alignment=1)
-        fbo.read_into(depth_buf, viewport=region, components=1, attachment=2, dtype="f4", alignment=1)
-        return PendingQuery(self, p, region, src, (ids_buf, depth_buf), self._inv_vp.copy(), self.frame_index)
+        _, _, _, src = self._source(layer)
+        q = PendingQuery(self, p, self._region(p), src, self._inv_vp.copy(), self.frame_index)
+        self._pending.append(q)
+        return q
+
+    def _copy_pending(self) -> None:
+        """Queue the copies of the pending asynchronous queries (before their sources are overwritten,
+        resized or removed)."""
+        pending, self._pending = self._pending, []
+        for q in pending:
+            q._copy()
+
+    def _forget_pending(self, q: PendingQuery) -> None:
+        if q in self._pending:
+            self._pending.remove(q)
 
     def _pbo(self, nbytes: int) -> moderngl.Buffer:
         for i, b in enumerate(self._pbo_pool):
@@ -1476,6 +1508,7 @@ class SceneRenderer:
         for vao in self._vaos.values():
             self.res.release(vao)
         self._vaos.clear()
+        self._pending.clear()  # their sources go now: result() would copy from released targets
         self._release_targets()
         self._layers.clear()
         for b in self._pbo_pool:

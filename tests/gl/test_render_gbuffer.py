@@ -215,9 +215,14 @@ def test_batched_and_async_queries_agree_with_single_ones(renderer):
     pts = np.c_[rng.integers(10, W - 10, 64), rng.integers(8, H - 8, 64)]
     many = renderer.query_many(pts)
     pending = renderer.query_async(pts)
-    renderer.render(_camera())  # a frame later the copy is done; the result is of the frame it was issued in
-    assert pending.ready
+    assert not pending.ready
+    # the next frame moves the mesh away: the result is still of the frame the query was issued after
+    renderer.update_vertices(h, p + np.array([5.0, 0.0, 0.0], np.float32))
+    renderer.render(_camera())
+    assert pending.ready and renderer.query_many(pts) == [None] * len(pts)
     late = pending.result()
+    renderer.update_vertices(h, p)
+    renderer.render(_camera())
     for (x, y), a, b in zip(pts, many, late):
         one = renderer.query(int(x), int(y))
         assert (one is None) == (a is None) == (b is None)
@@ -226,6 +231,11 @@ def test_batched_and_async_queries_agree_with_single_ones(renderer):
             np.testing.assert_allclose(a.position, one.position, atol=1e-6)
             np.testing.assert_allclose(b.barycentric, one.barycentric, atol=1e-6)
     assert sum(a is not None for a in many) > 20
+    # asked before the next frame, the result copies and maps at once (same answer)
+    renderer.update_vertices(h, p)
+    renderer.render(_camera())
+    early = renderer.query_async(pts)
+    assert [x is None for x in early.result()] == [x is None for x in many]
     with pytest.raises(ValueError, match=r"pixel \(72, 3\) outside the 72x54 frame"):
         renderer.query_many([(1, 1), (W, 3)])
 
