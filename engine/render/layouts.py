@@ -35,6 +35,11 @@ BINDING_LIGHTS = 3
 BINDING_INDICES = 4  # a mesh's index buffer (uint triangles) as an SSBO, where a shader declares it
 BINDING_BLOBS = 5    # contact-shadow blobs (BLOB structs) of the compose pass
 BINDING_SCREEN_RECTS = 6  # ivec4 (x0, y0, x1, y1) pixel rectangle per G-buffer (scene, then layers)
+# Image units the compose pass reads the scene G-buffer and the backdrop depth through (without layers).
+IMAGE_GBUFFER_ZCOPY = 0
+IMAGE_GBUFFER_ALBEDO = 1
+IMAGE_GBUFFER_IDS = 2
+IMAGE_BACKDROP_DEPTH = 3
 CORNER_TRIANGLE_SHIFT = 6
 """Bit where the triangle index starts in a corner vertex's info word (engine/render/corners.py)."""
 MAX_LIGHTS = 8
@@ -51,6 +56,10 @@ GLSL_CONSTANTS: dict[str, int] = {
     "BINDING_INDICES": BINDING_INDICES,
     "BINDING_BLOBS": BINDING_BLOBS,
     "BINDING_SCREEN_RECTS": BINDING_SCREEN_RECTS,
+    "IMAGE_GBUFFER_ZCOPY": IMAGE_GBUFFER_ZCOPY,
+    "IMAGE_GBUFFER_ALBEDO": IMAGE_GBUFFER_ALBEDO,
+    "IMAGE_GBUFFER_IDS": IMAGE_GBUFFER_IDS,
+    "IMAGE_BACKDROP_DEPTH": IMAGE_BACKDROP_DEPTH,
     "CORNER_TRIANGLE_SHIFT": CORNER_TRIANGLE_SHIFT,
     "MAX_LIGHTS": MAX_LIGHTS,
     "MAX_LAYERS": MAX_LAYERS,

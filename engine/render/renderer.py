@@ -92,6 +92,7 @@ GBUFFER_LAYOUT: tuple[tuple[str, int, str], ...] = (
 
 _MESH_DEFINES = ("BINDING_POSITIONS", "BINDING_NORMALS", "BINDING_TEXCOORDS")
 _CORNER_DEFINES = ("CORNER_TRIANGLE_SHIFT", "BINDING_SCREEN_RECTS")
+_COMPOSE_IMAGES = ("IMAGE_GBUFFER_ZCOPY", "IMAGE_GBUFFER_ALBEDO", "IMAGE_GBUFFER_IDS", "IMAGE_BACKDROP_DEPTH")
 _LIGHT_DEFINES = ("BINDING_LIGHTS", "MAX_LIGHTS")
 
 
@@ -509,6 +510,8 @@ class SceneRenderer:
         n = len(self._layers)
         if n:
             defines["LAYER_COUNT"] = n
+        else:
+            defines.update(_constants(*_COMPOSE_IMAGES))
         v = VIEWS.index(self._view)
         if v:
             defines["VIEW"] = v
@@ -576,9 +579,12 @@ class SceneRenderer:
         self._overlay = r.framebuffer([self._color], label="frame overlay")
         self._backdrop = r.texture(size, 4, filter=near, repeat=False, label="backdrop colour")
         self._backdrop_depth = r.depth_texture(size, label="backdrop depth")
-        self._backdrop_fbo = r.framebuffer([self._backdrop], self._backdrop_depth, label="backdrop")
+        self._backdrop_zcopy = r.texture(size, 1, dtype="f4", filter=near, repeat=False, label="backdrop depth copy")
+        self._backdrop_fbo = r.framebuffer([self._backdrop, self._backdrop_zcopy], self._backdrop_depth,
+                                           label="backdrop")
+        self._backdrop_color_fbo = r.framebuffer([self._backdrop], label="backdrop colour")
         t += [self._color, self._ids, self._depth, self._frame, self._frame_clear, self._overlay, self._backdrop,
-              self._backdrop_depth, self._backdrop_fbo]
+              self._backdrop_depth, self._backdrop_zcopy, self._backdrop_fbo, self._backdrop_color_fbo]
         self._scene = self._new_gbuffer("scene")
         for name in self._layers:
             self._layers[name] = self._new_gbuffer(f"layer {name}")
@@ -1172,7 +1178,7 @@ class SceneRenderer:
         fullscreen pass per G-buffer (see shaders/render/compose.frag)."""
         ctx, look = self.ctx, self.look
         if self._view == "color":
-            ctx.copy_framebuffer(self._overlay, self._backdrop_fbo)
+            ctx.copy_framebuffer(self._overlay, self._backdrop_color_fbo)
         else:
             self._overlay.clear(0.08, 0.08, 0.08, 1.0)
         self._frame_clear.clear(0.0)
@@ -1185,11 +1191,11 @@ class SceneRenderer:
             self._set(prog, "g_albedo", list(range(n, 2 * n)) if n > 1 else 1)
             self._set(prog, "g_ids", list(range(2 * n, 3 * n)) if n > 1 else 2)
             self._set(prog, "u_backdrop", 3 * n)
-            self._set(prog, "u_backdrop_depth", 3 * n + 1)
+            self._set(prog, "u_backdrop_depth_copy", 3 * n + 1)
             self._set(prog, "u_shadow_map", 3 * n + 2)
             self._set(prog, "u_depth", 1.0 - 1e-6)
         lin = lambda c: tuple(float(x) for x in srgb_to_linear(c))  # noqa: E731
-        self._mat(prog, "u_inv_view_proj", self._inv_vp)
+        self._mat(prog, "u_inv_view_proj", self._inv_vp)  # (vertex stage: view rays; fragment: unprojection)
         self._set(prog, "u_inv_size", (1.0 / self.width, 1.0 / self.height))
         self._set(prog, "u_eye", tuple(float(x) for x in self._eye))
         if self._view == "color":
@@ -1213,15 +1219,24 @@ class SceneRenderer:
             self._set(prog, "u_depth_range", (float(dist.min()), float(dist.max())))
         self._set(prog, "u_wireframe", bool(look.wireframe))
         self._set(prog, "u_wire_color", lin(look.wire_color))
-        for k, gb in enumerate(gbs):
-            gb.tex["zcopy"].use(location=k)
-            gb.tex["albedo"].use(location=n + k)
-            gb.tex["ids"].use(location=2 * n + k)
+        if n == 1:  # image loads (see compose.frag); the G-buffer was written by the framebuffer
+            C = GLSL_CONSTANTS
+            gb = self._scene
+            gb.tex["zcopy"].bind_to_image(C["IMAGE_GBUFFER_ZCOPY"], read=True, write=False)
+            gb.tex["albedo"].bind_to_image(C["IMAGE_GBUFFER_ALBEDO"], read=True, write=False)
+            gb.tex["ids"].bind_to_image(C["IMAGE_GBUFFER_IDS"], read=True, write=False)
+            self._backdrop_zcopy.bind_to_image(C["IMAGE_BACKDROP_DEPTH"], read=True, write=False)
+        else:
+            for k, gb in enumerate(gbs):
+                gb.tex["zcopy"].use(location=k)
+                gb.tex["albedo"].use(location=n + k)
+                gb.tex["ids"].use(location=2 * n + k)
+            self._backdrop_zcopy.use(location=3 * n + 1)
         self._backdrop.use(location=3 * n)
-        self._backdrop_depth.use(location=3 * n + 1)
         ctx.enable(moderngl.DEPTH_TEST)
         ctx.depth_func = ">"  # the far-plane quad passes where the G-buffer has a surface
-        ctx.memory_barrier(moderngl.SHADER_STORAGE_BARRIER_BIT)  # the rectangles the G-buffer passes grew
+        # the rectangles the G-buffer passes grew (SSBO) and, to be safe, image loads after framebuffer writes
+        ctx.memory_barrier(moderngl.SHADER_STORAGE_BARRIER_BIT | moderngl.SHADER_IMAGE_ACCESS_BARRIER_BIT)
         self._rects.bind_to_storage_buffer(GLSL_CONSTANTS["BINDING_SCREEN_RECTS"])
         self._set(prog, "u_viewport", (float(self.width), float(self.height)))
         vao = self._vao(prog, None)

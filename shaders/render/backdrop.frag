@@ -1,7 +1,8 @@
 #version 430 core
 // Backdrop pass: the background gradient and the ground plane with its grid, lit by the scene lights,
 // fading with distance. It depends only on the camera, the lights and the look, so the renderer redraws
-// it only when one of those changes and the compose pass reads it (colour display-encoded, depth).
+// it only when one of those changes and the compose pass reads it (colour display-encoded, depth, and the
+// depth once more as an R32F colour).
 #include "color.glsl"
 #include "lighting.glsl"
 
@@ -25,6 +26,7 @@ uniform vec2 u_fade_range;     // ground fades out between these distances from 
 uniform vec2 u_grid_spacing;   // (minor, major) line spacing in metres
 
 layout(location = 0) out vec4 o_color;
+layout(location = 1) out float o_depth;  // the window depth again, as a colour the compositor can image-load
 
 // Coverage of grid lines `spacing` apart around `coord` (anti-aliased, fading where cells get tiny).
 float grid_lines(vec2 coord, float spacing, float width_px) {
@@ -72,4 +74,5 @@ void main() {
     }
     o_color = vec4(linear_to_srgb(tonemap_aces(col)), 1.0);
     gl_FragDepth = out_depth;
+    o_depth = out_depth;
 }

@@ -10,7 +10,10 @@ layout(std430, binding = BINDING_SCREEN_RECTS) readonly buffer ScreenRects { ive
 uniform int u_rect_slot;
 uniform vec2 u_viewport;  // framebuffer size in pixels
 uniform float u_depth;    // window depth of the quad mapped to NDC z
+uniform mat4 u_inv_view_proj;
+uniform vec3 u_eye;
 out vec2 v_uv;
+out vec3 v_ray;           // eye -> the far-plane point of the pixel (affine in screen space: interpolated)
 
 void main() {
     ivec4 r = screen_rects[u_rect_slot];
@@ -19,4 +22,6 @@ void main() {
     vec2 px = mix(lo, hi, vec2(corner[gl_VertexID]));
     v_uv = px / u_viewport;
     gl_Position = vec4(v_uv * 2.0 - 1.0, u_depth, 1.0);
+    vec4 far = u_inv_view_proj * vec4(gl_Position.xy, 1.0, 1.0);
+    v_ray = far.xyz / far.w - u_eye;
 }
