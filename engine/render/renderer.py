@@ -326,11 +326,13 @@ class _GBuffer:
         # what is cleared each frame: zcopy (0 = no surface) and the depth; albedo and ids are only
         # meaningful where zcopy != 0, so they are never cleared (a 128-bit clear is slow on llvmpipe)
         self.clear_fbo = res.framebuffer([self.tex["zcopy"]], self.depth, label=f"{label} clear")
-        self.compose_fbo: moderngl.Framebuffer | None = None
+        self.compose_fbo: moderngl.Framebuffer | None = None        # frame colour + ids + depth
+        self.compose_color_fbo: moderngl.Framebuffer | None = None  # frame colour only
 
     def release(self) -> None:
-        if self.compose_fbo is not None:
-            self.res.release(self.compose_fbo)
+        for fbo in (self.compose_color_fbo, self.compose_fbo):
+            if fbo is not None:
+                self.res.release(fbo)
         self.res.release(self.clear_fbo)
         self.res.release(self.fbo)
         self.res.release(self.depth)
@@ -365,12 +367,15 @@ class PendingQuery:
             return
         self._copied = True
         r = self._r
-        fbo, _, _, _ = r._source(self.source)
         _, _, w, h = self.region
-        ids_buf, depth_buf = r._pbo(w * h * 16), r._pbo(w * h * 4)
-        fbo.read_into(ids_buf, viewport=self.region, components=4, attachment=1, dtype="u4", alignment=1)
-        fbo.read_into(depth_buf, viewport=self.region, components=1, attachment=2, dtype="f4", alignment=1)
-        self._buffers = (ids_buf, depth_buf)
+        self._reads = [(comps, dtype) for _, _, comps, dtype in r._region_reads(self.source)]
+        buffers = []
+        for fbo, attachment, comps, dtype in r._region_reads(self.source):
+            buf = r._pbo(w * h * 4 * comps)
+            fbo.read_into(buf, viewport=self.region, components=comps, attachment=attachment, dtype=dtype,
+                          alignment=1)
+            buffers.append(buf)
+        self._buffers = tuple(buffers)
 
     @property
     def ready(self) -> bool:
@@ -384,9 +389,10 @@ class PendingQuery:
             self._r._forget_pending(self)
             self._copy()
             x0, y0, w, h = self.region
-            ids_buf, depth_buf = self._buffers
-            ids = np.frombuffer(ids_buf.read(size=w * h * 16), np.uint32).reshape(h, w, 4)
-            depth = np.frombuffer(depth_buf.read(size=w * h * 4), np.float32).reshape(h, w)
+            arrays = [np.frombuffer(buf.read(size=w * h * 4 * comps), np.uint32 if dtype == "u4" else np.float32)
+                      .reshape((h, w, comps) if comps > 1 else (h, w))
+                      for buf, (comps, dtype) in zip(self._buffers, self._reads)]
+            ids, depth = self._r._combine_reads(arrays)
             self._result = self._r._hits_from_region(self.points, self.region, ids, depth, self.source,
                                                      self._inv_vp)
             self._r._recycle(self._buffers)
@@ -419,6 +425,7 @@ class SceneRenderer:
         self._draw_lists: dict[str | None, list[MeshHandle]] | None = None
         self._pbo_pool: list[moderngl.Buffer] = []
         self._pending: list[PendingQuery] = []  # asynchronous queries whose copy is not queued yet
+        self._frame_ids_written = False  # whether the last frame's compositor wrote the frame id targets
         self.frame_index = 0
         self.texture_anisotropy = 1.0  # max anisotropy of base-colour textures added from now on
         self.last_view_proj: np.ndarray | None = None
@@ -504,9 +511,17 @@ class SceneRenderer:
         defines["SCREEN_RECT"] = 1
         return self.programs.get_program(vertex="render/gbuffer.vert", fragment="render/gbuffer.frag", defines=defines)
 
+    def _frame_ids_needed(self) -> bool:
+        """Whether the compositor writes the frame-level id and depth targets: with layers (nearest of
+        several G-buffers) and for the shadow-map ground pass; otherwise the scene G-buffer, tested
+        against the backdrop depth, is the scene-level id buffer (see :meth:`_region_reads`)."""
+        return bool(self._layers) or self.look.shadow_mode() == "map"
+
     def _compose_program(self) -> moderngl.Program:
         defines = _constants(*_LIGHT_DEFINES, "BINDING_SCREEN_RECTS")
         defines["LIGHT_COUNT"] = self.light_count
+        if self._frame_ids_needed():
+            defines["FRAME_IDS"] = 1
         n = len(self._layers)
         if n:
             defines["LAYER_COUNT"] = n
@@ -596,6 +611,7 @@ class SceneRenderer:
         gb = _GBuffer(self.res, (self.width, self.height), f"{label} gbuffer")
         gb.compose_fbo = self.res.framebuffer([self._color, self._ids, self._depth], gb.depth,
                                               label=f"{label} compose")
+        gb.compose_color_fbo = self.res.framebuffer([self._color], gb.depth, label=f"{label} compose colour")
         return gb
 
     def _release_targets(self) -> None:
@@ -1181,7 +1197,10 @@ class SceneRenderer:
             ctx.copy_framebuffer(self._overlay, self._backdrop_color_fbo)
         else:
             self._overlay.clear(0.08, 0.08, 0.08, 1.0)
-        self._frame_clear.clear(0.0)
+        frame_ids = self._frame_ids_needed()
+        self._frame_ids_written = frame_ids
+        if frame_ids:
+            self._frame_clear.clear(0.0)
         gbs = [self._scene] + list(self._layers.values())
         n = len(gbs)
         prog = self._compose_program()
@@ -1246,7 +1265,7 @@ class SceneRenderer:
         for k, gb in enumerate(gbs):
             if not lists[names[k]]:
                 continue  # an empty G-buffer has no surface to run on
-            fbo = gb.compose_fbo
+            fbo = gb.compose_fbo if frame_ids else gb.compose_color_fbo
             if blobs:  # into the same framebuffer, so that llvmpipe rasterises both in one pass
                 self._blob_pass(fbo)
                 blobs = False
@@ -1362,19 +1381,45 @@ class SceneRenderer:
 
         Image.fromarray(self.read_pixels(), "RGBA").save(path)
 
-    def _source(self, source: str | None) -> tuple[moderngl.Framebuffer, moderngl.Texture, moderngl.Texture, str]:
-        """(framebuffer with ids at attachment 1, ids texture, depth texture, name) of "frame"
-        (composited), "gbuffer" (the scene G-buffer) or a layer."""
+    def _source(self, source: str | None) -> str:
+        """The validated source name: "frame" (composited, the default), "gbuffer" (the scene
+        G-buffer) or a layer."""
         src = "frame" if source is None else source
-        if src == "frame":
-            return self._frame, self._ids, self._depth, src
-        if src == "gbuffer":
-            gb = self._scene
-        elif src in self._layers:
-            gb = self._layers[src]
-        else:
+        if src not in ("frame", "gbuffer") and src not in self._layers:
             raise ValueError(f"source must be 'frame', 'gbuffer' or a layer {list(self._layers)}, got {source!r}")
-        return gb.fbo, gb.tex["ids"], gb.tex["zcopy"], src
+        return src
+
+    def _region_reads(self, src: str) -> list[tuple[moderngl.Framebuffer, int, int, str]]:
+        """What reading a region of ``src`` reads, as (framebuffer, attachment, components, dtype): its
+        ids (RGBA32UI), its depth (R32F, 0 = no surface) and, for a frame whose compositor wrote no id
+        targets (no layers), the backdrop depth: there the scene G-buffer's surfaces are the frame's
+        except where the ground is in front, which :meth:`_combine_reads` applies as compose.frag does."""
+        if src == "frame" and self._frame_ids_written:
+            return [(self._frame, 1, 4, "u4"), (self._frame, 2, 1, "f4")]
+        gb = self._scene if src in ("frame", "gbuffer") else self._layers[src]
+        reads = [(gb.fbo, 1, 4, "u4"), (gb.fbo, 2, 1, "f4")]
+        if src == "frame":
+            reads.append((self._backdrop_fbo, 1, 1, "f4"))
+        return reads
+
+    @staticmethod
+    def _combine_reads(arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """(ids (h,w,4) uint32, depth (h,w) float32 with 0 = no surface) from the arrays of
+        :meth:`_region_reads`."""
+        ids, depth = arrays[0], arrays[1]
+        if len(arrays) == 3:  # the ground in front wins (compose.frag: back < depth)
+            depth = np.where(depth <= arrays[2], depth, np.float32(0.0))
+        return ids, depth
+
+    def _read_region(self, src: str, region: tuple[int, int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+        """Synchronous (ids, depth) of GL viewport ``region`` (x, y from the bottom, w, h) of ``src``."""
+        _, _, w, h = region
+        arrays = []
+        for fbo, attachment, comps, dtype in self._region_reads(src):
+            raw = fbo.read(viewport=region, components=comps, attachment=attachment, dtype=dtype, alignment=1)
+            arrays.append(np.frombuffer(raw, np.uint32 if dtype == "u4" else np.float32).reshape(
+                (h, w, comps) if comps > 1 else (h, w)))
+        return self._combine_reads(arrays)
 
     def surface_arrays(self, source: str | None = None) -> dict[str, np.ndarray]:
         """Every surface channel of the last frame as (H, W, ...) arrays, row 0 = top of the image:
@@ -1383,10 +1428,9 @@ class SceneRenderer:
         float32 window depth (1 where no mesh), ``albedo`` (H,W,3) float32 linear (scene/layer only).
         ``source``: "frame" (default: what the compositor shows), "gbuffer" (the scene G-buffer
         alone) or a layer name."""
-        _, ids_tex, depth_tex, src = self._source(source)
+        src = self._source(source)
         h, w = self.height, self.width
-        ids = np.frombuffer(ids_tex.read(alignment=1), np.uint32).reshape(h, w, 4)
-        depth = np.frombuffer(depth_tex.read(alignment=1), np.float32).reshape(h, w)
+        ids, depth = self._read_region(src, (0, 0, w, h))
         out = decode_ids(_masked_ids(ids, depth))
         hit = out["mesh"] >= 0
         gy, gx = np.mgrid[0:h, 0:w]
@@ -1451,13 +1495,9 @@ class SceneRenderer:
     def query_many(self, points, *, layer: str | None = None) -> list[SurfaceHit | None]:
         """Query many pixels (N,2) (x, y from the top) at once: reads their bounding region once."""
         p = self._check_pixels(points)
-        fbo, _, _, src = self._source(layer)
+        src = self._source(layer)
         region = self._region(p)
-        _, _, w, h = region
-        ids = np.frombuffer(fbo.read(viewport=region, components=4, attachment=1, dtype="u4", alignment=1),
-                            np.uint32).reshape(h, w, 4)
-        depth = np.frombuffer(fbo.read(viewport=region, components=1, attachment=2, dtype="f4", alignment=1),
-                              np.float32).reshape(h, w)
+        ids, depth = self._read_region(src, region)
         return self._hits_from_region(p, region, ids, depth, src, self._inv_vp)
 
     def query_async(self, points, *, layer: str | None = None) -> PendingQuery:
@@ -1465,7 +1505,7 @@ class SceneRenderer:
         copy of the region's texels is queued at the start of the next :meth:`render`;
         :meth:`PendingQuery.result` maps them once that frame is rendered (one frame of latency)."""
         p = self._check_pixels(points)
-        _, _, _, src = self._source(layer)
+        src = self._source(layer)
         q = PendingQuery(self, p, self._region(p), src, self._inv_vp.copy(), self.frame_index)
         self._pending.append(q)
         return q

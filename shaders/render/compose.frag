@@ -70,8 +70,13 @@ uniform vec3 u_bounds_hi;
 uniform vec2 u_depth_range;            // eye distances mapped to white .. black
 
 layout(location = 0) out vec4 o_color;
+#ifdef FRAME_IDS
+// The scene-level id buffer and depth, written when there are layers (or for the shadow-map ground
+// pass). Without layers the scene G-buffer is that buffer already (queries read it and test the
+// backdrop depth as this pass does), so only the colour is written.
 layout(location = 1) out uvec4 o_ids;
 layout(location = 2) out float o_depth;
+#endif
 
 vec3 world_at(vec2 frag, float depth) {
     vec4 c = vec4(frag * u_inv_size * 2.0 - 1.0, depth * 2.0 - 1.0, 1.0);
@@ -128,8 +133,10 @@ void main() {
 #else
         o_color = vec4(vec3(0.08), 1.0);
 #endif
+#ifdef FRAME_IDS
         o_ids = uvec4(0u);
         o_depth = 0.0;
+#endif
         return;
     }
 #if VIEW == 0
@@ -164,6 +171,8 @@ void main() {
     if (u_wireframe) col = mix(col, u_wire_color, 0.6 * alb.a);
     o_color = vec4(col, 1.0);
 #endif
+#ifdef FRAME_IDS
     o_ids = ids;
     o_depth = depth;
+#endif
 }

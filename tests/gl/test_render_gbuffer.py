@@ -400,3 +400,36 @@ def test_compose_rect_is_exact_and_conservative(renderer, where):
     np.testing.assert_array_equal(renderer.surface_arrays()["mesh"], frame["mesh"])
     with pytest.raises(ValueError, match="layer"):
         renderer.screen_rect("nope")
+
+
+def test_frame_ids_with_and_without_the_compositor_writing_them(gl_ctx, res):
+    """Without layers the compositor writes only colour and the scene G-buffer, tested against the
+    backdrop depth, serves as the frame's id buffer; with a layer it writes the frame ids. Both agree,
+    also where the ground hides part of a mesh (a sphere half under the ground plane)."""
+    r = SceneRenderer(gl_ctx, res, W, H, look=LookSettings(ground=True, shadows="off"), shadow_size=64)
+    try:
+        p, t = _bumpy_sphere(0.6, center=(0.0, 0.0, 0.0))
+        h = r.add_mesh(t, len(p), positions=p)
+        cam = _camera(eye=(0.0, 1.6, 2.4))
+        r.render(cam)
+        assert not r._frame_ids_written
+        virtual, scene = r.surface_arrays(), r.surface_arrays("gbuffer")
+        hidden = (scene["mesh"] >= 0) & (virtual["mesh"] < 0)
+        assert hidden.sum() > 10, "the ground should hide part of the sphere"
+        assert np.all(scene["position"][hidden][:, 1] < 0.01)  # what the ground hides is below it
+        y, x = np.argwhere(hidden)[0]
+        assert r.query(int(x), int(y)) is None
+        assert r.query(int(x), int(y), layer="gbuffer").mesh is h
+        pending = r.query_async([(int(x), int(y))])
+        r.render(cam)
+        assert pending.result() == [None]
+        r.add_layer("empty")  # a layer (even empty) makes the compositor write the frame ids
+        r.render(cam)
+        assert r._frame_ids_written
+        written = r.surface_arrays()
+        np.testing.assert_array_equal(written["mesh"], virtual["mesh"])
+        np.testing.assert_array_equal(written["triangle"], virtual["triangle"])
+        np.testing.assert_allclose(written["depth"], virtual["depth"])
+        assert r.query(int(x), int(y)) is None
+    finally:
+        r.release()
