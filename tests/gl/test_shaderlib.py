@@ -194,16 +194,34 @@ def test_reload_recompiles_changed_include_and_keeps_old_program_on_failure(gl_c
 
 
 def test_repository_shaders_compile(gl_ctx):
-    """Every stage program of the renderer compiles from the real shaders/ tree."""
+    """The renderer's programs compile from the real shaders/ tree in every variant it builds, including
+    the geometry-stage G-buffer path (render/mesh.geom: barycentrics from a geometry stage, as the
+    research does; the renderer uses the equivalent corner-vertex draw) and the compositor with and
+    without layers and frame ids."""
+    from engine.render.renderer import LookSettings, SceneRenderer
+
     res = GpuResources(gl_ctx)
     cache = ProgramCache(res)
     mesh = {k: GLSL_CONSTANTS[k] for k in ("BINDING_POSITIONS", "BINDING_NORMALS", "BINDING_TEXCOORDS")}
     cache.get_program(vertex="render/mesh.vert", geometry="render/mesh.geom", fragment="render/gbuffer.frag",
                       defines=mesh)
-    cache.get_program(vertex="render/fullscreen.vert", fragment="render/compose.frag",
-                      defines={"BINDING_LIGHTS": GLSL_CONSTANTS["BINDING_LIGHTS"],
-                               "MAX_LIGHTS": GLSL_CONSTANTS["MAX_LIGHTS"]})
-    assert len(cache) == 2
+    assert len(cache) == 1
+    r = SceneRenderer(gl_ctx, res, 32, 24, programs=cache, look=LookSettings(shadows="off"), shadow_size=64)
+    built = set()
+    for layers in (0, 2):
+        for k in range(layers):
+            r.add_layer(f"l{k}")
+        for shadows in ("off", "map"):
+            r.look.shadows = shadows
+            built.add(id(r._compose_program()))
+            if layers:
+                continue
+            for uv in (False, True):
+                for wire in (False, True):
+                    built.add(id(r._gbuffer_program(uv, tess=False, wire=wire)))
+                    built.add(id(r._gbuffer_program(uv, tess=True, wire=wire)))
+    assert len(built) == 4 + 8  # compose: (no layers, layers) x (ids or not); G-buffer: uv x wire x tess
+    r.release()
     cache.release()
 
 
