@@ -10,8 +10,12 @@ grid 1 m apart) at 1280x720 and 1920x1080 it prints, per frame (median over the 
             around each pass; compose includes the contact shadows);
 ``render``  the renderer's whole frame in those profiled frames;
 ``total``   one whole frame, anim + deform + render with a single ``ctx.finish()`` at its end (what a frame costs;
-            the parts above are timed in separate frames, each finished, so they need not add up to it);
-``panda3d`` the same frame in Panda3D (below), ``ratio`` = panda3d / total (> 1: ours is faster).
+            the parts above are timed in separate frames, each finished, so they need not add up to it), with the
+            renderer's default look: ground plane with its grid, contact shadows, key/fill/back lights, hemisphere;
+``same``    the same whole frame with the content of the Panda3D frame: the lit characters on the background, no
+            ground, grid or shadows (``LookSettings(ground=False, shadows="off")``);
+``panda3d`` that frame in Panda3D (below); ``ratio`` = panda3d / same (> 1: ours is faster), ``r.def`` = panda3d /
+            total (ours doing more: ground, grid, shadows, three lights).
 
 Then the cost of surface queries on the last frame: one pixel (``query``), a 64-point stroke read as one region
 (``query_many``), and the asynchronous form (``query_async``: ``issue`` in the frame, ``result`` mapped after the
@@ -22,8 +26,8 @@ Panda3D, side by side: what a Python user would otherwise pick (``pip install pa
 bench-only extra, not a project dependency: without it the column says "panda3d not installed"). It runs in a
 subprocess (its own GL context): an offscreen buffer of the same size on the same driver, N looping Actors of
 the same glTF, Panda3D's default skinning (CPU, ``hardware-animated-vertices`` off) and its default fixed-function
-shading with an ambient + a directional light, the same grid and the same camera (converted to Panda3D's Z-up
-frame); each timed frame is ``graphicsEngine.renderFrame()`` + ``glFinish()`` (our frames also end with a finish).
+shading with an ambient + a directional light on its default background (no ground, grid or shadows: a
+Python user would add those as more nodes), the same camera (converted to Panda3D's Z-up frame); each timed frame is ``graphicsEngine.renderFrame()`` + ``glFinish()`` (our frames also end with a finish).
 panda3d-gltf 1.3 mis-skins CesiumMan: it builds the bind pose relative to the Character node's parents,
 so the two static parent matrices of the skeleton (``Z_UP``, ``Armature``) are applied twice (the figure
 lies on its back and its limbs tear when animated). The bench therefore hands Panda3D a copy of the file with
@@ -256,6 +260,7 @@ def run_case(ctx, w: int, h: int, n: int, frames: int, png: Path | None = None) 
     from engine.render.renderer import SceneRenderer
     from engine.render.resources import GpuResources
 
+    same = same_content_total(ctx, w, h, n, frames, png.with_name(png.stem + "_same.png") if png else None)
     res = GpuResources(ctx)
     r = SceneRenderer(ctx, res, w, h)
     crowd = Crowd(ctx, res, r, n)
@@ -297,6 +302,7 @@ def run_case(ctx, w: int, h: int, n: int, frames: int, png: Path | None = None) 
         rows["total"].append((time.perf_counter() - t0) * 1e3)
     out = {k: float(np.median(v)) for k, v in rows.items()}
     out.update({k: float(np.median(v)) for k, v in gpu.items()})
+    out["same"] = same
     if png is not None:
         r.save_png(png)
 
@@ -339,6 +345,32 @@ def run_case(ctx, w: int, h: int, n: int, frames: int, png: Path | None = None) 
     return out
 
 
+def same_content_total(ctx, w: int, h: int, n: int, frames: int, png: Path | None = None) -> float:
+    """Median ms of a whole frame (as ``total``) drawing what the Panda3D frame shows: no ground, no shadows."""
+    from engine.render.renderer import LookSettings, SceneRenderer
+    from engine.render.resources import GpuResources
+
+    res = GpuResources(ctx)
+    r = SceneRenderer(ctx, res, w, h, look=LookSettings(ground=False, shadows="off"))
+    crowd = Crowd(ctx, res, r, n)
+    cam = crowd_camera(w, h, crowd.offsets)
+    times = []
+    for f in range(5 + frames):
+        t0 = time.perf_counter()
+        crowd.animate(f / 60.0)
+        crowd.deform()
+        r.render(cam)
+        ctx.finish()
+        if f >= 5:
+            times.append((time.perf_counter() - t0) * 1e3)
+    if png is not None:
+        r.save_png(png)
+    crowd.release()
+    r.release()
+    res.release_all()
+    return float(np.median(times))
+
+
 def _best_ms(fn, reps: int = 5) -> float:
     best = float("inf")
     for _ in range(reps):
@@ -372,7 +404,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = SIZES[:1] if args.quick else SIZES
     counts = COUNTS[:2] if args.quick else COUNTS
     head = (f"{'size':>10}{'N':>4}{'anim':>7}{'deform':>8}{'gbuffer':>9}{'compose':>9}{'render':>8}{'total':>8}"
-            f"{'panda3d':>9}{'ratio':>7}{'q 1px':>7}{'q 64pt':>8}{'issue':>7}{'result':>8}{'lat':>5}{'stall':>7}")
+            f"{'same':>7}{'panda3d':>9}{'ratio':>7}{'r.def':>7}{'q 1px':>7}{'q 64pt':>8}{'issue':>7}{'result':>8}"
+            f"{'lat':>5}{'stall':>7}")
     print(head)
     print("-" * len(head))
     notes = []
@@ -384,19 +417,20 @@ def main(argv: list[str] | None = None) -> int:
                 w, h, n, frames, args.png / f"panda3d_{tag}.png" if args.png else None)
             if isinstance(p, tuple):
                 pms, info = p
-                ptxt, rtxt = f"{pms:>9.1f}", f"{pms / m['total']:>7.2f}"
+                ptxt, rtxt = f"{pms:>9.1f}", f"{pms / m['same']:>7.2f}{pms / m['total']:>7.2f}"
                 if info and not notes:
                     notes.append(f"panda3d: {info.get('renderer')}, hardware skinning {info.get('hw_skinning')}")
             else:
-                ptxt, rtxt = f"{'-':>9}", f"{'-':>7}"
+                ptxt, rtxt = f"{'-':>9}", f"{'-':>7}{'-':>7}"
             print(f"{f'{w}x{h}':>10}{n:>4}{m['anim']:>7.2f}{m['deform']:>8.2f}{m.get('gbuffer', 0):>9.2f}"
-                  f"{m.get('compose', 0):>9.2f}{m['render']:>8.2f}{m['total']:>8.2f}{ptxt}{rtxt}"
+                  f"{m.get('compose', 0):>9.2f}{m['render']:>8.2f}{m['total']:>8.2f}{m['same']:>7.2f}{ptxt}{rtxt}"
                   f"{m['query1']:>7.2f}{m['stroke64']:>8.2f}{m['async_issue']:>7.2f}{m['async_result']:>8.2f}"
                   f"{m['async_latency']:>5d}{m['async_stall']:>7.2f}", flush=True)
             if isinstance(p, str) and p != "skipped":
                 print(f"    ({p})")
-    print("total = anim + deform + render, one finish per frame; anim/deform/gbuffer/compose/render timed in "
-          "separate frames finished after each part/pass; ratio = panda3d / total (> 1: ours faster); queries: "
+    print("total = anim + deform + render, one finish per frame (default look); same = total drawing the Panda3D "
+          "frame's content (no ground/grid/shadows); anim/deform/gbuffer/compose/render timed in separate frames "
+          "finished after each part/pass; ratio = panda3d / same, r.def = panda3d / total (> 1: ours faster); queries: "
           "q 1px, q 64pt = synchronous; issue/result/lat/stall = query_async (lat in frames; stall = extra frame "
           "time when issued)")
     for line in notes:
