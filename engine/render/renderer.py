@@ -23,19 +23,26 @@ Passes of one frame (each a GPU timer scope, see :attr:`SceneRenderer.gpu_ms`):
                 where the depth copy is non-zero (readers mask them; a 128-bit clear costs ~4 ms at 720p
                 on llvmpipe). Draws are submitted (glFlush) every :attr:`SceneRenderer.flush_triangles`
                 triangles so a software rasteriser rasterises while the CPU still runs later meshes'
-                vertex stage.
+                vertex stage. The vertex stage also grows the G-buffer's SCREEN RECTANGLE (SSBO, atomics
+                only for vertices outside it): the pixel bounds of every vertex's projection, the whole
+                view when one lies behind the eye; exact and conservative, never read back by the CPU.
 ``layer:NAME``  the meshes given layer NAME, into that layer's own G-buffer (research Stage 4 gives every
                 mesh its own framebuffer; here a tool opts in where it must see a surface whatever
                 covers it: skin under clothes, a character behind another).
-``compose``     one fullscreen triangle (research Stage 5): per pixel the nearest of the scene G-buffer
-                and the layers wins, is lit (key + fill + back light, hemisphere ambient, rim; optional
-                wireframe) or shown as a debug channel (:data:`VIEWS`), and is composited by depth with
-                the cached backdrop (background gradient + ground grid, redrawn only when the camera,
-                the lights or the look change). It writes the display colour, a scene-level id buffer
-                (which mesh, which triangle: what :meth:`SceneRenderer.query` reads) and the frame depth
-                (0 where no mesh shows: there the id texels are stale and masked by the readers).
-                Cost grows with the number of layers, not of meshes. Contact-shadow blobs (the default
-                ``shadows="blob"``: one instanced draw of octagons) darken the ground under each entity.
+``compose``     research Stage 5, per G-buffer one quad over its screen rectangle (built on the GPU from
+                the rectangle SSBO, ``shaders/render/compose.vert``) at the far plane, early-depth-tested
+                against that G-buffer so the shader runs only on its surfaces: per pixel the nearest of
+                the scene G-buffer and the layers wins, is lit (key + fill + back light, hemisphere
+                ambient, rim; optional wireframe) or shown as a debug channel (:data:`VIEWS`), and is
+                composited by depth with the cached backdrop (background gradient + ground grid, redrawn
+                only when the camera, the lights or the look change; copied into the frame first).
+                With layers (or a shadow map) it also writes a scene-level id buffer and frame depth
+                (0 where no mesh shows); without, the scene G-buffer is the scene-level id buffer and
+                queries apply the backdrop depth test compose applies (:meth:`SceneRenderer._region_reads`),
+                so the pass writes colour only and reads the G-buffer through image loads. Cost grows
+                with the pixels the meshes cover and with the number of layers, not of meshes.
+                Contact-shadow blobs (the default ``shadows="blob"``: one instanced draw of octagons)
+                darken the ground under each entity, drawn in the same framebuffer just before.
 ``ui``          optional overlay callback drawing into :attr:`SceneRenderer.framebuffer`.
 ``present``     copies the frame to a target framebuffer (the window) when one is given.
 
@@ -47,8 +54,9 @@ Every mesh carries tags (entity, glTF node, mesh, primitive) so ids decode to sc
 
 Queries (:meth:`~SceneRenderer.query`, :meth:`~SceneRenderer.query_many`, :meth:`~SceneRenderer.query_async`)
 read the id and depth texels of the last frame (or of one layer); a batch reads only the bounding
-region of its pixels, once; the async form copies it into a pixel-pack buffer and maps it a frame
-later, so a query never stalls the frame it is issued in. A hit's (mesh, triangle, barycentric) is a
+region of its pixels, once; the async form only records the query, the copy into pixel-pack buffers
+is queued at the start of the next frame (before anything overwrites the texels) and mapped after it,
+so a query never stalls the frame it is issued in (one frame of latency). A hit's (mesh, triangle, barycentric) is a
 :class:`~engine.render.surface.SurfacePoint`; :meth:`~SceneRenderer.evaluate` re-evaluates such points
 on the current deformed vertices.
 """
