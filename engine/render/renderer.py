@@ -364,6 +364,8 @@ class PendingQuery:
         self.source = source
         self._buffers: tuple[moderngl.Buffer, ...] = ()
         self._copied = False
+        self._size = (renderer.width, renderer.height)  # of the frame it asks about
+        self._cancelled = False
         self._inv_vp = inv_vp
         self.frame = frame
         self._result: list[SurfaceHit | None] | None = None
@@ -394,6 +396,8 @@ class PendingQuery:
         """The hits (None where no surface), in the order of the points; releases the buffers. Called
         before :attr:`ready`, it copies and maps now (waiting for the GPU)."""
         if self._result is None:
+            if self._cancelled:
+                raise RuntimeError("the renderer was released before this query's texels were copied")
             self._r._forget_pending(self)
             self._copy()
             x0, y0, w, h = self.region
@@ -402,7 +406,7 @@ class PendingQuery:
                       for buf, (comps, dtype) in zip(self._buffers, self._reads)]
             ids, depth = self._r._combine_reads(arrays)
             self._result = self._r._hits_from_region(self.points, self.region, ids, depth, self.source,
-                                                     self._inv_vp)
+                                                     self._inv_vp, self._size)
             self._r._recycle(self._buffers)
             self._buffers = ()
         return self._result
@@ -1475,13 +1479,16 @@ class SceneRenderer:
         return x0, y0, x1 - x0 + 1, y1 - y0 + 1
 
     def _hits_from_region(self, p: np.ndarray, region, ids: np.ndarray, depth: np.ndarray, source: str,
-                          inv_vp: np.ndarray) -> list[SurfaceHit | None]:
+                          inv_vp: np.ndarray, size: tuple[int, int] | None = None) -> list[SurfaceHit | None]:
+        """Hits of pixels ``p`` (x, y from the top) from a region read of a frame of ``size`` (width,
+        height; default the current one: a pending query keeps the size it was issued at)."""
+        width, height = size or (self.width, self.height)
         x0, y0, _, _ = region
         gx = p[:, 0]
-        gy = self.height - 1 - p[:, 1]
+        gy = height - 1 - p[:, 1]
         d = depth[gy - y0, gx - x0]
         dec = decode_ids(_masked_ids(ids[gy - y0, gx - x0], d))
-        pos = unproject(inv_vp, gx, gy, d, self.width, self.height).astype(np.float32)
+        pos = unproject(inv_vp, gx, gy, d, width, height).astype(np.float32)
         layer = None if source in _RESERVED_SOURCES else source
         out: list[SurfaceHit | None] = []
         for i in range(len(p)):
@@ -1571,7 +1578,9 @@ class SceneRenderer:
         for vao in self._vaos.values():
             self.res.release(vao)
         self._vaos.clear()
-        self._pending.clear()  # their sources go now: result() would copy from released targets
+        for q in self._pending:  # their sources go now: nothing left to copy from
+            q._cancelled = True
+        self._pending.clear()
         self._release_targets()
         self._layers.clear()
         for b in self._pbo_pool:

@@ -433,3 +433,34 @@ def test_frame_ids_with_and_without_the_compositor_writing_them(gl_ctx, res):
         assert r.query(int(x), int(y)) is None
     finally:
         r.release()
+
+
+def test_async_query_survives_resize_and_layer_removal(renderer):
+    """A pending query copies its texels before what it reads goes away: a resize, the removal of the layer
+    it asked, or the renderer's next frame; its result is of the frame it was issued after."""
+    p, t = _bumpy_sphere()
+    h = renderer.add_mesh(t, len(p), positions=p)
+    renderer.add_layer("solo")
+    renderer.set_layer(h, "solo")
+    renderer.render(_camera())
+    pts = np.argwhere(renderer.surface_arrays("solo")["mesh"] >= 0)[:5][:, ::-1]  # (x, y)
+    expect = renderer.query_many(pts, layer="solo")
+    assert all(e is not None and e.mesh is h for e in expect)
+    on_layer = renderer.query_async(pts, layer="solo")
+    on_frame = renderer.query_async(pts)
+    renderer.remove_layer("solo")
+    renderer.resize(W // 2, H // 2)
+    got_layer, got_frame = on_layer.result(), on_frame.result()
+    assert [g.triangle for g in got_layer] == [e.triangle for e in expect]
+    assert [g.mesh for g in got_frame] == [h] * len(pts)
+
+
+def test_async_query_of_a_released_renderer_says_so(gl_ctx, res):
+    r = SceneRenderer(gl_ctx, res, W, H, look=LookSettings(ground=False, shadows="off"), shadow_size=64)
+    p, t = _bumpy_sphere()
+    r.add_mesh(t, len(p), positions=p)
+    r.render(_camera())
+    pending = r.query_async([(W // 2, H // 2)])
+    r.release()
+    with pytest.raises(RuntimeError, match="released"):
+        pending.result()
