@@ -1,15 +1,17 @@
 #version 430 core
 // Compose pass (research Stage 5, the depth compositor), run once per G-buffer: the scene's, then each
-// layer's. The pass of G-buffer g draws one fullscreen triangle at the far plane against g's own
-// hardware depth, so the early depth test runs this shader only where g has a surface (no discard here:
-// with one, llvmpipe took about twice as long for this pass, 7.8 vs 3.7 ms for 8 CesiumMen at 720p,
-// even with layout(early_fragment_tests)). Per pixel the nearest surface of all G-buffers wins (ties:
-// the earlier G-buffer, the scene first), unless the backdrop's ground is in front. The winner is lit
-// (or shown as a debug channel when VIEW != 0) and writes the display colour, the scene-level id texel
-// (same packing as the G-buffer) and its window depth; a pixel covered by several G-buffers computes the
-// same result in each of their passes. Pixels without any surface keep the backdrop copied into the
-// frame beforehand. So the cost grows with the pixels the meshes cover and with the number of layers,
-// not with the number of meshes.
+// layer's. The pass of G-buffer g draws one quad over g's screen rectangle (compose.vert) at the far
+// plane against g's own hardware depth, so the early depth test runs this shader only where g has a
+// surface (no discard here: with one, llvmpipe took about twice as long for this pass, 7.8 vs 3.7 ms for
+// 8 CesiumMen at 720p, even with layout(early_fragment_tests)). Per pixel the nearest surface of all
+// G-buffers wins (ties: the earlier G-buffer, the scene first), unless the backdrop's ground is in front.
+// The winner is lit (or shown as a debug channel when VIEW != 0) and writes the display colour and, with
+// FRAME_IDS (layers, shadow map), the scene-level id texel (same packing as the G-buffer) and its window
+// depth; a pixel covered by several G-buffers computes the same result in each of their passes. Without
+// FRAME_IDS the scene G-buffer itself is the scene-level id buffer (the renderer's queries apply the same
+// ground test). Pixels without any surface keep the backdrop (and contact shadows) drawn into the frame
+// beforehand. So the cost grows with the pixels the meshes cover and with the number of layers, not with
+// the number of meshes.
 // Per-pixel cost: without layers the scene G-buffer and the backdrop depth are read with imageLoad
 // (on llvmpipe about 40% cheaper than texelFetch; image units are too few for 9 G-buffers, so layers
 // use texelFetch), and the view vector comes from an interpolated ray instead of unprojecting the
