@@ -116,7 +116,66 @@ SKIN_JOINTS = {"lbs": SKIN_JOINT_LBS, "dqs": SKIN_JOINT_DQS}
 SKIN_HEAD = Std430Struct("SkinHead", [
     ("group", "ivec4"),        # x SkinVertex of lane 0, y valid lanes (0: hole of the pool), z first joint, w 0
 ])
-IMAGE_RECORDS = (SKIN_VERTEX, SKIN_JOINT_LBS, SKIN_JOINT_DQS, SKIN_HEAD)
+
+# ---- spring stage images (same reasoning as skin_copy: the spring iteration runs ~50x per frame and its cost
+# follows the memory instructions): per control work group a head, per instance its spring parameters, per
+# static control point its CSR range and SpringVertex data, per CSR slot the neighbour and its rest values.
+# Integer-first records make rgba32i images; their float fields are read back with intBitsToFloat (the bits of
+# an integer stored in a float image could be flushed as denormals, float bits in an integer image cannot).
+SPRING_HEAD = Std430Struct("SpringHead", [
+    ("group", "ivec4"),        # x static control point of lane 0, y valid lanes, z instance, w 0
+])
+SPRING_INSTANCE = Std430Struct("SpringInstance", [
+    ("run", "ivec4"),          # x flags, y dispatches it takes part in (max_iterations, +1 energy), z dyn_base, w adj_base
+    ("step", "vec4"),          # dt, tiny, handle_weight, damping (DeformInstance fields)
+    ("k", "vec4"),             # k_s, k_l, k_t, k_b
+    ("k2", "vec4"),            # k_r, k_e, 0, 0
+])
+SPRING_POINT = Std430Struct("SpringPoint", [
+    ("adj", "ivec4"),          # x first CSR slot (asset-local), y neighbours, zw 0
+    ("sdir", "vec4"),          # SpringVertex.sdir
+    ("rest", "vec4"),          # SpringVertex.rest
+    ("lam", "vec4"),           # SpringVertex.lam
+])
+SPRING_SLOT = Std430Struct("SpringSlot", [
+    ("nbr", "ivec4"),          # x neighbour control point (asset-local), yzw 0
+    ("rest", "vec4"),          # rest_len, rest_dlen, rest_angle, w_t
+])
+# The spring's per-frame state is images too (written by the spring stages with imageStore, so an iteration
+# gathers its neighbours' positions and attachments as image loads): one record per control point of the pool.
+SPRING_STATE = Std430Struct("SpringState", [
+    ("x", "vec4"),             # xyz position, w 1
+    ("v", "vec4"),             # xyz velocity
+])
+SPRING_FRAME = Std430Struct("SpringFrame", [
+    ("attach", "vec4"),        # xyz posed attachment a_i
+    ("bone_ref", "vec4"),      # xyz bone reference direction
+])
+# ---- surface normal stages (face normals per face work group, vertex normals per display work group): a head
+# per work group and the static topology as images; positions and faces stay SSBOs (pooled resources that
+# the renderer binds and tests read back).
+NORMALS_HEAD = Std430Struct("NormalsHead", [
+    ("group", "ivec4"),        # x static record of lane 0 (triangle / display vertex), y valid lanes (0: hole),
+                               # z face normals: display_base, vertex normals: face_base; w vertex normals:
+                               # first NormalFaces texel of the asset
+])
+NORMAL_TRI = Std430Struct("NormalTri", [
+    ("corners", "ivec4"),      # xyz display vertices (asset-local) of a display triangle
+])
+NORMAL_VERTEX = Std430Struct("NormalVertex", [
+    ("lists", "ivec4"),        # x first NormalFaces texel of the display vertex's own triangles, y their count,
+                               # z the same of the triangles around its control point, w their count
+])
+NORMAL_FACES = Std430Struct("NormalFaces", [
+    ("tris", "ivec4"),         # four triangles (asset-local) of a list; lists start at a texel, padded with -1
+])
+NORMAL_FACE = Std430Struct("NormalFace", [
+    ("normal", "vec4"),        # face normals' output as written to the face pool, (unit normal, |cross|)
+])
+NORMAL_LIST_WIDTH = 4          # triangles per NormalFaces texel (its ivec4)
+IMAGE_RECORDS = (SKIN_VERTEX, SKIN_JOINT_LBS, SKIN_JOINT_DQS, SKIN_HEAD, SPRING_HEAD, SPRING_INSTANCE,
+                 SPRING_POINT, SPRING_SLOT, SPRING_STATE, SPRING_FRAME, NORMALS_HEAD, NORMAL_TRI, NORMAL_VERTEX,
+                 NORMAL_FACES, NORMAL_FACE)
 IMAGE_ROW_SHIFT = 10
 IMAGE_ROW_ITEMS = 1 << IMAGE_ROW_SHIFT
 
@@ -230,11 +289,31 @@ BINDINGS: dict[str, int] = {
     "B_DST_NORMALS": 38,   # normals the copy stage writes (skin node option normals = "skinned")
 }
 
-#: image units of the skin_copy stage's read-only images (their own namespace; the renderer binds none)
+#: image units of the image-reading stages (their own namespace; the renderer binds none). Units are per stage: each
+#: dispatch binds every unit its shader declares, and no shader declares more than 8 (the GL minimum of
+#: GL_MAX_COMPUTE_IMAGE_UNIFORMS), so different stages may share a number.
 IMAGE_BINDINGS: dict[str, int] = {
+    # skin_copy
     "I_SKIN_VERTS": 0,     # SkinVertex per display vertex (static pool), rgba32ui
     "I_SKIN_JOINTS": 1,    # SkinJointLbs / SkinJointDqs per joint of the batch (per frame), rgba32f
     "I_SKIN_HEADS": 2,     # SkinHead per display work group of the pool, rgba32i
+    # spring (the iteration), spring_frame and resolve
+    "I_SPRING_HEADS": 0,   # SpringHead per control work group, rgba32i
+    "I_SPRING_INSTANCES": 1,  # SpringInstance per instance, rgba32i
+    "I_SPRING_POINTS": 2,  # SpringPoint per static control point, rgba32i
+    "I_SPRING_SLOTS": 3,   # SpringSlot per static CSR slot, rgba32i
+    "I_SPRING_SRC": 4,     # SpringState per control point of the pool, read (resolve: S0), rgba32f
+    "I_SPRING_DST": 5,     # SpringState written (spring: x_{n+1}; spring_frame: x_0), rgba32f
+    "I_SPRING_FRAME": 6,   # SpringFrame per control point of the pool, rgba32f
+    "I_SPRING_RING0": 0,   # resolve: the three ring images
+    "I_SPRING_RING1": 1,
+    "I_SPRING_RING2": 2,
+    # face_normals and vertex_normals
+    "I_NORMALS_HEADS": 0,  # NormalsHead per face / display work group, rgba32i
+    "I_NORMAL_TRIS": 1,    # NormalTri per static triangle, rgba32i
+    "I_NORMAL_VERTS": 1,   # NormalVertex per static display vertex, rgba32i
+    "I_NORMAL_FACES": 2,   # NormalFaces texels of every asset's lists, rgba32i
+    "I_FACE_IMAGE": 3,     # NormalFace per pooled triangle slot (image copy of the face resource), rgba32f
 }
 
 METHOD_IDS = {"lbs": 0, "dqs": 1, "rigid": 2, "irs": 3}
@@ -249,6 +328,7 @@ CONSTANTS: dict[str, int | float] = {
     "MAX_INFLUENCES": MAX_INFLUENCES,
     "JOINT_ID_BITS": JOINT_ID_BITS,
     "IMAGE_ROW_SHIFT": IMAGE_ROW_SHIFT,
+    "NORMAL_LIST_WIDTH": NORMAL_LIST_WIDTH,
     **image_record_defines(),
     "SPRING_EDGE": SPRING_EDGE,
     "SPRING_LENGTH": SPRING_LENGTH,

@@ -56,9 +56,11 @@ SHADER_STORAGE_BARRIER_BIT = 0x00002000
 VERTEX_ATTRIB_ARRAY_BARRIER_BIT = 0x00000001
 ELEMENT_ARRAY_BARRIER_BIT = 0x00000002
 COMMAND_BARRIER_BIT = 0x00000040
+SHADER_IMAGE_ACCESS_BARRIER_BIT = 0x00000020
 
-#: bits a compute stage needs before reading an SSBO another compute stage wrote
-COMPUTE_READ_BITS = SHADER_STORAGE_BARRIER_BIT
+#: bits a compute stage needs before reading a resource another compute stage wrote: as an SSBO, or as the
+#: image copy some stages keep of it (face normals also write an image that vertex normals gather from)
+COMPUTE_READ_BITS = SHADER_STORAGE_BARRIER_BIT | SHADER_IMAGE_ACCESS_BARRIER_BIT
 #: bits the renderer needs before pulling graph outputs (SSBO vertex pull or bound as vertex attributes)
 RENDER_READ_BITS = SHADER_STORAGE_BARRIER_BIT | VERTEX_ATTRIB_ARRAY_BARRIER_BIT
 

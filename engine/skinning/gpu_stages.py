@@ -6,9 +6,10 @@ stages (copy, face normals, vertex normals) also run once per batch, over the di
 instance's range padded to whole work groups; their own group -> instance tables bound at B_GROUPS). Binding
 points come from :data:`engine.skinning.gpu_layouts.BINDINGS` (one table shared with the shaders through defines).
 
-Spring buffers: ``spring_s0`` holds the initial state x_0 (skinned positions, initial velocities); dispatch n
-reads x_n (S0 for n = 0, else ring[(n - 1) % 3]) and writes x_{n+1} to ring[n % 3]. Three ring buffers keep
-x_{n-1} intact while dispatch n runs, so the energy scheme can still reject the last step. ``resolve`` copies
+Spring state (SpringState images, gpu_layouts "spring stage images"): ``spring_s0`` holds the initial state
+x_0 (skinned positions, initial velocities); dispatch n reads x_n (S0 for n = 0, else ring[(n - 1) % 3]) and
+writes x_{n+1} to ring[n % 3]. Three ring images keep x_{n-1} intact while dispatch n runs, so the energy scheme
+can still reject the last step. ``resolve`` copies
 each instance's accepted state (by its GPU-side iteration count) into the stage's target.
 """
 from __future__ import annotations
@@ -19,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 import moderngl
 
 from engine.skinning import gpu_layouts as L
-from engine.skinning.gpu_plan import BIND, COMMAND_BARRIER_BIT, PREVIOUS, SHADER_STORAGE_BARRIER_BIT, NodeConfig
+from engine.skinning.gpu_plan import (
+    BIND,
+    COMMAND_BARRIER_BIT,
+    PREVIOUS,
+    SHADER_IMAGE_ACCESS_BARRIER_BIT,
+    SHADER_STORAGE_BARRIER_BIT,
+    NodeConfig,
+)
 
 if TYPE_CHECKING:
     from engine.skinning.graph import DeformerGraph, _Batch
@@ -55,6 +63,10 @@ def _control(batch: "_Batch", resource: str) -> tuple[moderngl.Buffer, bool]:
     if base == BIND:
         return batch.buffers["s_bind"], True
     return batch.buffers["d_" + base], False
+
+
+def _bind_image(batch: "_Batch", name: str, unit: str, *, read: bool = True, write: bool = False) -> None:
+    batch.images[name].bind_to_image(L.IMAGE_BINDINGS[unit], read=read, write=write)
 
 
 def _bind_common(batch: "_Batch") -> None:
@@ -116,9 +128,10 @@ def run_spring(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> Non
     # 1. per-frame set-up: posed attachments, bone references, x_0
     frame_cs = program(graph, "spring_frame")
     for name, point in (("bones", "B_BONES"), ("s_attach", "B_ATTACH"), ("s_bone_of", "B_BONE_OF"),
-                        ("s_vstatic", "B_VSTATIC"), ("spring_vel", "B_VEL"), ("spring_frame", "B_FRAME"),
-                        ("spring_s0", "B_DST")):
+                        ("s_vstatic", "B_VSTATIC"), ("spring_vel", "B_VEL")):
         _bind(b[name], point)
+    _bind_image(batch, "spring_frame", "I_SPRING_FRAME", read=False, write=True)
+    _bind_image(batch, "spring_s0", "I_SPRING_DST", read=False, write=True)
     _bind(src, "B_SKINNED")
     frame_cs.run(batch.total_groups)
     # 2. reset the convergence state; every work group active
@@ -131,18 +144,20 @@ def run_spring(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> Non
     _set(conv, "u_mode", 0)
     _set(conv, "u_done", 0)
     conv.run(1)
-    ctx.memory_barrier(SHADER_STORAGE_BARRIER_BIT | COMMAND_BARRIER_BIT)
+    ctx.memory_barrier(SHADER_STORAGE_BARRIER_BIT | SHADER_IMAGE_ACCESS_BARRIER_BIT | COMMAND_BARRIER_BIT)
     # 3. iterations: indirect dispatches (zero groups once every instance stopped), checks every k
     spring = program(graph, "spring")
-    for name, point in (("spring_frame", "B_FRAME"), ("s_vstatic", "B_VSTATIC"), ("s_adj", "B_ADJ"),
-                        ("s_adj_index", "B_ADJ_INDEX"), ("s_rest", "B_REST"), ("edit", "B_EDIT")):
-        _bind(b[name], point)
-    ring = (b["spring_r0"], b["spring_r1"], b["spring_r2"])
+    _bind(b["edit"], "B_EDIT")
+    for name, unit in (("sheads", "I_SPRING_HEADS"), ("sinstances", "I_SPRING_INSTANCES"),
+                       ("spoints", "I_SPRING_POINTS"), ("sslots", "I_SPRING_SLOTS"),
+                       ("spring_frame", "I_SPRING_FRAME")):
+        _bind_image(batch, name, unit)
+    ring = ("spring_r0", "spring_r1", "spring_r2")
     n_total = spring_dispatches(batch)
     _set(conv, "u_mode", 1)
     for n in range(n_total):
-        _bind(b["spring_s0"] if n == 0 else ring[(n - 1) % 3], "B_SRC")
-        _bind(ring[n % 3], "B_DST")
+        _bind_image(batch, "spring_s0" if n == 0 else ring[(n - 1) % 3], "I_SPRING_SRC")
+        _bind_image(batch, ring[n % 3], "I_SPRING_DST", read=False, write=True)
         last = n == n_total - 1
         check = (n + 1) % check_every == 0 or last
         _set(spring, "u_iteration", n)
@@ -152,16 +167,15 @@ def run_spring(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> Non
             ctx.memory_barrier(SHADER_STORAGE_BARRIER_BIT)
             _set(conv, "u_done", n + 1)
             conv.run(1)
-            ctx.memory_barrier(SHADER_STORAGE_BARRIER_BIT | COMMAND_BARRIER_BIT)
+            ctx.memory_barrier(SHADER_STORAGE_BARRIER_BIT | SHADER_IMAGE_ACCESS_BARRIER_BIT | COMMAND_BARRIER_BIT)
         else:
-            ctx.memory_barrier(SHADER_STORAGE_BARRIER_BIT)
+            ctx.memory_barrier(SHADER_STORAGE_BARRIER_BIT | SHADER_IMAGE_ACCESS_BARRIER_BIT)
     batch.iterations_run = n_total
     # 4. resolve: the accepted state of each instance -> target (+ velocities for the next frame)
     res = program(graph, "resolve")
-    _bind(b["spring_s0"], "B_SRC")
-    _bind(ring[0], "B_RING0")
-    _bind(ring[1], "B_RING1")
-    _bind(ring[2], "B_RING2")
+    _bind_image(batch, "spring_s0", "I_SPRING_SRC")
+    for name, unit in zip(ring, ("I_SPRING_RING0", "I_SPRING_RING1", "I_SPRING_RING2")):
+        _bind_image(batch, name, unit)
     _bind(target, "B_DST")
     _bind(b["spring_vel"], "B_VEL")
     res.run(batch.total_groups)
@@ -208,10 +222,9 @@ def run_skin_copy(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> 
 
 def run_face_normals(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> None:
     cs = program(graph, "face_normals")
-    b = batch.buffers
-    _bind(b["instances"], "B_INSTANCES")
-    _bind(b["fgroups"], "B_GROUPS")
-    _bind(b["s_tris"], "B_TRIS")
+    _bind_image(batch, "fheads", "I_NORMALS_HEADS")
+    _bind_image(batch, "ntris", "I_NORMAL_TRIS")
+    _bind_image(batch, "i_" + node.outputs["target"].removesuffix(PREVIOUS), "I_FACE_IMAGE", read=False, write=True)
     _bind(_display(batch, node.inputs["positions"]), "B_SRC")
     _bind(_display(batch, node.outputs["target"]), "B_FACES")
     cs.run(batch.total_fgroups)
@@ -219,13 +232,9 @@ def run_face_normals(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) 
 
 def run_vertex_normals(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> None:
     cs = program(graph, "vertex_normals")
-    b = batch.buffers
-    _bind(b["instances"], "B_INSTANCES")
-    _bind(b["dgroups"], "B_GROUPS")
-    for name, point in (("s_map", "B_MAP"), ("s_dface", "B_DFACE"), ("s_dface_index", "B_DFACE_INDEX"),
-                        ("s_cface", "B_CFACE"), ("s_cface_index", "B_CFACE_INDEX")):
-        _bind(b[name], point)
-    _bind(_display(batch, node.inputs["faces"]), "B_FACES")
+    for name, unit in (("vheads", "I_NORMALS_HEADS"), ("nverts", "I_NORMAL_VERTS"), ("nfaces", "I_NORMAL_FACES")):
+        _bind_image(batch, name, unit)
+    _bind_image(batch, "i_" + node.inputs["faces"].removesuffix(PREVIOUS), "I_FACE_IMAGE")
     _bind(_display(batch, node.outputs["target"]), "B_DST")
     crease = node.options.get("crease_angle")
     cos_crease = -4.0 if crease is None else math.cos(float(crease)) - 1e-9

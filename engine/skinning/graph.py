@@ -294,10 +294,69 @@ _STATIC = {
 }
 # static images per batch (fused skin_copy stage only): name -> record layout of the asset's rows
 _STATIC_IMAGES = {"dskin": L.SKIN_VERTEX}
+# static images of batches with a spring stage: name -> (record layout, segment kind of the asset's rows)
+_SPRING_IMAGES = {"spoints": (L.SPRING_POINT, "control"), "sslots": (L.SPRING_SLOT, "adj")}
+# static images of batches with face / vertex normal stages: name -> record layout
+_NORMAL_IMAGES = {"ntris": L.NORMAL_TRI, "nverts": L.NORMAL_VERTEX, "nfaces": L.NORMAL_FACES}
+
+
+def _spring_points(topo: MeshTopology, vstatic: np.ndarray) -> np.ndarray:
+    """(V,) SpringPoint records of the spring stage: CSR range (asset-local) and the SpringVertex fields."""
+    rec = L.SPRING_POINT.zeros(topo.n_control)
+    rec["adj"][:, 0] = topo.adj_offset
+    rec["adj"][:, 1] = topo.adj_count
+    sv = np.ascontiguousarray(vstatic, np.float32).view(L.SPRING_VERTEX.dtype).reshape(-1)
+    for name in ("sdir", "rest", "lam"):
+        rec[name] = sv[name]
+    return rec
+
+
+def _spring_slots(topo: MeshTopology, rest: np.ndarray) -> np.ndarray:
+    """(H,) SpringSlot records of the spring stage: neighbour (asset-local) and rest values per CSR slot."""
+    rec = L.SPRING_SLOT.zeros(int(topo.adj_index.shape[0]))
+    rec["nbr"][:, 0] = topo.adj_index
+    rec["rest"] = rest
+    return rec
+
+
+def _padded_lists(offset: np.ndarray, count: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """CSR lists (offset, count, flat index) -> (first texel of each list, (texels, NORMAL_LIST_WIDTH) entries):
+    every list starts at a texel of its own and is padded with -1 to whole texels (same order inside)."""
+    w = L.NORMAL_LIST_WIDTH
+    count = np.asarray(count, np.int64)
+    texels = -(-count // w)
+    first = np.zeros(count.shape[0], np.int64)
+    if count.shape[0]:
+        first[1:] = np.cumsum(texels)[:-1]
+    out = np.full((int(texels.sum()) * w,), -1, np.int32)
+    local = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+    out[np.repeat(first * w, count) + local] = np.asarray(index)[np.repeat(np.asarray(offset, np.int64), count)
+                                                                    + local]
+    return first, out.reshape(-1, w)
+
+
+def _normal_records(topo: MeshTopology, dface: np.ndarray, dface_index: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(NormalTri per display triangle, NormalVertex per display vertex, NormalFaces texels) of an asset: the
+    face and vertex normal stages' topology. Each display vertex names its own triangles' list and the list
+    of triangles around its control point (shared by the display vertices of one control point)."""
+    tris = L.NORMAL_TRI.zeros(topo.display_triangles.shape[0])
+    tris["corners"][:, :3] = topo.display_triangles
+    d_first, d_lists = _padded_lists(dface[:, 0], dface[:, 1], dface_index)
+    c_first, c_lists = _padded_lists(topo.face_offset, topo.face_count, topo.face_index)
+    verts = L.NORMAL_VERTEX.zeros(topo.n_display)
+    c = topo.control_of_display
+    verts["lists"][:, 0] = d_first
+    verts["lists"][:, 1] = dface[:, 1]
+    verts["lists"][:, 2] = d_lists.shape[0] + c_first[c]
+    verts["lists"][:, 3] = np.asarray(topo.face_count)[c]
+    faces = L.NORMAL_FACES.zeros(d_lists.shape[0] + c_lists.shape[0])
+    faces["tris"] = np.concatenate([d_lists, c_lists])
+    return tris, verts, faces
 
 
 def _image(res: GpuResources, records: np.ndarray, label: str) -> moderngl.Texture:
-    """A read-only image of vec4 records for the skin_copy stage (layout: gpu_layouts.image_rows)."""
+    """A read-only image of vec4 records for the skin_copy and spring stages (layout: gpu_layouts.image_rows)."""
     texels = L.image_rows(records)
     if texels.shape[0] > res.ctx.info.get("GL_MAX_TEXTURE_SIZE", 16384):
         raise ValueError(f"{label}: {records.shape[0]} records need an image of {texels.shape[0]} rows, more "
@@ -355,6 +414,8 @@ class _Batch:
         #: the DeformJoint SSBO is read by (unfused) skin nodes only
         self.joint_ssbo = any(n.stage == "skin" for n in nodes)
         self.has_spring = any(n.stage == "spring" for n in nodes)
+        #: face / vertex normal stages read the NormalsHead / topology images
+        self.normal_stages = any(n.stage in ("face_normals", "vertex_normals") for n in nodes)
         # what the per-frame pose upload must compute (only what some node reads)
         self.differential = any(n.options.get("mode", "bind") == "differential" for n in skins)
         self.need_dq = "dqs" in methods
@@ -397,7 +458,7 @@ class _Batch:
         for inst in self.instances:
             if all(a is not inst.asset for a in self.assets):
                 self.assets.append(inst.asset)
-        seg = {"control": 0, "adj": 0, "cface": 0, "display": 0, "dface": 0, "tri": 0}
+        seg = {"control": 0, "adj": 0, "cface": 0, "display": 0, "dface": 0, "tri": 0, "nface": 0}
         packed: dict[str, list[np.ndarray]] = {k: [] for k in _STATIC}
         self.static_bases = {}
         for a in self.assets:
@@ -410,6 +471,7 @@ class _Batch:
             seg["display"] += a.topology.n_display
             seg["dface"] += a.arrays["dface_index"].shape[0]
             seg["tri"] += a.arrays["tris"].shape[0]
+            seg["nface"] += a.arrays["nfaces"].shape[0]
         # control pool: instances padded to whole groups, packed densely
         g = j = b = 0
         for inst in self.instances:
@@ -466,10 +528,6 @@ class _Batch:
         for r in self.skinned_targets:
             mk("n_" + r, nbytes=n_dyn * 48)  # normal transform: 3 vec4 columns per control point
         if self.has_spring:
-            # spring state (x, v) per control point: S0 (initial) and a ring of three (see gpu_stages)
-            for name in ("spring_s0", "spring_r0", "spring_r1", "spring_r2"):
-                mk(name, nbytes=n_dyn * 32)
-            mk("spring_frame", nbytes=n_dyn * 32)
             mk("status", nbytes=max(1, len(self.instances)) * L.DEFORM_STATUS.size)
             mk("active", nbytes=max(1, g) * 4)
             mk("indirect", np.array([0, 1, 1, 0], np.uint32))
@@ -486,6 +544,31 @@ class _Batch:
             images["dheads"] = _image(res, self._display_heads(dg), f"{label} dheads")
             for m in self.fused_methods:  # contents written by upload_pose
                 images["skin_joints_" + m] = _image(res, L.SKIN_JOINTS[m].zeros(j), f"{label} skin_joints_{m}")
+        if self.has_spring:
+            label = f"deform {self.config.name}"
+            for name, (rec, _) in _SPRING_IMAGES.items():
+                rows = [a.arrays[name] for a in self.assets]
+                images[name] = _image(res, np.concatenate(rows) if rows else rec.zeros(0), f"{label} {name}")
+            images["sheads"] = _image(res, self._spring_heads(g), f"{label} sheads")
+            images["sinstances"] = _image(res, L.SPRING_INSTANCE.zeros(max(1, len(self.instances))),
+                                          f"{label} sinstances")  # contents: write_instance_table
+            # spring state (x, v) per control point: S0 (initial) and a ring of three (see gpu_stages), and
+            # the frame's attachments; written by the GPU only
+            for name in ("spring_s0", "spring_r0", "spring_r1", "spring_r2"):
+                images[name] = _image(res, L.SPRING_STATE.zeros(n_dyn), f"{label} {name}")
+            images["spring_frame"] = _image(res, L.SPRING_FRAME.zeros(n_dyn), f"{label} spring_frame")
+        if self.normal_stages:
+            label = f"deform {self.config.name}"
+            for name, rec in _NORMAL_IMAGES.items():
+                rows = [a.arrays[name] for a in self.assets]
+                images[name] = _image(res, np.concatenate(rows) if rows else rec.zeros(0), f"{label} {name}")
+            images["fheads"] = _image(res, self._normals_heads(fg, faces=True), f"{label} fheads")
+            images["vheads"] = _image(res, self._normals_heads(dg, faces=False), f"{label} vheads")
+            # face-domain resources also as images (face normals write both; vertex normals gather from the
+            # image, the SSBO stays the resource's value for read-back)
+            for r, dom in self.plan.domains.items():
+                if dom == "face":
+                    images["i_" + r] = _image(res, L.NORMAL_FACE.zeros(fg * LOCAL_SIZE), f"{label} i_{r}")
         mk("bones", nbytes=max(1, b) * L.DEFORM_BONE.size)
         # control feedback resources: keep old contents of surviving instances, bind positions for new ones
         # (display/face pools keep their contents in place)
@@ -538,6 +621,56 @@ class _Batch:
             heads[rows, 0] = self.static_bases[id(inst.asset)]["display"] + k * LOCAL_SIZE
             heads[rows, 1] = np.clip(n - k * LOCAL_SIZE, 0, LOCAL_SIZE)
             heads[rows, 2] = inst.joint_base
+        return rec
+
+    def _normals_heads(self, n_groups: int, *, faces: bool) -> np.ndarray:
+        """NormalsHead records per face work group (``faces``: static triangle of lane 0, valid lanes,
+        display_base) or per display work group (static display vertex of lane 0, valid lanes, face_base, first
+        NormalFaces texel of the asset); holes of the pools keep zero valid lanes."""
+        rec = L.NORMALS_HEAD.zeros(n_groups)
+        heads = rec["group"]  # a view: filled in place
+        for inst in self.instances:
+            sb = self.static_bases[id(inst.asset)]
+            if faces:
+                n, base, static = inst.asset.n_tris, inst.fgroup_base, sb["tri"]
+                extra = (inst.display_base, 0)
+            else:
+                n, base, static = inst.asset.topology.n_display, inst.dgroup_base, sb["display"]
+                extra = (inst.face_base, sb["nface"])
+            j = np.arange(L.pad_groups(n))
+            rows = base + j
+            heads[rows, 0] = static + j * LOCAL_SIZE
+            heads[rows, 1] = np.clip(n - j * LOCAL_SIZE, 0, LOCAL_SIZE)
+            heads[rows, 2] = extra[0]
+            heads[rows, 3] = extra[1]
+        return rec
+
+    def _spring_heads(self, n_groups: int) -> np.ndarray:
+        """SpringHead records per control work group: static control point of lane 0, valid lanes, instance."""
+        rec = L.SPRING_HEAD.zeros(n_groups)
+        heads = rec["group"]  # a view: filled in place
+        for k, inst in enumerate(self.instances):
+            n = inst.asset.topology.n_control
+            j = np.arange(inst.n_groups)
+            rows = inst.group_base + j
+            heads[rows, 0] = self.static_bases[id(inst.asset)]["control"] + j * LOCAL_SIZE
+            heads[rows, 1] = np.clip(n - j * LOCAL_SIZE, 0, LOCAL_SIZE)
+            heads[rows, 2] = k
+        return rec
+
+    def spring_instances(self, table: np.ndarray) -> np.ndarray:
+        """SpringInstance records (the spring stage's per-instance image) from the DeformInstance table."""
+        rec = L.SPRING_INSTANCE.zeros(max(1, table.shape[0]))
+        n = table.shape[0]
+        run = rec["run"]
+        run[:n, 0] = table["flags"].astype(np.int32)
+        run[:n, 1] = table["max_iterations"] + (table["scheme"] == L.SCHEME_ENERGY)
+        run[:n, 2] = table["dyn_base"]
+        run[:n, 3] = table["adj_base"]
+        for i, name in enumerate(("dt", "tiny", "handle_weight", "damping")):
+            rec["step"][:n, i] = table[name]
+        rec["k"][:n] = table["k"]
+        rec["k2"][:n] = table["k2"]
         return rec
 
     def _layout_pose(self, old_bases: dict[int, tuple], old_pose: tuple[np.ndarray, ...]) -> None:
@@ -614,7 +747,10 @@ class _Batch:
         return t
 
     def write_instance_table(self) -> None:
-        self.buffers["instances"].write(self.instance_table().tobytes())
+        table = self.instance_table()
+        self.buffers["instances"].write(table.tobytes())
+        if "sinstances" in self.images:
+            self.images["sinstances"].write(L.image_rows(self.spring_instances(table)).tobytes())
 
     def write_edits(self) -> None:
         if not self.has_spring:
@@ -899,6 +1035,8 @@ class DeformerGraph:
         arrays["adj"] = np.stack([topo.adj_offset, topo.adj_count], 1).astype(np.int32)
         arrays["adj_index"] = topo.adj_index.astype(np.int32)
         arrays["rest"], arrays["vstatic"] = gpu_spring.rest_arrays(topo, binding, bind_joints)
+        arrays["spoints"] = _spring_points(topo, arrays["vstatic"])
+        arrays["sslots"] = _spring_slots(topo, arrays["rest"])
         arrays["irs"], d0 = gpu_spring.irs_arrays(topo, binding, bind_joints, irs_influence)
         arrays["scale"][:, 3] = d0
         arrays["cface"] = np.stack([topo.face_offset, topo.face_count], 1).astype(np.int32)
@@ -912,6 +1050,7 @@ class DeformerGraph:
         tris = np.zeros((t, 4), np.int32)
         tris[:, :3] = dtri
         arrays["tris"] = tris
+        arrays["ntris"], arrays["nverts"], arrays["nfaces"] = _normal_records(topo, dface, dface_index)
         arrays["bind_normals"] = _bind_normals(topo, normals) if skinned_normals else np.zeros((0, 4), np.float32)
         arrays["dskin"] = _skin_vertices(topo, jn, w, arrays["bind_normals"]) if fused else L.SKIN_VERTEX.zeros(0)
         asset = _Asset(key, topo, int(ib.shape[0]), n_bones, bind_joints, par, binding, arrays)

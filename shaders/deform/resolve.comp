@@ -1,17 +1,18 @@
 #version 430 core
 // End of the spring stage: per control point, copy the instance's accepted state (after status.iterations
-// steps: S0 for none, else ring[(iterations - 1) % 3]) into the stage's target and keep the velocity.
+// steps: S0 for none, else ring[(iterations - 1) % 3]; SpringState images) into the stage's target and keep
+// the velocity.
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "deform_common.glsl"
+#include "deform_images.glsl"
 
-struct SpringState { vec4 x; vec4 v; };
 
 layout(std430, binding = B_STATUS) readonly buffer Status { DeformStatus status[]; };
-layout(std430, binding = B_SRC) readonly buffer S0 { SpringState s0[]; };
-layout(std430, binding = B_RING0) readonly buffer Ring0 { SpringState ring0[]; };
-layout(std430, binding = B_RING1) readonly buffer Ring1 { SpringState ring1[]; };
-layout(std430, binding = B_RING2) readonly buffer Ring2 { SpringState ring2[]; };
+layout(rgba32f, binding = I_SPRING_SRC) readonly uniform image2D s0;
+layout(rgba32f, binding = I_SPRING_RING0) readonly uniform image2D ring0;
+layout(rgba32f, binding = I_SPRING_RING1) readonly uniform image2D ring1;
+layout(rgba32f, binding = I_SPRING_RING2) readonly uniform image2D ring2;
 layout(std430, binding = B_DST) writeonly buffer Target { vec4 target[]; };
 layout(std430, binding = B_VEL) writeonly buffer VelFinal { vec4 vel_final[]; };
 
@@ -23,12 +24,14 @@ void main() {
     if (i >= inst.n_control) return;
     int di = inst.dyn_base + i;
     int it = status[k].iterations;
-    SpringState s;
-    if (it == 0) s = s0[di];
-    else {
-        int r = (it - 1) % 3;
-        s = r == 0 ? ring0[di] : (r == 1 ? ring1[di] : ring2[di]);
-    }
-    target[di] = vec4(s.x.xyz, 1.0);
-    vel_final[di] = s.v;
+    ivec2 px = record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_X);
+    ivec2 pv = record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_V);
+    vec4 x, v;
+    int r = (it - 1) % 3;  // uniform per instance
+    if (it == 0) { x = imageLoad(s0, px); v = imageLoad(s0, pv); }
+    else if (r == 0) { x = imageLoad(ring0, px); v = imageLoad(ring0, pv); }
+    else if (r == 1) { x = imageLoad(ring1, px); v = imageLoad(ring1, pv); }
+    else { x = imageLoad(ring2, px); v = imageLoad(ring2, pv); }
+    target[di] = vec4(x.xyz, 1.0);
+    vel_final[di] = v;
 }

@@ -14,6 +14,7 @@
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "deform_quat.glsl"
+#include "deform_images.glsl"
 
 layout(rgba32ui, binding = I_SKIN_VERTS) readonly uniform uimage2D skin_verts;   // SkinVertex per display vertex
 layout(rgba32f, binding = I_SKIN_JOINTS) readonly uniform image2D skin_joints;   // SkinJointLbs / Dqs per joint
@@ -28,11 +29,6 @@ layout(std430, binding = B_DST_NORMALS) writeonly buffer DstNormals { vec4 dst_n
 #else
 #define JOINT_TEXELS SKIN_JOINT_DQS_TEXELS
 #endif
-
-// texel t of record i of an image with `texels` texels per record (IMAGE_ROW_ITEMS records per row)
-ivec2 record_texel(int i, int texels, int t) {
-    return ivec2(texels * (i & ((1 << IMAGE_ROW_SHIFT) - 1)) + t, i >> IMAGE_ROW_SHIFT);
-}
 
 vec4 joint_texel(int j, int t) { return imageLoad(skin_joints, record_texel(j, JOINT_TEXELS, t)); }
 

@@ -11,24 +11,31 @@
 // Step limiting (FLAG_STEP_LIMIT, reference springs.step_sizes): each vertex steps by its own
 // dt_i = min(dt, STEP_SAFETY / lambda_i) (semi-implicit: min(dt, sqrt(2 STEP_SAFETY / lambda_i))), lambda_i the
 // Gershgorin bound from the static coefficients SpringVertex.lam, the stiffnesses and the edit stiffness K_i.
+//
+// Why the inputs look like this: on llvmpipe the iteration's cost follows its memory instructions (an SSBO load
+// is a per-lane loop with a branch per component, an image load one gather; gpu_layouts, "spring stage
+// images"), so the work group's instance and every static input come from read-only images: one SpringHead per
+// work group, the instance's SpringInstance, a SpringPoint per control point and a SpringSlot per CSR slot
+// (neighbour + rest values); the state x_n / x_{n+1} (SpringState) and the frame's attachments (SpringFrame)
+// are images as well (read-only / write-only here), so the neighbour gathers are image loads too. Edits
+// (per lane, only with k_e), the status and the reductions stay in SSBOs.
 layout(local_size_x = LOCAL_SIZE) in;
 
-#include "deform_common.glsl"
+#include "generated/deform_layouts.glsl"
+#include "deform_images.glsl"
 
-struct SpringState { vec4 x; vec4 v; };
-struct SpringFrame { vec4 attach; vec4 bone_ref; };
 struct SpringEdit { vec4 ck; vec4 q; };  // ck: xyz C_i, w K_i; q.x Q_i
 
+layout(rgba32i, binding = I_SPRING_HEADS) readonly uniform iimage2D spring_heads;
+layout(rgba32i, binding = I_SPRING_INSTANCES) readonly uniform iimage2D spring_instances;
+layout(rgba32i, binding = I_SPRING_POINTS) readonly uniform iimage2D spring_points;
+layout(rgba32i, binding = I_SPRING_SLOTS) readonly uniform iimage2D spring_slots;
+layout(rgba32f, binding = I_SPRING_SRC) readonly uniform image2D src;     // SpringState x_n
+layout(rgba32f, binding = I_SPRING_DST) writeonly uniform image2D dst;    // SpringState x_{n+1}
+layout(rgba32f, binding = I_SPRING_FRAME) readonly uniform image2D frame;  // SpringFrame
 layout(std430, binding = B_STATUS) buffer Status { DeformStatus status[]; };
 layout(std430, binding = B_ACTIVE) readonly buffer Active { int active_groups[]; };
 layout(std430, binding = B_PARTIALS) writeonly buffer Partials { float partials[]; };
-layout(std430, binding = B_SRC) readonly buffer Src { SpringState src[]; };
-layout(std430, binding = B_DST) writeonly buffer Dst { SpringState dst[]; };
-layout(std430, binding = B_FRAME) readonly buffer Frame { SpringFrame frame[]; };
-layout(std430, binding = B_VSTATIC) readonly buffer VStatic { SpringVertex vstatic[]; };
-layout(std430, binding = B_ADJ) readonly buffer Adj { ivec2 adj[]; };          // (offset, count) per control point
-layout(std430, binding = B_ADJ_INDEX) readonly buffer AdjIdx { int adj_index[]; };
-layout(std430, binding = B_REST) readonly buffer Rest { vec4 rest[]; };       // rest_len, rest_dlen, rest_angle, w_t
 layout(std430, binding = B_EDIT) readonly buffer Edit { SpringEdit edit[]; };
 
 uniform int u_iteration;  // index n of this dispatch in the frame (all active instances are at step n)
@@ -40,6 +47,12 @@ shared float sh_disp[LOCAL_SIZE];
 shared float sh_force[LOCAL_SIZE];
 shared float sh_energy[LOCAL_SIZE];
 
+ivec4 inst_texel(int k, int t) { return imageLoad(spring_instances, record_texel(k, SPRING_INSTANCE_TEXELS, t)); }
+ivec4 point_texel(int i, int t) { return imageLoad(spring_points, record_texel(i, SPRING_POINT_TEXELS, t)); }
+ivec4 slot_texel(int h, int t) { return imageLoad(spring_slots, record_texel(h, SPRING_SLOT_TEXELS, t)); }
+vec3 state_texel(int i, int t) { return imageLoad(src, record_texel(i, SPRING_STATE_TEXELS, t)).xyz; }
+vec3 frame_texel(int i, int t) { return imageLoad(frame, record_texel(i, SPRING_FRAME_TEXELS, t)).xyz; }
+
 // angle between unit vectors u, w (atan2(|perp|, cos), 0 for zero vectors), perp = w - cos u, its length
 float angle_between(vec3 u, vec3 w, out vec3 perp, out float s) {
     float c = dot(u, w);
@@ -50,43 +63,51 @@ float angle_between(vec3 u, vec3 w, out vec3 perp, out float s) {
 
 void main() {
     int g = active_groups[gl_WorkGroupID.x];
-    int k = instance_of_group(uint(g));
-    DeformInstance inst = instances[k];
-    int i = local_index(inst, uint(g));
-    uint lid = gl_LocalInvocationID.x;
+    ivec4 head = imageLoad(spring_heads, record_texel(g, SPRING_HEAD_TEXELS, SPRING_HEAD_GROUP));
+    int k = head.z;
+    ivec4 run = inst_texel(k, SPRING_INSTANCE_RUN);
+    int lid = int(gl_LocalInvocationID.x);
     float disp = 0.0, fmag = 0.0, energy = 0.0;
-    bool live = i < inst.n_control && u_iteration < inst.max_iterations + (inst.scheme == SCHEME_ENERGY ? 1 : 0);
+    bool live = lid < head.y && u_iteration < run.y;
     if (live) {
-        int d0 = inst.dyn_base, s0 = inst.static_base;
-        int di = d0 + i, si = s0 + i;
-        vec3 x = src[di].x.xyz;
-        vec3 vel = src[di].v.xyz;
-        vec3 a = frame[di].attach.xyz;
+        vec4 step = intBitsToFloat(inst_texel(k, SPRING_INSTANCE_STEP));
+        vec4 ks = intBitsToFloat(inst_texel(k, SPRING_INSTANCE_K));
+        vec2 ks2 = intBitsToFloat(inst_texel(k, SPRING_INSTANCE_K2).xy);
+        uint flags = uint(run.x);
+        float tiny = step.y;
+        int d0 = run.z;
+        int di = g * LOCAL_SIZE + lid;  // control ranges start at group_base * LOCAL_SIZE
+        int si = head.x + lid;
+        vec3 x = state_texel(di, SPRING_STATE_X);
+        vec3 vel = state_texel(di, SPRING_STATE_V);
+        vec3 a = frame_texel(di, SPRING_FRAME_ATTACH);
         vec3 s = x - a;
         float slen = length(s);
-        bool nz = slen > inst.tiny;
+        bool nz = slen > tiny;
         vec3 shat = nz ? s / slen : vec3(0.0);
-        SpringVertex sv = vstatic[si];
-        float sden = max(slen, sv.rest.y);
-        float k_s = inst.k.x, k_l = inst.k.y, k_t = inst.k.z, k_b = inst.k.w, k_r = inst.k2.x, k_e = inst.k2.y;
+        ivec4 r = point_texel(si, SPRING_POINT_ADJ);
+        vec4 sdir = intBitsToFloat(point_texel(si, SPRING_POINT_SDIR));
+        vec4 srest = intBitsToFloat(point_texel(si, SPRING_POINT_REST));
+        float sden = max(slen, srest.y);
+        float k_s = ks.x, k_l = ks.y, k_t = ks.z, k_b = ks.w, k_r = ks2.x, k_e = ks2.y;
         vec3 f = vec3(0.0);
-        ivec2 r = adj[si];
+        int h0 = run.w + r.x;
         for (int e = 0; e < r.y; ++e) {
-            int h = inst.adj_base + r.x + e;
-            int dj = d0 + adj_index[h];
-            vec4 rs = rest[h];
-            vec3 xj = src[dj].x.xyz;
+            int h = h0 + e;
+            int dj = d0 + slot_texel(h, SPRING_SLOT_NBR).x;
+            vec4 rs = intBitsToFloat(slot_texel(h, SPRING_SLOT_REST));
+            vec3 xj = state_texel(dj, SPRING_STATE_X);
             if (k_s != 0.0) {
                 vec3 ed = xj - x;
                 float len = length(ed);
                 float stretch = len - rs.x;
-                if (len > inst.tiny) f += (k_s * stretch / len) * ed;
+                if (len > tiny) f += (k_s * stretch / len) * ed;
                 energy += 0.25 * k_s * stretch * stretch;
             }
             if (k_l != 0.0 || k_t != 0.0) {
-                vec3 sj = xj - frame[dj].attach.xyz;
+                vec3 sj = xj - frame_texel(dj, SPRING_FRAME_ATTACH);
                 float sjlen = length(sj);
-                bool nzj = sjlen > inst.tiny;
+                bool nzj = sjlen > tiny;
                 vec3 sjhat = nzj ? sj / sjlen : vec3(0.0);
                 if (k_l != 0.0) {
                     float dl = (slen - sjlen) - rs.y;
@@ -103,11 +124,11 @@ void main() {
                 }
             }
         }
-        float k_edit = 0.0;  // K_i of active surface edits (enters lambda_i)
-        if (inst.k2.y != 0.0) {
+    float k_edit = 0.0;  // K_i of active surface edits (enters lambda_i)
+        if (k_e != 0.0) {
             SpringEdit ed = edit[di];
             k_edit = ed.ck.w;
-            if (ed.ck.w > 0.0) f *= inst.handle_weight;
+            if (ed.ck.w > 0.0) f *= step.z;
             f += k_e * (ed.ck.xyz - ed.ck.w * x);
             float ee = ed.ck.w * dot(x, x) - 2.0 * dot(ed.ck.xyz, x) + ed.q.x;
             energy += k_e * 0.5 * max(ee, 0.0);
@@ -115,34 +136,36 @@ void main() {
         if (k_b != 0.0) {
             vec3 perp;
             float sn;
-            float phi = angle_between(shat, frame[di].bone_ref.xyz, perp, sn);
-            float ref_angle = (inst.flags & uint(FLAG_BONE_CONE)) != 0u ? sv.rest.x : 0.0;
+            float phi = angle_between(shat, frame_texel(di, SPRING_FRAME_BONE_REF), perp, sn);
+            float ref_angle = (flags & uint(FLAG_BONE_CONE)) != 0u ? srest.x : 0.0;
             float dphi = phi - ref_angle;
-            float rr = sv.sdir.w * sv.sdir.w;
+            float rr = sdir.w * sdir.w;
             if (sn > SIN_EPS && nz) f += (k_b * rr * dphi / (sden * sn)) * perp;
             energy += 0.5 * k_b * rr * dphi * dphi;
         }
         if (k_r != 0.0) {
-            float dr = slen - sv.sdir.w;
+            float dr = slen - sdir.w;
             f -= (k_r * dr) * shat;
             energy += 0.5 * k_r * dr * dr;
         }
-        bool semi = (inst.flags & uint(FLAG_SEMI_IMPLICIT)) != 0u;
-        float h = inst.dt;
-        if ((inst.flags & uint(FLAG_STEP_LIMIT)) != 0u) {
-            float lam = dot(sv.lam, vec4(k_s + k_l, k_t, k_b, k_r)) + k_e * k_edit;
+        bool semi = (flags & uint(FLAG_SEMI_IMPLICIT)) != 0u;
+        float h = step.x;
+        if ((flags & uint(FLAG_STEP_LIMIT)) != 0u) {
+            vec4 lamc = intBitsToFloat(point_texel(si, SPRING_POINT_LAM));
+            float lam = dot(lamc, vec4(k_s + k_l, k_t, k_b, k_r)) + k_e * k_edit;
             if (lam > 0.0) h = min(h, semi ? sqrt(2.0 * STEP_SAFETY / lam) : STEP_SAFETY / lam);
         }
         vec3 xn, vn;
         if (semi) {
             energy += 0.5 * dot(vel, vel);  // kinetic part of the energy scheme's total
-            vn = (vel + h * f) * (1.0 - inst.damping);
+            vn = (vel + h * f) * (1.0 - step.w);
             xn = x + h * vn;
         } else {
             vn = vel;
             xn = x + h * f;
         }
-        dst[di] = SpringState(vec4(xn, 1.0), vec4(vn, 0.0));
+        imageStore(dst, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_X), vec4(xn, 1.0));
+        imageStore(dst, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_V), vec4(vn, 0.0));
         disp = length(xn - x);
         fmag = length(f);
         // non-finite values poison the maxima (NaN bits compare above +inf) so the check sees divergence
@@ -153,7 +176,7 @@ void main() {
     sh_force[lid] = fmag;
     sh_energy[lid] = energy;
     barrier();
-    for (uint stride = uint(LOCAL_SIZE) / 2u; stride > 0u; stride >>= 1) {
+    for (int stride = LOCAL_SIZE / 2; stride > 0; stride >>= 1) {
         if (lid < stride) {
             // compare as bits: keeps NaN markers (positive floats order like their bit patterns)
             sh_disp[lid] = uintBitsToFloat(max(floatBitsToUint(sh_disp[lid]), floatBitsToUint(sh_disp[lid + stride])));
@@ -162,7 +185,7 @@ void main() {
         }
         barrier();
     }
-    if (lid == 0u && u_record != 0) {
+    if (lid == 0 && u_record != 0) {
         atomicMax(status[k].max_disp_bits, floatBitsToUint(sh_disp[0]));
         atomicMax(status[k].max_force_bits, floatBitsToUint(sh_force[0]));
         partials[g] = sh_energy[0];
