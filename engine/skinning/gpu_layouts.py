@@ -8,8 +8,12 @@ deformer graph), and the binding points and limits reach GLSL as ``#define``s ta
 Pool layout (see graph.py): control-domain data of every mesh instance of a batch is concatenated in one
 *dynamic pool*; each instance's range starts at ``group_base * LOCAL_SIZE`` and is padded to a whole number of
 work groups, so a work group never spans two instances and ``group_instance[gl_WorkGroupID.x]`` names its
-instance. Static data (bind positions, weights, binding, CSR adjacency, rest lengths and angles, the spring's
-per-vertex ``SpringVertex`` records with the step-limiting coefficients) lives in a *static pool* with one segment per asset, shared by all instances of it (``static_base``, ``adj_base``).
+instance. Static data (bind positions, weights, binding, the spring's per-vertex ``SpringVertex`` records with
+the step-limiting coefficients, the display -> control map, bind normals) lives in a *static pool* with one
+segment per asset, shared by all instances of it (``static_base``, ``display_static``); a batch creates only the
+static SSBOs its stages bind. The CSR adjacency with its rest values and the triangle topology of the normal stages
+are static images with the same per-asset segments (``adj_base``; see "spring stage images" and "surface normal
+stages" below).
 
 Display- and face-domain resources (what copy, face normals and vertex normals write; what the renderer pulls)
 are pooled the same way: each instance's display range starts at ``dgroup_base * LOCAL_SIZE``, its face range
@@ -37,7 +41,7 @@ DEFORM_INSTANCE = Std430Struct("DeformInstance", [
     ("dyn_base", "int"),        # first control point of the instance in the dynamic pool
     ("static_base", "int"),     # first control point of its asset in the static pool
     ("n_control", "int"),       # control points of the mesh
-    ("adj_base", "int"),        # first CSR slot of its asset in the adjacency pool
+    ("adj_base", "int"),        # first CSR slot of its asset in the SpringSlot image
     ("joint_base", "int"),      # first joint of the instance in the joint pool (per frame)
     ("bone_base", "int"),       # first bone of the instance in the bone pool (per frame)
     ("group_base", "int"),      # first work group of the instance (dyn_base = group_base * LOCAL_SIZE)
@@ -48,15 +52,12 @@ DEFORM_INSTANCE = Std430Struct("DeformInstance", [
     ("n_bones", "int"),         # bones of the instance's binding
     # display / face pools (copy, face normals, vertex normals run once per batch over them)
     ("display_base", "int"),    # first display vertex of the instance in the display pool (= dgroup_base * LOCAL_SIZE)
-    ("display_static", "int"),  # first display vertex of its asset in the static pool (map, dface, bind normals)
+    ("display_static", "int"),  # first display vertex of its asset in the static pool (map, bind normals)
     ("n_display", "int"),       # display vertices of the mesh
     ("dgroup_base", "int"),     # first display work group of the instance
     ("face_base", "int"),       # first triangle of the instance in the face pool (= fgroup_base * LOCAL_SIZE)
-    ("tri_static", "int"),      # first triangle of its asset in the static triangle pool
     ("n_tris", "int"),          # display triangles of the mesh
     ("fgroup_base", "int"),     # first face work group of the instance
-    ("dface_static", "int"),    # first entry of its asset in dface_index (triangles around a display vertex)
-    ("cface_static", "int"),    # first entry of its asset in cface_index (triangles around a control point)
     ("dt", "float"),            # spring time step
     ("thr_disp", "float"),      # displacement threshold (AABB_min_extent * displacement_rel)
     ("thr_force", "float"),     # force threshold
@@ -246,47 +247,35 @@ REASON_ENERGY = 4
 REASON_DIVERGED = 5
 REASONS = ("", "max_iterations", "displacement", "force", "energy", "diverged")
 
-# ---- SSBO binding points (one table; each shader gets the subset it declares as defines) -------------
+# ---- SSBO binding points (one table; each shader gets the subset it declares as defines). Only what some shader
+# declares: static inputs the spring iteration, skin_copy and the normal stages read are images (IMAGE_BINDINGS).
+# Numbered densely so that every point stays below 32, the GL_MAX_SHADER_STORAGE_BUFFER_BINDINGS of common drivers.
 BINDINGS: dict[str, int] = {
     "B_INSTANCES": 0,
     "B_GROUPS": 1,
     "B_STATUS": 2,
     "B_SRC": 3,
     "B_DST": 4,
-    "B_BIND": 5,
-    "B_JOINT_IDS": 6,
-    "B_WEIGHTS": 7,
-    "B_JOINTS": 8,
-    "B_BONES": 9,
-    "B_ATTACH": 10,
-    "B_SCALE": 11,
-    "B_BONE_OF": 12,
-    "B_ADJ": 13,
-    "B_ADJ_INDEX": 14,
-    "B_REST": 15,
-    "B_EDIT": 16,
-    "B_ACTIVE": 17,
-    "B_INDIRECT": 18,
-    "B_PARTIALS": 19,
-    "B_SKINNED": 20,
-    "B_ALT": 21,
-    "B_MAP": 22,
-    "B_TRIS": 23,
-    "B_FACES": 24,
-    "B_DFACE": 25,
-    "B_DFACE_INDEX": 26,
-    "B_CFACE": 27,
-    "B_CFACE_INDEX": 28,
-    "B_IRS": 29,
-    "B_FRAME": 30,
-    "B_VSTATIC": 31,
-    "B_VEL": 32,
-    "B_RING0": 33,
-    "B_RING1": 34,
-    "B_RING2": 35,
-    "B_NMAT": 36,          # skinned-normal transform per control point (3 vec4 columns), skin -> copy
-    "B_BIND_NORMALS": 37,  # bind normals per display vertex (static pool)
-    "B_DST_NORMALS": 38,   # normals the copy stage writes (skin node option normals = "skinned")
+    "B_JOINT_IDS": 5,
+    "B_WEIGHTS": 6,
+    "B_JOINTS": 7,
+    "B_BONES": 8,
+    "B_ATTACH": 9,
+    "B_SCALE": 10,
+    "B_BONE_OF": 11,
+    "B_EDIT": 12,
+    "B_ACTIVE": 13,
+    "B_INDIRECT": 14,
+    "B_PARTIALS": 15,
+    "B_SKINNED": 16,
+    "B_MAP": 17,
+    "B_FACES": 18,
+    "B_IRS": 19,
+    "B_VSTATIC": 20,
+    "B_VEL": 21,
+    "B_NMAT": 22,          # skinned-normal transform per control point (3 vec4 columns), skin -> copy
+    "B_BIND_NORMALS": 23,  # bind normals per display vertex (static pool)
+    "B_DST_NORMALS": 24,   # normals the copy stage writes (skin node option normals = "skinned")
 }
 
 #: image units of the image-reading stages (their own namespace; the renderer binds none). Units are per stage: each

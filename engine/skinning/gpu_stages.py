@@ -69,6 +69,40 @@ def _bind_image(batch: "_Batch", name: str, unit: str, *, read: bool = True, wri
     batch.images[name].bind_to_image(L.IMAGE_BINDINGS[unit], read=read, write=write)
 
 
+#: static-pool SSBOs (graph.py ``s_<name>``, one segment per asset) each stage's dispatch binds, with their binding
+#: points: the batch creates only those its stages read (the spring iteration, skin_copy and the normal stages read
+#: their static inputs from images, see gpu_layouts). The skin binds those of its method (SKIN_METHOD_READS; the
+#: shader declares no other), the copy ``bind_normals`` only when it has a normals output, and a skin or copy whose
+#: source is the bind pose also reads ``bind`` (:func:`static_reads`).
+STATIC_READS: dict[str, tuple[tuple[str, str], ...]] = {
+    "skin": (("joint_ids", "B_JOINT_IDS"), ("weights", "B_WEIGHTS"), ("attach", "B_ATTACH"),
+             ("scale", "B_SCALE"), ("bone_of", "B_BONE_OF"), ("irs", "B_IRS")),
+    "spring": (("attach", "B_ATTACH"), ("bone_of", "B_BONE_OF"), ("vstatic", "B_VSTATIC")),
+    "copy": (("map", "B_MAP"), ("bind_normals", "B_BIND_NORMALS")),
+}
+SKIN_METHOD_READS: dict[str, frozenset[str]] = {
+    "lbs": frozenset({"joint_ids", "weights"}),
+    "dqs": frozenset({"joint_ids", "weights"}),
+    "rigid": frozenset({"attach", "scale", "bone_of"}),
+    "irs": frozenset({"attach", "scale", "bone_of", "irs"}),
+}
+
+
+def _skin_reads(method: str) -> tuple[tuple[str, str], ...]:
+    return tuple((name, point) for name, point in STATIC_READS["skin"] if name in SKIN_METHOD_READS[method])
+
+
+def static_reads(node: NodeConfig) -> set[str]:
+    """Names of the static-pool SSBOs the node's dispatch binds (what a batch of such nodes must create)."""
+    if node.stage == "skin":
+        out = {name for name, _ in _skin_reads(node.options.get("method", "lbs"))}
+    else:
+        out = {name for name, _ in STATIC_READS.get(node.stage, ())}
+    if node.stage in ("skin", "copy") and node.inputs["source"].removesuffix(PREVIOUS) == BIND:
+        out.add("bind")  # _control: the bind pose is read from the static pool
+    return out
+
+
 def _bind_common(batch: "_Batch") -> None:
     _bind(batch.buffers["instances"], "B_INSTANCES")
     _bind(batch.buffers["groups"], "B_GROUPS")
@@ -95,10 +129,10 @@ def run_skin(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> None:
     _bind_common(batch)
     _bind(src, "B_SRC")
     _bind(b["d_" + node.outputs["target"]], "B_DST")
-    for name, point in (("s_joint_ids", "B_JOINT_IDS"), ("s_weights", "B_WEIGHTS"), ("joints", "B_JOINTS"),
-                        ("bones", "B_BONES"), ("s_attach", "B_ATTACH"), ("s_scale", "B_SCALE"),
-                        ("s_bone_of", "B_BONE_OF"), ("s_irs", "B_IRS")):
-        _bind(b[name], point)
+    _bind(b["joints"], "B_JOINTS")
+    _bind(b["bones"], "B_BONES")
+    for name, point in _skin_reads(method):
+        _bind(b["s_" + name], point)
     if o.get("normals", "surface") == "skinned":
         _bind(b["n_" + node.outputs["target"]], "B_NMAT")
     _set(cs, "u_source_static", int(static))
@@ -127,9 +161,10 @@ def run_spring(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> Non
     _bind_common(batch)
     # 1. per-frame set-up: posed attachments, bone references, x_0
     frame_cs = program(graph, "spring_frame")
-    for name, point in (("bones", "B_BONES"), ("s_attach", "B_ATTACH"), ("s_bone_of", "B_BONE_OF"),
-                        ("s_vstatic", "B_VSTATIC"), ("spring_vel", "B_VEL")):
-        _bind(b[name], point)
+    _bind(b["bones"], "B_BONES")
+    _bind(b["spring_vel"], "B_VEL")
+    for name, point in STATIC_READS["spring"]:
+        _bind(b["s_" + name], point)
     _bind_image(batch, "spring_frame", "I_SPRING_FRAME", read=False, write=True)
     _bind_image(batch, "spring_s0", "I_SPRING_DST", read=False, write=True)
     _bind(src, "B_SKINNED")
@@ -194,11 +229,12 @@ def run_copy(graph: "DeformerGraph", batch: "_Batch", node: NodeConfig) -> None:
     _bind(b["instances"], "B_INSTANCES")
     _bind(b["dgroups"], "B_GROUPS")
     _bind(src, "B_SRC")
-    _bind(b["s_map"], "B_MAP")
+    (map_name, map_point), (bn_name, bn_point) = STATIC_READS["copy"]
+    _bind(b["s_" + map_name], map_point)
     _bind(_display(batch, node.outputs["target"]), "B_DST")
     if normals is not None:
         _bind(b["n_" + node.inputs["source"]], "B_NMAT")
-        _bind(b["s_bind_normals"], "B_BIND_NORMALS")
+        _bind(b["s_" + bn_name], bn_point)
         _bind(_display(batch, normals), "B_DST_NORMALS")
     _set(cs, "u_source_static", int(static))
     cs.run(batch.total_dgroups)

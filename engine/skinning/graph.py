@@ -8,8 +8,9 @@ and memory barriers follow from that. :class:`DeformerGraph` runs such graphs fo
   meshes: control-domain resources (skin, spring, resolve) live in a control pool, display- and face-domain
   resources (copy, face normals, vertex normals) in a display / face pool. Each instance's range in a pool is
   padded to whole work groups (see :mod:`engine.skinning.gpu_layouts`). Instances of one asset (same
-  ``asset_key``, default: the same topology object) share the static buffers (bind data, weights, binding,
-  adjacency, rest lengths and angles, bind normals);
+  ``asset_key``, default: the same topology object) share the static data (bind data, weights, binding, bind
+  normals as SSBOs; adjacency, rest values and triangle lists as images), and a batch creates only the static
+  SSBOs its stages bind (``gpu_stages.STATIC_READS``);
 * the renderer pulls a mesh's vec4 positions/normals straight from its *range* of the display pool
   (:meth:`DeformerGraph.output_ranges`: buffer, byte offset, byte size; ranges start at multiples of 1024
   bytes, aligned for glBindBufferRange). Callers that pass their own ``positions_buffer`` / ``normals_buffer``
@@ -47,7 +48,7 @@ from engine.render.layouts import LOCAL_SIZE, MAX_JOINTS, pack_mat4
 from engine.render.resources import GpuResources
 from engine.render.shaderlib import ProgramCache
 from engine.skinning import gpu_layouts as L
-from engine.skinning import gpu_spring
+from engine.skinning import gpu_spring, gpu_stages
 from engine.skinning.gpu_plan import (
     BIND,
     SHADER_STORAGE_BARRIER_BIT,
@@ -271,7 +272,10 @@ class _Instance:
         return slice(self.joint_base, self.joint_base + self.asset.n_joints)
 
 
-# static buffers per batch: name -> (domain of rows, numpy dtype of one row, width)
+# static SSBOs per batch (``s_<name>``; a batch creates those its stages bind, gpu_stages.static_reads):
+# name -> (domain of rows, numpy dtype of one row, width). Adjacency, rest values, triangles and the triangle
+# lists around vertices have no SSBO: the stages that read them take them from images (_SPRING_IMAGES,
+# _NORMAL_IMAGES).
 _STATIC = {
     "bind": ("control", np.float32, 4),
     "joint_ids": ("control", np.int32, 4),
@@ -279,17 +283,9 @@ _STATIC = {
     "attach": ("control", np.float32, 4),
     "scale": ("control", np.float32, 4),
     "bone_of": ("control", np.int32, 1),
-    "adj": ("control", np.int32, 2),
-    "adj_index": ("adj", np.int32, 1),
-    "rest": ("adj", np.float32, 4),
-    "cface": ("control", np.int32, 2),
-    "cface_index": ("cface", np.int32, 1),
     "irs": ("control", np.float32, 4),
     "vstatic": ("control", np.float32, L.SPRING_VERTEX.size // 4),  # SpringVertex records as float rows
     "map": ("display", np.int32, 1),
-    "dface": ("display", np.int32, 2),
-    "dface_index": ("dface", np.int32, 1),
-    "tris": ("tri", np.int32, 4),
     "bind_normals": ("display", np.float32, 4),  # rows only where the batch skins normals (else empty)
 }
 # static images per batch (fused skin_copy stage only): name -> record layout of the asset's rows
@@ -416,6 +412,8 @@ class _Batch:
         self.has_spring = any(n.stage == "spring" for n in nodes)
         #: face / vertex normal stages read the NormalsHead / topology images
         self.normal_stages = any(n.stage in ("face_normals", "vertex_normals") for n in nodes)
+        #: the static SSBOs some stage of the batch binds (the others are not created)
+        self.static_names = [name for name in _STATIC if any(name in gpu_stages.static_reads(n) for n in nodes)]
         # what the per-frame pose upload must compute (only what some node reads)
         self.differential = any(n.options.get("mode", "bind") == "differential" for n in skins)
         self.need_dq = "dqs" in methods
@@ -458,19 +456,17 @@ class _Batch:
         for inst in self.instances:
             if all(a is not inst.asset for a in self.assets):
                 self.assets.append(inst.asset)
-        seg = {"control": 0, "adj": 0, "cface": 0, "display": 0, "dface": 0, "tri": 0, "nface": 0}
-        packed: dict[str, list[np.ndarray]] = {k: [] for k in _STATIC}
+        seg = {"control": 0, "adj": 0, "display": 0, "tri": 0, "nface": 0}
+        packed: dict[str, list[np.ndarray]] = {k: [] for k in self.static_names}
         self.static_bases = {}
         for a in self.assets:
             self.static_bases[id(a)] = dict(seg)
-            for name in _STATIC:
+            for name in self.static_names:
                 packed[name].append(a.arrays[name])
             seg["control"] += a.topology.n_control
-            seg["adj"] += a.arrays["adj_index"].shape[0]
-            seg["cface"] += a.arrays["cface_index"].shape[0]
+            seg["adj"] += a.arrays["sslots"].shape[0]  # CSR slots
             seg["display"] += a.topology.n_display
-            seg["dface"] += a.arrays["dface_index"].shape[0]
-            seg["tri"] += a.arrays["tris"].shape[0]
+            seg["tri"] += a.n_tris
             seg["nface"] += a.arrays["nfaces"].shape[0]
         # control pool: instances padded to whole groups, packed densely
         g = j = b = 0
@@ -505,7 +501,8 @@ class _Batch:
             new[name] = res.buffer(data, reserve=max(nbytes, 16) if data is None else 0,
                                    label=f"deform {self.config.name} {name}")
 
-        for name, (kind, dt, width) in _STATIC.items():
+        for name in self.static_names:
+            _, dt, width = _STATIC[name]
             rows = [np.asarray(x, dt).reshape(-1, width) for x in packed[name]]
             arr = np.concatenate(rows) if rows else np.zeros((0, width), dt)
             mk("s_" + name, np.ascontiguousarray(arr))
@@ -569,6 +566,8 @@ class _Batch:
             for r, dom in self.plan.domains.items():
                 if dom == "face":
                     images["i_" + r] = _image(res, L.NORMAL_FACE.zeros(fg * LOCAL_SIZE), f"{label} i_{r}")
+                    if r in self.plan.feedback:  # read at @previous: the new image starts as the kept SSBO
+                        self._fill_image(images["i_" + r], new["p_" + r])
         mk("bones", nbytes=max(1, b) * L.DEFORM_BONE.size)
         # control feedback resources: keep old contents of surviving instances, bind positions for new ones
         # (display/face pools keep their contents in place)
@@ -598,6 +597,20 @@ class _Batch:
         self.any_given = any(inst.given for inst in self.instances)
         if self.has_spring:
             self.write_edits()
+
+    def _fill_image(self, tex: moderngl.Texture, buf: moderngl.Buffer) -> None:
+        """Copy a pooled face SSBO into its rebuilt image copy (GPU side, through a pixel-unpack buffer): record i
+        of the SSBO is texel i of the image in row order (gpu_layouts.image_rows), so whole bytes carry over;
+        texels past the end of the SSBO stay zero."""
+        res, ctx = self.owner.resources, self.owner.ctx
+        nbytes = tex.width * tex.height * 16
+        tmp = res.buffer(reserve=nbytes, label="deform face image fill")
+        tmp.clear()
+        # the SSBO was last written by a shader (face normals): make those writes visible to the copies
+        ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT | moderngl.PIXEL_BUFFER_BARRIER_BIT)
+        ctx.copy_buffer(tmp, buf, size=min(buf.size, nbytes))
+        tex.write(tmp)
+        res.release(tmp)
 
     def _grow(self, buf: moderngl.Buffer, nbytes: int) -> None:
         """Resize ``buf`` in place (same GL object: ranges the renderer holds stay valid), keeping its bytes."""
@@ -738,11 +751,8 @@ class _Batch:
             t[k]["n_display"] = topo.n_display
             t[k]["dgroup_base"] = inst.dgroup_base
             t[k]["face_base"] = inst.face_base
-            t[k]["tri_static"] = sb["tri"]
             t[k]["n_tris"] = inst.asset.n_tris
             t[k]["fgroup_base"] = inst.fgroup_base
-            t[k]["dface_static"] = sb["dface"]
-            t[k]["cface_static"] = sb["cface"]
             self.owner._fill_spring_record(t[k], p, inst)
         return t
 
@@ -1032,24 +1042,15 @@ class DeformerGraph:
             arrays["scale"] = np.zeros((v, 4), np.float32)
             arrays["bone_of"] = np.zeros(v, np.int32)
             n_bones = 0
-        arrays["adj"] = np.stack([topo.adj_offset, topo.adj_count], 1).astype(np.int32)
-        arrays["adj_index"] = topo.adj_index.astype(np.int32)
-        arrays["rest"], arrays["vstatic"] = gpu_spring.rest_arrays(topo, binding, bind_joints)
+        rest, arrays["vstatic"] = gpu_spring.rest_arrays(topo, binding, bind_joints)
         arrays["spoints"] = _spring_points(topo, arrays["vstatic"])
-        arrays["sslots"] = _spring_slots(topo, arrays["rest"])
+        arrays["sslots"] = _spring_slots(topo, rest)
         arrays["irs"], d0 = gpu_spring.irs_arrays(topo, binding, bind_joints, irs_influence)
         arrays["scale"][:, 3] = d0
-        arrays["cface"] = np.stack([topo.face_offset, topo.face_count], 1).astype(np.int32)
-        arrays["cface_index"] = topo.face_index.astype(np.int32)
         arrays["map"] = topo.control_of_display.astype(np.int32)
         dtri = topo.display_triangles.astype(np.int64)
         t = dtri.shape[0]
         dface, dface_index = _csr_from_pairs(dtri.reshape(-1), np.repeat(np.arange(t), 3), d)
-        arrays["dface"] = dface
-        arrays["dface_index"] = dface_index
-        tris = np.zeros((t, 4), np.int32)
-        tris[:, :3] = dtri
-        arrays["tris"] = tris
         arrays["ntris"], arrays["nverts"], arrays["nfaces"] = _normal_records(topo, dface, dface_index)
         arrays["bind_normals"] = _bind_normals(topo, normals) if skinned_normals else np.zeros((0, 4), np.float32)
         arrays["dskin"] = _skin_vertices(topo, jn, w, arrays["bind_normals"]) if fused else L.SKIN_VERTEX.zeros(0)
@@ -1109,8 +1110,6 @@ class DeformerGraph:
         batches; falls back to glFinish + wall clock where the driver's timer reads 0, see ``timing_source``;
         this waits for the GPU, so use it in benchmarks only). ``last_timings["upload"]`` is the CPU time of
         packing and writing the poses."""
-        from engine.skinning import gpu_stages
-
         self.last_timings = {}
         for batch in self._batches.values():
             if not batch.instances:

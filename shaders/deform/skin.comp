@@ -14,14 +14,20 @@ layout(local_size_x = LOCAL_SIZE) in;
 
 layout(std430, binding = B_SRC) readonly buffer Src { vec4 src[]; };
 layout(std430, binding = B_DST) writeonly buffer Dst { vec4 dst[]; };
-layout(std430, binding = B_JOINT_IDS) readonly buffer JointIds { ivec4 joint_ids[]; };
-layout(std430, binding = B_WEIGHTS) readonly buffer Weights { vec4 weights[]; };
 layout(std430, binding = B_JOINTS) readonly buffer Joints { DeformJoint joints[]; };
 layout(std430, binding = B_BONES) readonly buffer Bones { DeformBone bones[]; };
+// static inputs only where METHOD reads them: the batch creates and binds just those (gpu_stages.static_reads)
+#if METHOD == METHOD_LBS || METHOD == METHOD_DQS
+layout(std430, binding = B_JOINT_IDS) readonly buffer JointIds { ivec4 joint_ids[]; };
+layout(std430, binding = B_WEIGHTS) readonly buffer Weights { vec4 weights[]; };
+#else
 layout(std430, binding = B_ATTACH) readonly buffer Attach { vec4 attach[]; };   // xyz bind attachment, w = t
 layout(std430, binding = B_SCALE) readonly buffer Scale { vec4 scale[]; };     // xyz bind scale vector, w = d0
 layout(std430, binding = B_BONE_OF) readonly buffer BoneOf { int bone_of[]; };
+#endif
+#if METHOD == METHOD_IRS
 layout(std430, binding = B_IRS) readonly buffer Irs { vec4 irs[]; };           // x p_w, y c_w (eq. 14)
+#endif
 
 #if SKIN_NORMALS
 layout(std430, binding = B_NMAT) writeonly buffer NMat { vec4 nmat[]; };   // 3 per control point (dynamic pool)
@@ -34,6 +40,7 @@ mat3 nrm_m;  // normal transform of the current control point (SKIN_NORMALS)
 // cof(A) = det(A) A^-T: columns cross(a1, a2), cross(a2, a0), cross(a0, a1) (the normal transform, no inverse)
 mat3 cofactor(mat3 a) { return mat3(cross(a[1], a[2]), cross(a[2], a[0]), cross(a[0], a[1])); }
 
+#if METHOD == METHOD_LBS || METHOD == METHOD_DQS
 vec3 skin_lbs(int sidx, int jb, vec3 v) {
     ivec4 j = joint_ids[sidx];
     vec4 w = weights[sidx];
@@ -71,7 +78,7 @@ vec3 skin_dqs(int sidx, int jb, vec3 v) {
     vec3 t = 2.0 * (br.w * bd.xyz - bd.w * br.xyz + cross(br.xyz, bd.xyz));
     return quat_rotate(br, v) + t;
 }
-
+#else
 // Attachment skinning: a' = p' + t (c' - p'), v' = a' + R s (R = R_now R_src^T; s = v_src - a_src).
 vec3 posed_attach(DeformBone b, float t) { return b.p.xyz + t * (b.c.xyz - b.p.xyz); }
 
@@ -83,6 +90,7 @@ vec3 source_scale(DeformBone b, int sidx, vec3 v) {
     return scale[sidx].xyz;
 #endif
 }
+#endif
 
 void main() {
     uint g = gl_WorkGroupID.x;

@@ -133,3 +133,48 @@ def test_padded_lists_keep_order_and_start_at_texels():
         np.testing.assert_array_equal(flat[f * w:f * w + c], index[o:o + c])
         assert np.all(flat[f * w + c:f * w + -(-c // w) * w] == -1)
     assert lists.shape == (int(sum(-(-c // w) for c in count)), w)
+
+
+@pytest.mark.gl
+def test_vertex_normals_of_previous_faces_survive_relayout(gl_ctx, resources):
+    # vertex normals gather faces from the face resource's image copy, which a re-layout rebuilds: reading
+    # faces@previous, the first frame after adding or removing a mesh must see the faces of the frame before
+    # (the face SSBO keeps them), not a blank image
+    rig, other = tube(rings=9, segments=7, length=1.0, n_joints=3), tube(rings=5, segments=5, n_joints=2)
+    cfg = GraphConfig.from_dict({"name": "prev_faces", "outputs": {"positions": "positions", "normals": "normals"},
+                                 "nodes": [
+        {"name": "skin", "stage": "skin", "inputs": {"source": "bind"}, "outputs": {"target": "skinned"},
+         "options": {"method": "lbs"}},
+        {"name": "copy", "stage": "copy", "inputs": {"source": "skinned"}, "outputs": {"target": "positions"}},
+        {"name": "fn", "stage": "face_normals", "inputs": {"positions": "positions"}, "outputs": {"target": "faces"}},
+        {"name": "vn", "stage": "vertex_normals", "inputs": {"positions": "positions", "faces": "faces@previous"},
+         "outputs": {"target": "normals"}}]})
+    topo = rig.topology
+
+    def normals_of(p):  # vertex normals (reference) of the surface with display positions p
+        return M.vertex_normals(p[topo.display_of_control], topo.triangles,
+                                display_triangles=topo.display_triangles, n_display=topo.n_display)
+
+    graph = DeformerGraph(gl_ctx, resources)
+    try:
+        h = _add(graph, rig, config=cfg)
+        poses = [pose(rig, bend=0.2), pose(rig, bend=0.9, twist=0.4), pose(rig, bend=-0.5)]
+        graph.set_pose(h, *poses[0])
+        graph.run()
+        before = graph.download(h)[0]
+        added = None
+        for k, change in enumerate(("add", "remove")):  # each re-lays the pools out
+            if change == "add":
+                added = _add(graph, other, config=cfg)
+                graph.set_pose(added, *pose(other, bend=0.3))
+            else:
+                graph.remove_mesh(added)
+            graph.set_pose(h, *poses[k + 1])
+            graph.run()
+            p, n = graph.download(h)
+            ref = normals_of(before)
+            assert np.abs(ref - normals_of(p)).max() > 0.1  # the pose changed: last frame's faces are told apart
+            np.testing.assert_allclose(n, ref, atol=1e-5, rtol=0)
+            before = p
+    finally:
+        graph.release()
