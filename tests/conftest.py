@@ -49,3 +49,19 @@ def gl_ctx():
         pytest.skip(f"no headless OpenGL 4.3 context: {exc}")
     yield ctx
     ctx.release()
+
+
+def count_dispatches(monkeypatch) -> list[int]:
+    """Count compute dispatches from now on: one list entry per ``ComputeShader.run`` (for the tests that
+    check a graph's dispatch count)."""
+    calls = []
+    import moderngl
+
+    original = moderngl.ComputeShader.run
+
+    def counting(self, *args, **kwargs):
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(moderngl.ComputeShader, "run", counting)
+    return calls

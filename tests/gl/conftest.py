@@ -22,3 +22,4 @@ def res(gl_ctx):
     r = GpuResources(gl_ctx)
     yield r
     r.release_all()
+

@@ -10,7 +10,6 @@
 """
 from __future__ import annotations
 
-import moderngl
 import numpy as np
 import pytest
 
@@ -19,6 +18,7 @@ from engine.skinning import skinning as S
 from engine.skinning.binding import per_control
 from engine.skinning.gpu_synthetic import pose, tube
 from engine.skinning.graph import DeformerGraph, GraphConfig, default_config, ssbo_offset_alignment
+from tests.conftest import count_dispatches
 
 pytestmark = pytest.mark.gl
 TOL = 1e-5
@@ -35,18 +35,6 @@ def _add(graph, rig, **kw):
     return graph.add_mesh(rig.topology, rig.binding, rig.joints, rig.weights, rig.inverse_bind, rig.parents, **kw)
 
 
-def _count_dispatches(monkeypatch) -> list[int]:
-    calls = []
-    original = moderngl.ComputeShader.run
-
-    def counting(self, *args, **kwargs):
-        calls.append(1)
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(moderngl.ComputeShader, "run", counting)
-    return calls
-
-
 @pytest.mark.parametrize("method,fuse", [("lbs", True), ("lbs", False), ("rigid", True)])
 def test_many_meshes_one_dispatch_per_stage_equal_reference(gl_ctx, resources, rigs, method, fuse, monkeypatch):
     graph = DeformerGraph(gl_ctx, resources)
@@ -58,7 +46,7 @@ def test_many_meshes_one_dispatch_per_stage_equal_reference(gl_ctx, resources, r
         poses = [pose(rigs[k], bend=0.3 + 0.2 * i, twist=0.1 * i) for i, k in enumerate(order)]
         for h, (skin, posed) in zip(handles, poses):
             graph.set_pose(h, skin, posed)
-        calls = _count_dispatches(monkeypatch)
+        calls = count_dispatches(monkeypatch)
         graph.run()
         # skin, copy, face normals, vertex normals: once each for all five meshes (skin + copy fused for LBS)
         assert len(calls) == (3 if method == "lbs" and fuse else 4)
@@ -195,7 +183,7 @@ def test_skinned_normals_match_reference(gl_ctx, resources, rigs, method, scaled
             skin = posed @ rig.inverse_bind
         for h in (h_given, h_default):
             graph.set_pose(h, skin, posed)
-        calls = _count_dispatches(monkeypatch)
+        calls = count_dispatches(monkeypatch)
         graph.run()
         assert len(calls) == (1 if fuse else 2)  # skin + copy (or the fused skin_copy): no normal stages
         n = graph.download(h_given)[1]

@@ -6,7 +6,6 @@ renderer's contract (vec4 positions with w = 1, normals with w = 0).
 """
 from __future__ import annotations
 
-import moderngl
 import numpy as np
 import pytest
 
@@ -17,6 +16,7 @@ from engine.skinning import skinning as S
 from engine.skinning.gpu_plan import COMPUTE_READ_BITS, GraphConfig, default_config, fusions, plan
 from engine.skinning.gpu_synthetic import tube
 from engine.skinning.graph import DeformerGraph
+from tests.conftest import count_dispatches
 
 TOL = 1e-5
 
@@ -170,18 +170,6 @@ def rigs():
     return [_Random(1, 255, rings=9, segments=8), _Random(2, 40, rings=4, segments=5)]
 
 
-def _count_dispatches(monkeypatch) -> list[int]:
-    calls = []
-    original = moderngl.ComputeShader.run
-
-    def counting(self, *args, **kwargs):
-        calls.append(1)
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(moderngl.ComputeShader, "run", counting)
-    return calls
-
-
 def _check(graph, rig, h, method, skin, normals_skinned=True):
     pref, nref = rig.reference(method, skin)
     diag = M.bbox_diagonal(rig.topology.positions)
@@ -210,7 +198,7 @@ def test_fused_equals_references_and_unfused_path(gl_ctx, resources, rigs, metho
         for hs in (fused, plain):
             for h, k, skin in zip(hs, order, skins):
                 graph.set_pose(h, skin, skin @ np.linalg.inv(rigs[k].inverse_bind))
-        calls = _count_dispatches(monkeypatch)
+        calls = count_dispatches(monkeypatch)
         graph.run()
         assert len(calls) == 3  # the fused batch: one skin_copy; the unfused one: skin + copy
         for hf, hp, k, skin in zip(fused, plain, order, skins):
