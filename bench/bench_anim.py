@@ -1,6 +1,6 @@
 """Animation benchmark: clip sampling + FK (+ skinning matrices) per frame, 1 and 64 instances.
 
-Synthetic rigs of 20 and 80 joints (engine.anim.synthetic: T/R/S LINEAR channels on every joint, 30 keys).
+Synthetic rigs of 20 and 80 joints (tests.helpers.synthetic_asset: T/R/S LINEAR channels on every joint, 30 keys).
 "1 instance" is ``ClipSampler.sample`` + ``global_matrices`` + ``skin_matrices``; "64 batched" is
 ``sample_batch`` + ``global_matrices_batched`` + batched ``skin_matrices`` for 64 characters at different times;
 "64 looped" runs the single-instance path 64 times, for comparison.
@@ -19,7 +19,7 @@ from engine.anim.fk import global_matrices, global_matrices_batched, skin_matric
 from engine.anim.pose import Pose
 from engine.anim.rig import Rig
 from engine.anim.sampling import ClipSampler
-from engine.anim.synthetic import make_asset
+from tests.helpers.synthetic_asset import make_asset
 
 
 def measure(fn: Callable[[int], object], repeat: int) -> tuple[float, float]:

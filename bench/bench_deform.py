@@ -30,7 +30,7 @@ QUICK_SIZES = {"box": 300, "plus": 800, "humanoid": 1600, "humanoid_dense": 3000
 
 
 def _tube_of(n_control: int):
-    from engine.skinning.gpu_synthetic import tube
+    from tests.helpers.tube_rig import tube
 
     segments = max(6, int(np.sqrt(n_control / 4)))
     rings = max(3, n_control // segments)
@@ -107,8 +107,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import moderngl
 
-    from engine.render.resources import GpuResources
-    from engine.skinning.graph import DeformerGraph
+    from engine.gpu.resources import GpuResources
+    from engine.skinning.gpu.graph import DeformerGraph
     from engine.skinning.springs import SpringDeformer, SpringParams
 
     ctx = moderngl.create_standalone_context(require=430, backend="egl")
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{'skin':>8}{'copy':>8}{'face n':>8}{'vertex n':>9}{'run wall':>10}")
     print(head)
     print("-" * len(head))
-    from engine.skinning.gpu_plan import GraphConfig, default_config
+    from engine.skinning.gpu.plan import GraphConfig, default_config
 
     counts = (1, 8, 32) if args.quick else (1, 8, 32, 64)
     for n in counts:

@@ -201,7 +201,7 @@ class Crowd:
         from engine.anim import ClipSampler, Pose, Rig
         from engine.anim.fk import global_matrices_batched
         from engine.assets import load
-        from engine.skinning.graph import DeformerGraph
+        from engine.skinning.gpu.graph import DeformerGraph
         from engine.skinning.instances import skinned_primitives
         from engine.tools.render_frame import material_kwargs
 
@@ -258,7 +258,7 @@ class Crowd:
 
 def run_case(ctx, w: int, h: int, n: int, frames: int, png: Path | None = None) -> dict:
     from engine.render.renderer import SceneRenderer
-    from engine.render.resources import GpuResources
+    from engine.gpu.resources import GpuResources
 
     same = same_content_total(ctx, w, h, n, frames, png.with_name(png.stem + "_same.png") if png else None)
     res = GpuResources(ctx)
@@ -348,7 +348,7 @@ def run_case(ctx, w: int, h: int, n: int, frames: int, png: Path | None = None) 
 def same_content_total(ctx, w: int, h: int, n: int, frames: int, png: Path | None = None) -> float:
     """Median ms of a whole frame (as ``total``) drawing what the Panda3D frame shows: no ground, no shadows."""
     from engine.render.renderer import LookSettings, SceneRenderer
-    from engine.render.resources import GpuResources
+    from engine.gpu.resources import GpuResources
 
     res = GpuResources(ctx)
     r = SceneRenderer(ctx, res, w, h, look=LookSettings(ground=False, shadows="off"))

@@ -102,7 +102,7 @@ class DemoScene:
                  graph_file: str | None = None) -> None:
         from engine.render.camera import OrbitCamera
         from engine.render.renderer import SceneRenderer
-        from engine.render.resources import GpuResources
+        from engine.gpu.resources import GpuResources
 
         if count < 1 or count > 256:
             raise ValueError(f"--characters must be in [1, 256], got {count}")
@@ -121,14 +121,14 @@ class DemoScene:
         self.graph = None
         self.graph_config = None
         if graph_file is not None:
-            from engine.skinning.gpu_plan import GraphConfig
+            from engine.skinning.gpu.plan import GraphConfig
 
             if device != "gpu":
                 raise ValueError("--graph needs --device gpu")
             self.graph_config = GraphConfig.load(graph_file)
             self.deformer = deformer = f"graph {self.graph_config.name!r}"
         if device == "gpu":
-            from engine.skinning.graph import DeformerGraph
+            from engine.skinning.gpu.graph import DeformerGraph
 
             self.graph = DeformerGraph(gl.ctx, self.resources)
         self.world = World()
@@ -268,7 +268,7 @@ class DemoScene:
             self.frame_ms.append((time.perf_counter() - t0) * 1e3)
 
     def render(self, target=None) -> None:
-        from engine.render.timers import record_gpu_timings
+        from engine.gpu.timers import record_gpu_timings
 
         self.camera.aspect = self.renderer.width / self.renderer.height
         self.renderer.render(self.camera, target=target)
@@ -294,7 +294,7 @@ class _StillPlayback:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from engine.render.context import create_context, display_present
+    from engine.gpu.context import create_context, display_present
 
     headless = bool(args.headless) or not display_present()
     frames = args.frames

@@ -38,7 +38,7 @@ from itertools import permutations
 
 import numpy as np
 
-from engine.render.layouts import CORNER_TRIANGLE_SHIFT
+from engine.gpu.layouts import CORNER_TRIANGLE_SHIFT
 
 __all__ = ["CornerTopology", "build_corner_topology", "strip_order", "MAX_TRIANGLES", "INFO_TRIANGLE_SHIFT"]
 

@@ -77,12 +77,12 @@ import numpy as np
 
 from engine.render.camera import look_at
 from engine.render.corners import CornerTopology, build_corner_topology
-from engine.render.layouts import BLOB, GLSL_CONSTANTS, LIGHT, MAX_LAYERS, MAX_LIGHTS, pack_mat4
-from engine.render.resources import GpuResources
-from engine.render.shaderlib import ProgramCache
+from engine.gpu.layouts import BLOB, GLSL_CONSTANTS, LIGHT, MAX_LAYERS, MAX_LIGHTS, pack_mat4
+from engine.gpu.resources import GpuResources
+from engine.gpu.shaderlib import ProgramCache
 from engine.render.surface import (SurfaceHit, SurfacePoint, decode_ids, interpolate_surface,
                                    unproject)
-from engine.render.timers import GpuTimers
+from engine.gpu.timers import GpuTimers
 
 PASSES = ("shadow", "gbuffer", "compose", "ui", "present")
 """Fixed passes; each layer adds ``layer:NAME``."""

@@ -125,9 +125,9 @@ def deform_gpu(prims: list["SkinnedPrimitive"], globals_: np.ndarray, method: st
                ctx=None) -> dict[str, np.ndarray]:
     """The same as ``{sp.key: sp.deform(...)}`` through the GPU deformer graph (compute shaders), read back
     once. Creates a headless context when ``ctx`` is None. ``arap`` has no GPU stage: it is refused."""
-    from engine.render.resources import GpuResources
+    from engine.gpu.resources import GpuResources
     from engine.skinning.config import DeformerConfig
-    from engine.skinning.graph import METHODS, DeformerGraph
+    from engine.skinning.gpu.graph import METHODS, DeformerGraph
 
     if method not in METHODS:
         raise ValueError(f"--device gpu supports the deformers {', '.join(m for m in METHODS if '-' not in m)}; "
@@ -135,7 +135,7 @@ def deform_gpu(prims: list["SkinnedPrimitive"], globals_: np.ndarray, method: st
     cfg = config if config is not None else DeformerConfig()
     own = ctx is None
     if own:
-        from engine.render.context import create_context
+        from engine.gpu.context import create_context
 
         gl = create_context(headless=True)
         ctx = gl.ctx

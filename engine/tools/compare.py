@@ -98,9 +98,9 @@ def _render_sheet(asset, sp, positions: dict, out: Path, width: int, height: int
     from PIL import Image, ImageDraw
 
     from engine.render.camera import Camera
-    from engine.render.context import create_context
+    from engine.gpu.context import create_context
     from engine.render.renderer import SceneRenderer
-    from engine.render.resources import GpuResources
+    from engine.gpu.resources import GpuResources
 
     gl = create_context(headless=True)
     res = GpuResources(gl.ctx)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 def doctor() -> int:
-    from engine.render.context import doctor_report
+    from engine.gpu.context import doctor_report
 
     report = doctor_report(headless=True)
     print(report)

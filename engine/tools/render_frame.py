@@ -107,9 +107,9 @@ def make_camera(args: argparse.Namespace, lo: np.ndarray, hi: np.ndarray, aspect
 
 
 def render_frame(args: argparse.Namespace) -> int:
-    from engine.render.context import create_context
+    from engine.gpu.context import create_context
     from engine.render.renderer import VIEWS, LookSettings, SceneRenderer
-    from engine.render.resources import GpuResources
+    from engine.gpu.resources import GpuResources
     from engine.tools.export_frame import load_deformer_config
 
     if args.view not in VIEWS:

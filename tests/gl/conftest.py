@@ -7,7 +7,7 @@ import pytest
 @pytest.fixture(scope="module")
 def resources(gl_ctx):
     """A GpuResources owner for one test module; everything it made is released at the end."""
-    from engine.render.resources import GpuResources
+    from engine.gpu.resources import GpuResources
 
     res = GpuResources(gl_ctx)
     yield res
@@ -17,7 +17,7 @@ def resources(gl_ctx):
 @pytest.fixture()
 def res(gl_ctx):
     """A GpuResources owner for one test (leak counts start from zero)."""
-    from engine.render.resources import GpuResources
+    from engine.gpu.resources import GpuResources
 
     r = GpuResources(gl_ctx)
     yield r

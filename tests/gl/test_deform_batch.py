@@ -16,8 +16,8 @@ import pytest
 from engine.skinning import meshprep as M
 from engine.skinning import skinning as S
 from engine.skinning.binding import per_control
-from engine.skinning.gpu_synthetic import pose, tube
-from engine.skinning.graph import DeformerGraph, GraphConfig, default_config, ssbo_offset_alignment
+from tests.helpers.tube_rig import pose, tube
+from engine.skinning.gpu.graph import DeformerGraph, GraphConfig, default_config, ssbo_offset_alignment
 from tests.conftest import count_dispatches
 
 pytestmark = pytest.mark.gl

@@ -9,13 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.skinning import gpu_layouts as L
-from engine.skinning import gpu_stages
+from engine.skinning.gpu import layouts as L
+from engine.skinning.gpu import stages as gpu_stages
 from engine.skinning import meshprep as M
 from engine.skinning import skinning as S
-from engine.skinning.gpu_plan import COMPUTE_READ_BITS, GraphConfig, default_config, fusions, plan
-from engine.skinning.gpu_synthetic import tube
-from engine.skinning.graph import DeformerGraph
+from engine.skinning.gpu.plan import COMPUTE_READ_BITS, GraphConfig, default_config, fusions, plan
+from tests.helpers.tube_rig import tube
+from engine.skinning.gpu.graph import DeformerGraph
 from tests.conftest import count_dispatches
 
 TOL = 1e-5
@@ -93,8 +93,8 @@ def test_joint_packing_and_image_rows():
 def test_fast_dual_quats_equal_the_svd_ones():
     # the per-frame DQS upload's polar decomposition (Newton) gives gpu_spring.dual_quats' results (SVD):
     # rigid, stretched, mirrored and singular joints, and the per-skin identity rule of the stretch
-    from engine.skinning import gpu_spring
-    from engine.skinning.graph import _dual_quats
+    from engine.skinning.gpu import spring as gpu_spring
+    from engine.skinning.gpu.graph import _dual_quats
 
     rng = np.random.default_rng(5)
     rig = _Random(7, 60, rings=3, segments=3)

@@ -10,12 +10,12 @@ import warnings
 import numpy as np
 import pytest
 
-from engine.skinning import gpu_layouts as L
-from engine.skinning import gpu_stages
+from engine.skinning.gpu import layouts as L
+from engine.skinning.gpu import stages as gpu_stages
 from engine.skinning import meshprep as M
 from engine.skinning import skinning as S
-from engine.skinning.gpu_synthetic import pose, tube
-from engine.skinning.graph import DeformerGraph, GraphConfig, _padded_lists, default_config
+from tests.helpers.tube_rig import pose, tube
+from engine.skinning.gpu.graph import DeformerGraph, GraphConfig, _padded_lists, default_config
 from engine.skinning.springs import SpringDeformer, SpringParams
 
 TOL = 1e-5

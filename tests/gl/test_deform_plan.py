@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from engine.skinning.gpu_plan import (
+from engine.skinning.gpu.plan import (
     COMPUTE_READ_BITS,
     RENDER_READ_BITS,
     GraphConfig,

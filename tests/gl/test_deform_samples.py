@@ -8,7 +8,7 @@ import pytest
 from engine.skinning import meshprep as M
 from engine.skinning import skinning as S
 from engine.skinning.binding import per_control
-from engine.skinning.graph import DeformerGraph, default_config
+from engine.skinning.gpu.graph import DeformerGraph, default_config
 from tests.conftest import shared_dir
 
 pytestmark = [pytest.mark.gl, pytest.mark.shared]
@@ -40,7 +40,7 @@ def _rot(axis, angle):
 @pytest.mark.parametrize("method", ["lbs", "dqs"])
 @pytest.mark.parametrize("normals", ["surface", "skinned"])
 def test_sample_skinning(gl_ctx, name, method, normals):
-    from engine.render.resources import GpuResources
+    from engine.gpu.resources import GpuResources
 
     prim, skin, parents = _skinned_primitive(shared_dir("gltf-samples") / name)
     topo = M.prepare_mesh(prim.positions, prim.indices.astype(np.int64))

@@ -16,8 +16,8 @@ import pytest
 
 from engine.skinning import meshprep as M
 from engine.skinning.edits import EditStack, SurfaceEdit
-from engine.skinning.gpu_synthetic import pose, tube
-from engine.skinning.graph import DeformerGraph
+from tests.helpers.tube_rig import pose, tube
+from engine.skinning.gpu.graph import DeformerGraph
 from engine.skinning.springs import SpringDeformer, SpringParams
 from tests.unit.test_skinning_springs import fan_rig
 
@@ -191,7 +191,7 @@ def test_frame_dependent_loop(gl_ctx, resources, rig, integrator):
 
 
 def test_check_every_k_and_runtime_params(gl_ctx, resources, rig):
-    from engine.skinning.gpu_plan import default_config
+    from engine.skinning.gpu.plan import default_config
 
     cfg = default_config("spring").to_dict()
     cfg["nodes"][1]["options"]["check_every"] = 8

@@ -12,7 +12,7 @@ import pytest
 from engine.render import shapes
 from engine.render.camera import OrbitCamera
 from engine.render.renderer import SceneRenderer
-from engine.render.resources import GpuResources
+from engine.gpu.resources import GpuResources
 
 pytestmark = pytest.mark.gl
 

@@ -157,7 +157,7 @@ def test_panda_copy_of_the_asset_skins_to_the_same_vertices(tmp_path):
 
 
 def test_light_count_variants_and_unit_directions(renderer):
-    from engine.render.layouts import LIGHT
+    from engine.gpu.layouts import LIGHT
     from engine.render.renderer import default_lights
 
     p, t, _ = shapes.uv_sphere(0.6, rings=12, segments=18)

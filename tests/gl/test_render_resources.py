@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.render.layouts import GLSL_CONSTANTS, LIGHT, Std430Struct, layouts_glsl, pack_mat4
-from engine.render.resources import GpuResources, live_objects
-from engine.render.shaderlib import ProgramCache, ShaderLibrary
+from engine.gpu.layouts import GLSL_CONSTANTS, LIGHT, Std430Struct, layouts_glsl, pack_mat4
+from engine.gpu.resources import GpuResources, live_objects
+from engine.gpu.shaderlib import ProgramCache, ShaderLibrary
 
 pytestmark = pytest.mark.gl
 

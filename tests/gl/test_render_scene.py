@@ -11,9 +11,9 @@ import pytest
 
 from engine.render import shapes
 from engine.render.camera import Camera
-from engine.render.layouts import GLSL_CONSTANTS
+from engine.gpu.layouts import GLSL_CONSTANTS
 from engine.render.renderer import LookSettings, SceneRenderer, vertex_normals
-from engine.render.shaderlib import SHADER_ROOT, ProgramCache, ShaderLibrary
+from engine.gpu.shaderlib import SHADER_ROOT, ProgramCache, ShaderLibrary
 
 pytestmark = pytest.mark.gl
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.render.layouts import GLSL_CONSTANTS
-from engine.render.resources import GpuResources
-from engine.render.shaderlib import ProgramCache, ShaderError, ShaderIncludeError, ShaderLibrary
+from engine.gpu.layouts import GLSL_CONSTANTS
+from engine.gpu.resources import GpuResources
+from engine.gpu.shaderlib import ProgramCache, ShaderError, ShaderIncludeError, ShaderLibrary
 
 pytestmark = pytest.mark.gl
 
@@ -226,7 +226,7 @@ def test_repository_shaders_compile(gl_ctx):
 
 
 def test_driver_log_formats_are_parsed():
-    from engine.render.shaderlib import _parse_log
+    from engine.gpu.shaderlib import _parse_log
 
     log = ("0:12(5): error: `foo' undeclared\n"          # Mesa
            "2(7) : error C1008: undefined variable \"x\"\n"  # NVIDIA

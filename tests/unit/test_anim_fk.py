@@ -9,7 +9,7 @@ from engine.anim.fk import (global_matrices, global_matrices_batched, joint_matr
                             skin_matrices)
 from engine.anim.pose import Pose
 from engine.anim.rig import Rig
-from engine.anim.synthetic import make_asset
+from tests.helpers.synthetic_asset import make_asset
 from engine.assets.model import Asset, Node, Scene, Skin
 
 F = np.float32

@@ -155,9 +155,9 @@ def fan_rig(segments: int = 128, rings: int = 3, radius: float = 0.3, height: fl
             n_joints: int = 3):
     """A flat disc of `rings` rings around one pole vertex of valence `segments`, in the plane x = height beside
     a joint chain along +Y (joints at y = 0 .. length, the pole level with the middle one), bound through the
-    LBS weights (linear between neighbouring joints) as engine.skinning.gpu_synthetic.tube does. Returns a
+    LBS weights (linear between neighbouring joints) as tests.helpers.tube_rig.tube does. Returns a
     gpu_synthetic.Rig (usable with its `pose`). The pole's Jacobian eigenvalue grows ~0.63 x its valence."""
-    from engine.skinning.gpu_synthetic import Rig
+    from tests.helpers.tube_rig import Rig
 
     rad = radius * np.arange(1, rings + 1) / rings
     ang = 2 * np.pi * np.arange(segments) / segments
@@ -542,7 +542,7 @@ def test_step_limit_makes_any_dt_stable_without_warning(tube):
 
 
 def test_fan_pole_plain_update_diverges_limited_one_converges(fan):
-    from engine.skinning.gpu_synthetic import pose
+    from tests.helpers.tube_rig import pose
 
     topo = fan.topology
     pole = int(np.argmax(topo.adj_count))
@@ -587,7 +587,7 @@ def test_fan_pole_plain_update_diverges_limited_one_converges(fan):
 
 
 def test_fan_semi_implicit_limited(fan):
-    from engine.skinning.gpu_synthetic import pose
+    from tests.helpers.tube_rig import pose
 
     _, posed = pose(fan, bend=0.6, twist=0.3)
     p = SpringParams(integrator="semi_implicit", dt=0.25, damping=0.3, max_iterations=600)
@@ -606,7 +606,7 @@ def test_fan_semi_implicit_limited(fan):
 
 @pytest.mark.parametrize("scheme", ["displacement", "force", "energy"])
 def test_convergence_schemes_with_limited_steps(fan, scheme):
-    from engine.skinning.gpu_synthetic import pose
+    from tests.helpers.tube_rig import pose
 
     _, posed = pose(fan, bend=0.6, twist=0.3)
     d = fan_deformer(fan, SpringParams(convergence=scheme, max_iterations=2000, force_tol=2e-3, energy_rtol=1e-6))
@@ -630,8 +630,8 @@ def test_divergence_detection_still_works_with_limited_steps(tube):
 
 
 def test_gpu_vertex_records_carry_the_lambda_coefficients(fan):
-    from engine.skinning import gpu_layouts as L
-    from engine.skinning.gpu_spring import rest_arrays
+    from engine.skinning.gpu import layouts as L
+    from engine.skinning.gpu.spring import rest_arrays
 
     _, vstatic = rest_arrays(fan.topology, fan.binding, fan.bind_joints)
     rec = np.ascontiguousarray(vstatic).view(L.SPRING_VERTEX.dtype).reshape(-1)

@@ -4,7 +4,7 @@
 a label until ``release(obj)`` (or ``release_all()``) frees them. ``live_counts()`` and the process-wide
 :func:`live_objects` counter make leaks visible in tests. The numpy/ECS side never holds these objects.
 
-The std430 layout helper and the constants shared with GLSL live in :mod:`engine.render.layouts` and
+The std430 layout helper and the constants shared with GLSL live in :mod:`engine.gpu.layouts` and
 are re-exported here (``Std430Struct``, ``MAX_JOINTS``, ``LOCAL_SIZE``, ``GLSL_CONSTANTS``).
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import logging
 import moderngl
 import numpy as np
 
-from engine.render.layouts import (  # noqa: F401  (re-exported)
+from engine.gpu.layouts import (  # noqa: F401  (re-exported)
     GLSL_CONSTANTS,
     LOCAL_SIZE,
     MAX_JOINTS,

@@ -4,7 +4,7 @@ Control-domain stages (skin, spring) run once per batch over the pooled buffers:
 per spring iteration one indirect dispatch plus the one-work-group convergence check. Display- and face-domain
 stages (copy, face normals, vertex normals) also run once per batch, over the display / face pools (each
 instance's range padded to whole work groups; their own group -> instance tables bound at B_GROUPS). Binding
-points come from :data:`engine.skinning.gpu_layouts.BINDINGS` (one table shared with the shaders through defines).
+points come from :data:`engine.skinning.gpu.layouts.BINDINGS` (one table shared with the shaders through defines).
 
 Spring state (SpringState images, gpu_layouts "spring stage images"): ``spring_s0`` holds the initial state
 x_0 (skinned positions, initial velocities); dispatch n reads x_n (S0 for n = 0, else ring[(n - 1) % 3]) and
@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import moderngl
 
-from engine.skinning import gpu_layouts as L
-from engine.skinning.gpu_plan import (
+from engine.skinning.gpu import layouts as L
+from engine.skinning.gpu.plan import (
     BIND,
     COMMAND_BARRIER_BIT,
     PREVIOUS,
@@ -30,7 +30,7 @@ from engine.skinning.gpu_plan import (
 )
 
 if TYPE_CHECKING:
-    from engine.skinning.graph import DeformerGraph, _Batch
+    from engine.skinning.gpu.graph import DeformerGraph, _Batch
 
 _DEFINES_CACHE: dict[tuple, dict[str, object]] = {}
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
-from engine.render.resources import GpuResources
+from engine.gpu.resources import GpuResources
 
 if TYPE_CHECKING:
     from engine.profile.timings import FrameTimings

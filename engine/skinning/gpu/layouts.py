@@ -1,6 +1,6 @@
 """std430 layouts, SSBO binding points and constants of the deform compute shaders (one definition each).
 
-The structs are :class:`engine.render.layouts.Std430Struct` declarations; their GLSL text reaches the shaders
+The structs are :class:`engine.gpu.layouts.Std430Struct` declarations; their GLSL text reaches the shaders
 through the virtual include ``generated/deform_layouts.glsl`` (registered with the shader library by the
 deformer graph), and the binding points and limits reach GLSL as ``#define``s taken from :data:`BINDINGS` and
 :func:`defines_for`. No number below is typed again in a shader.
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.render.layouts import LOCAL_SIZE, MAX_JOINTS, Std430Struct
+from engine.gpu.layouts import LOCAL_SIZE, MAX_JOINTS, Std430Struct
 from engine.skinning.springs import STEP_SAFETY
 
 MAX_INFLUENCES = 4
@@ -344,7 +344,7 @@ CONSTANTS: dict[str, int | float] = {
 
 def layouts_glsl() -> str:
     """Text of ``generated/deform_layouts.glsl``."""
-    parts = ["// Generated from engine/skinning/gpu_layouts.py; do not edit (one definition of each layout)."]
+    parts = ["// Generated from engine/skinning/gpu/layouts.py; do not edit (one definition of each layout)."]
     parts += [s.glsl() for s in DEFORM_LAYOUTS]
     return "\n".join(parts) + "\n"
 

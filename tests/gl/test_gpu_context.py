@@ -5,7 +5,7 @@ from __future__ import annotations
 import moderngl
 import pytest
 
-from engine.render import context as glc
+from engine.gpu import context as glc
 
 pytestmark = pytest.mark.gl
 

@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Mapping
 
 import moderngl
 
-from engine.render.layouts import layouts_glsl
+from engine.gpu.layouts import layouts_glsl
 
 if TYPE_CHECKING:
-    from engine.render.resources import GpuResources
+    from engine.gpu.resources import GpuResources
 
 log = logging.getLogger(__name__)
 

@@ -1,13 +1,13 @@
 """The GPU deformer graph (research ch. 6): skin -> spring -> vertex copy -> face normals -> vertex normals.
 
-The graph is data (:mod:`engine.skinning.gpu_plan`): nodes declare the resources they read and write; order
+The graph is data (:mod:`engine.skinning.gpu.plan`): nodes declare the resources they read and write; order
 and memory barriers follow from that. :class:`DeformerGraph` runs such graphs for every skinned mesh of a scene:
 
 * meshes that use the same graph form a *batch*; EVERY stage of a batch runs as ONE dispatch (per iteration
   for the springs) over concatenated buffers, so the cost grows with the total vertex count, not the number of
   meshes: control-domain resources (skin, spring, resolve) live in a control pool, display- and face-domain
   resources (copy, face normals, vertex normals) in a display / face pool. Each instance's range in a pool is
-  padded to whole work groups (see :mod:`engine.skinning.gpu_layouts`). Instances of one asset (same
+  padded to whole work groups (see :mod:`engine.skinning.gpu.layouts`). Instances of one asset (same
   ``asset_key``, default: the same topology object) share the static data (bind data, weights, binding, bind
   normals as SSBOs; adjacency, rest values and triangle lists as images), and a batch creates only the static
   SSBOs its stages bind (``gpu_stages.STATIC_READS``);
@@ -44,12 +44,12 @@ import moderngl
 import numpy as np
 
 from engine.anim.quat import from_matrix as quat_from_matrix
-from engine.render.layouts import LOCAL_SIZE, MAX_JOINTS, pack_mat4
-from engine.render.resources import GpuResources
-from engine.render.shaderlib import ProgramCache
-from engine.skinning import gpu_layouts as L
-from engine.skinning import gpu_spring, gpu_stages
-from engine.skinning.gpu_plan import (
+from engine.gpu.layouts import LOCAL_SIZE, MAX_JOINTS, pack_mat4
+from engine.gpu.resources import GpuResources
+from engine.gpu.shaderlib import ProgramCache
+from engine.skinning.gpu import layouts as L
+from engine.skinning.gpu import spring as gpu_spring, stages as gpu_stages
+from engine.skinning.gpu.plan import (
     BIND,
     SHADER_STORAGE_BARRIER_BIT,
     GraphConfig,
