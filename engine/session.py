@@ -251,13 +251,15 @@ class Session:
     ``window`` (True: open a window, for the demo/editor); ``deformer``/``config``/``graph``: the default
     deformation of spawned characters; ``step``: the fixed simulation step in seconds; ``look``: renderer
     look settings; ``strict``: re-raise a system's exception instead of logging it (commands and tests);
-    ``gl``: an existing GLContext to share (not released by the session).
+    ``gl``: an existing GLContext to share (not released by the session); ``shaders``: the shader folder
+    (default: the engine's own; point it at a copy to develop shaders with :meth:`reload_shaders`).
     """
 
     def __init__(self, *, device: str = "gpu", render: bool = True, width: int = 1280, height: int = 720,
                  headless: bool | None = None, window: bool = False, title: str = "skinengine",
                  deformer: str = "lbs", config: DeformerConfig | str | Path | None = None, graph: Any = None,
-                 step: float = 1.0 / 60.0, look: Any = None, strict: bool = False, gl: Any = None) -> None:
+                 step: float = 1.0 / 60.0, look: Any = None, strict: bool = False, gl: Any = None,
+                 shaders: str | Path | None = None) -> None:
         if device not in ("gpu", "cpu"):
             raise ValueError(f"device must be 'gpu' or 'cpu', got {device!r}")
         for what, v in (("width", width), ("height", height)):
@@ -284,10 +286,10 @@ class Session:
         self.graph = None
         if self.ctx is not None:
             from engine.gpu.resources import GpuResources
-            from engine.gpu.shaderlib import ProgramCache
+            from engine.gpu.shaderlib import ProgramCache, ShaderLibrary
 
             self.resources = GpuResources(self.ctx)
-            self.programs = ProgramCache(self.resources)
+            self.programs = ProgramCache(self.resources, ShaderLibrary(shaders) if shaders is not None else None)
         try:
             if render:
                 from engine.render.renderer import LookSettings, SceneRenderer
