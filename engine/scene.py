@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from engine.skinning.gpu.graph import DeformerGraph, DeformHandle
     from engine.skinning.gpu.plan import GraphConfig
 
-__all__ = ["LoadedAsset", "load_asset", "DeformSettings", "MeshInstance", "SceneMeshes"]
+__all__ = ["LoadedAsset", "load_asset", "DeformSettings", "MeshInstance", "SceneMeshes", "add_to_graph"]
 
 
 @dataclass(eq=False)
@@ -135,6 +135,24 @@ class DeformSettings:
         return spec.frame_dependent or (spec.name == "spring" and self.config.spring.mode == "dependent")
 
 
+def add_to_graph(graph: "DeformerGraph", sp: SkinnedPrimitive, loaded: LoadedAsset,
+                 settings: DeformSettings) -> "DeformHandle":
+    """Add one skinned primitive to a deformer graph with a character's deform settings (instances of one asset,
+    primitive and binding share their static GPU data)."""
+    prim = sp.primitive
+    cfg = settings.config
+    spec = settings.spec
+    needs_binding = settings.graph is not None or (spec is not None and spec.control_points)
+    binding = sp.binding(method=cfg.binding.method, smooth_passes=cfg.binding.smooth_passes) \
+        if needs_binding else None
+    how: dict[str, Any] = dict(config=settings.graph) if settings.graph is not None \
+        else dict(method=spec.gpu_preset if spec is not None else None, spring=cfg.spring)
+    return graph.add_mesh(sp.topology(), binding, prim.joints, prim.weights, sp.skin.inverse_bind, sp.parents,
+                          normals=prim.normals,
+                          asset_key=(loaded.name, id(loaded.asset), sp.mesh, sp.prim, sp.skin_index, cfg.binding),
+                          **how)
+
+
 @dataclass(eq=False)
 class MeshInstance:
     """One drawable primitive of an entity: skinned (deformed) or rigid (node transform)."""
@@ -205,18 +223,7 @@ class SceneMeshes:
         sp, prim = inst.skinned, inst.primitive
         buffers = None
         if sp is not None and self.graph is not None:
-            cfg = settings.config
-            spec = settings.spec
-            needs_binding = settings.graph is not None or (spec is not None and spec.control_points)
-            binding = sp.binding(method=cfg.binding.method, smooth_passes=cfg.binding.smooth_passes) \
-                if needs_binding else None
-            how: dict[str, Any] = dict(config=settings.graph) if settings.graph is not None \
-                else dict(method=spec.gpu_preset if spec is not None else None, spring=cfg.spring)
-            inst.deform = self.graph.add_mesh(
-                sp.topology(), binding, prim.joints, prim.weights, sp.skin.inverse_bind, sp.parents,
-                normals=prim.normals, asset_key=(loaded.name, id(loaded.asset), sp.mesh, sp.prim, sp.skin_index,
-                                                  cfg.binding),
-                **how)
+            inst.deform = add_to_graph(self.graph, sp, loaded, settings)
             buffers = self.graph.output_ranges(inst.deform)
             lo, hi = prim.positions.min(0), prim.positions.max(0)
             inst.radius = float(np.linalg.norm(hi - lo)) * 0.35
