@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from engine.skinning.gpu.graph import DeformerGraph, DeformHandle
     from engine.skinning.gpu.plan import GraphConfig
 
-__all__ = ["LoadedAsset", "load_asset", "DeformSettings", "MeshInstance", "SceneMeshes", "add_to_graph"]
+__all__ = ["LoadedAsset", "load_asset", "DeformSettings", "MeshInstance", "SceneMeshes", "add_to_graph", "require_finite",
+           "quiet_load"]
 
 
 @dataclass(eq=False)
@@ -222,6 +223,9 @@ class SceneMeshes:
     def _attach(self, inst: MeshInstance, loaded: LoadedAsset, settings: DeformSettings) -> None:
         sp, prim = inst.skinned, inst.primitive
         buffers = None
+        spec = settings.spec
+        if sp is not None and (spec is None or spec.control_points):
+            sp.bind_joints  # noqa: B018 -- set-up check: the bind pose must be recoverable (AssetError names it)
         if sp is not None and self.graph is not None:
             inst.deform = add_to_graph(self.graph, sp, loaded, settings)
             buffers = self.graph.output_ranges(inst.deform)
@@ -353,6 +357,18 @@ class SceneMeshes:
             else:
                 out[inst.key] = p
         return out
+
+
+def require_finite(frames: dict[PrimitiveKey, np.ndarray], what: str = "deformed vertices") -> None:
+    """Refuse non-finite results (inf/NaN) naming the primitive and the first bad vertex, so that nothing
+    broken is written: finite transforms whose products overflow float32 end here."""
+    for key, v in frames.items():
+        ok = np.isfinite(v).all(axis=-1)
+        if not ok.all():
+            bad = np.argwhere(~ok)[0]
+            where = f"frame {int(bad[0])}, vertex {int(bad[1])}" if bad.size == 2 else f"vertex {int(bad[0])}"
+            raise ValueError(f"{what} of {key.export_key} are not finite ({where}: {v[tuple(bad)].tolist()}): the "
+                             f"asset's transforms (node TRS, inverse bind matrices) overflow float32")
 
 
 def quiet_load(source: str | Path | Asset) -> LoadedAsset:

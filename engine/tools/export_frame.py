@@ -113,6 +113,7 @@ def export_frames(args: argparse.Namespace, loaded, times: np.ndarray) -> int:
     times under ``times``, or one OBJ per frame into a folder (``--out DIR/``)."""
     from engine import Session
     from engine.bake import bake, describe_mode
+    from engine.scene import require_finite
 
     out = Path(args.out)
     to_dir = str(args.out).endswith(("/", "\\")) or out.is_dir()
@@ -127,6 +128,7 @@ def export_frames(args: argparse.Namespace, loaded, times: np.ndarray) -> int:
         finally:
             close()
         how = describe_mode(s, ch)
+    require_finite(frames)
     if to_dir:
         out.mkdir(parents=True, exist_ok=True)
         width = max(4, len(str(len(times) - 1)))
@@ -143,7 +145,7 @@ def export_frames(args: argparse.Namespace, loaded, times: np.ndarray) -> int:
 
 
 def export_frame(args: argparse.Namespace) -> int:
-    from engine.scene import quiet_load
+    from engine.scene import quiet_load, require_finite
 
     loaded = quiet_load(args.asset)
     times = frame_times(args, loaded.asset)
@@ -155,6 +157,7 @@ def export_frame(args: argparse.Namespace) -> int:
     check_time(args.time)
     frames = deformed_frame(loaded.asset, clip=args.clip, time=args.time, deformer=args.deformer,
                             device=args.device, config=deformer_config(args))
+    require_finite(frames)
     if out.suffix.lower() == ".obj":
         write_obj(out, loaded.asset, frames)
     else:
