@@ -549,6 +549,13 @@ class Session:
             "projection": np.asarray(r.last_projection, np.float32),
         }
 
+    def ray(self, x: float, y: float) -> np.ndarray:
+        """The world ray (pyrr: origin, unit direction) through window pixel (x, y) of the current camera."""
+        from engine.input.rays import window_ray
+
+        r = self._need_renderer()
+        return window_ray(x, y, r.width, r.height, self.camera.view, self.camera.projection_for(r.width / r.height))
+
     # -- surface queries -----------------------------------------------------------------------------------
     def pick(self, x: int, y: int, *, layer: str | None = None) -> Any:
         """What the last frame shows under window pixel (x, y) (row 0 = top): a SurfaceHit (entity, glTF
