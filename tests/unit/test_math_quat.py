@@ -1,12 +1,12 @@
-"""engine.anim.quat and the TRS compose/decompose helpers, against closed forms (Rodrigues) and pyrr."""
+"""engine.math.quat and engine.math.transform (TRS compose/decompose) against closed forms (Rodrigues) and pyrr."""
 from __future__ import annotations
 
 import numpy as np
 import pyrr
 import pytest
 
-from engine.anim import quat
-from engine.anim.fk import compose_trs, decompose
+from engine.math import quat
+from engine.math.transform import compose_trs, decompose
 
 
 def _rand_quats(n: int) -> np.ndarray:
