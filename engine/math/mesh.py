@@ -24,7 +24,10 @@ from scipy.spatial import cKDTree
 
 from engine.math.numerics import quiet_underflow
 
-__all__ = ["check_triangle_mesh", "bbox_diagonal", "triangle_cross", "normalize_rows", "face_normals",
+DEFAULT_WELD_TOLERANCE = 1e-6
+"""Default weld distance relative to the bounding-box diagonal (the mesh preparation's and the generators')."""
+
+__all__ = ["DEFAULT_WELD_TOLERANCE", "check_triangle_mesh", "bbox_diagonal", "triangle_cross", "normalize_rows", "face_normals",
            "vertex_normals", "weld", "csr"]
 
 

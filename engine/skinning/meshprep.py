@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.math.mesh import (bbox_diagonal, check_triangle_mesh, csr, face_normals, triangle_cross, vertex_normals,
-                               weld)
+from engine.math.mesh import (DEFAULT_WELD_TOLERANCE, bbox_diagonal, check_triangle_mesh, csr, face_normals,
+                               triangle_cross, vertex_normals, weld)
 from engine.math.numerics import quiet_underflow
 from engine.skinning.types import MeshTopology
 
-DEFAULT_WELD_TOLERANCE = 1e-6
-"""Default weld distance relative to the bounding-box diagonal."""
 MAX_WELD_TOLERANCE = 1e-2
 _AREA_EPS = 1e-12
 """A triangle is degenerate when |cross| <= _AREA_EPS * diag**2 (cross = twice the area)."""
@@ -42,7 +40,7 @@ __all__ = [
     "degenerate_triangles",
     "bbox_diagonal",
 ]
-"""``face_normals``, ``vertex_normals`` and ``bbox_diagonal`` are engine.math.mesh's, re-exported here beside the
+"""``DEFAULT_WELD_TOLERANCE``, ``face_normals``, ``vertex_normals`` and ``bbox_diagonal`` are engine.math.mesh's, re-exported here beside the
 topology they are computed on."""
 
 
