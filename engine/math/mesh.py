@@ -67,7 +67,10 @@ def triangle_cross(positions: np.ndarray, triangles: np.ndarray) -> np.ndarray:
 def _fallback_vector(fallback: Sequence[float] | np.ndarray | None) -> np.ndarray | None:
     if fallback is None:
         return None
-    f = np.asarray(fallback, np.float64)
+    try:
+        f = np.asarray(fallback, np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"fallback must be None or a (3,) vector of numbers, got {fallback!r}") from None
     if f.shape != (3,) or not np.all(np.isfinite(f)):
         raise ValueError(f"fallback must be None or a finite (3,) vector, got {fallback!r}")
     return f
