@@ -5,7 +5,8 @@ so the only Python loop is over hierarchy depth, never over nodes or joints; the
 instance axis so many characters sharing one rig cost the same handful of calls.
 
 Conventions: float32 4x4 matrices, column vectors (p' = M @ p), local = T @ R @ S as glTF defines it
-(:func:`engine.math.transform.compose_trs`), and the global of a node is ``global[parent] @ local``. Arrays are indexed by glTF node index.
+(:func:`engine.math.transform.compose_trs`), and the global of a node is ``global[parent] @ local``. Arrays are
+indexed by glTF node index.
 
 Skinning follows the glTF spec (world-space skinning): a skinned vertex ends at
 ``sum_k w_k (G[joint_k] @ IBM_k) @ v``; the transform of the node that carries the skinned mesh is ignored. The

@@ -27,8 +27,8 @@ from engine.math.numerics import quiet_underflow
 DEFAULT_WELD_TOLERANCE = 1e-6
 """Default weld distance relative to the bounding-box diagonal (the mesh preparation's and the generators')."""
 
-__all__ = ["DEFAULT_WELD_TOLERANCE", "check_triangle_mesh", "bbox_diagonal", "triangle_cross", "normalize_rows", "face_normals",
-           "vertex_normals", "weld", "csr"]
+__all__ = ["DEFAULT_WELD_TOLERANCE", "check_triangle_mesh", "bbox_diagonal", "triangle_cross", "normalize_rows",
+           "face_normals", "vertex_normals", "weld", "csr"]
 
 
 def check_triangle_mesh(positions: np.ndarray, triangles: np.ndarray,

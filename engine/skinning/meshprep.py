@@ -40,8 +40,8 @@ __all__ = [
     "degenerate_triangles",
     "bbox_diagonal",
 ]
-"""``DEFAULT_WELD_TOLERANCE``, ``face_normals``, ``vertex_normals`` and ``bbox_diagonal`` are engine.math.mesh's, re-exported here beside the
-topology they are computed on."""
+"""``DEFAULT_WELD_TOLERANCE``, ``face_normals``, ``vertex_normals`` and ``bbox_diagonal`` are engine.math.mesh's,
+re-exported here beside the topology they are computed on."""
 
 
 @quiet_underflow
