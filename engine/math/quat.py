@@ -16,7 +16,7 @@ import numpy as np
 from engine.math.numerics import quiet_underflow
 
 __all__ = ["identity", "normalize", "multiply", "conjugate", "inverse", "to_matrix", "from_matrix",
-           "from_axis_angle", "between", "slerp", "nlerp", "rotate", "canonical", "continuous", "angle_between"]
+           "from_axis_angle", "to_axis_angle", "between", "slerp", "nlerp", "rotate", "canonical", "continuous", "angle_between"]
 
 # Above this |dot| the two quaternions are within ~2.6 degrees of each other (in rotation-angle terms ~5.1
 # degrees) and slerp's sin(theta) denominator loses precision; normalised lerp is indistinguishable there.
@@ -149,6 +149,21 @@ def from_axis_angle(axis: np.ndarray, angle: np.ndarray | float) -> np.ndarray:
     xyz = axis / n * np.sin(half)
     w = np.broadcast_to(np.cos(half), (*xyz.shape[:-1], 1))
     return np.concatenate([xyz, w], axis=-1)
+
+
+@quiet_underflow
+def to_axis_angle(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unit axes ``(..., 3)`` and angles ``(...,)`` in [0, pi] of quaternions ``(..., 4)`` (normalised here).
+
+    The representative with w >= 0 is used, so the angle never exceeds pi; a rotation by (nearly) nothing has
+    no axis and gives axis (1, 0, 0) with angle 0. Inverse of :func:`from_axis_angle` up to that choice.
+    """
+    q = canonical(normalize(q))
+    s = np.sqrt(np.sum(q[..., :3] * q[..., :3], axis=-1))
+    none = s < 1e-12
+    axis = np.where(none[..., None], np.array([1, 0, 0], q.dtype), q[..., :3] / np.where(none, 1, s)[..., None])
+    angle = np.where(none, 0, 2 * np.arctan2(s, q[..., 3]))
+    return axis, angle
 
 
 @quiet_underflow

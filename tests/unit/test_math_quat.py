@@ -145,3 +145,15 @@ def test_continuous_keeps_rotations_and_removes_hemisphere_jumps():
     assert np.all(np.einsum("ki,ki->k", c[1:], c[:-1]) >= 0)
     np.testing.assert_allclose(np.abs(np.einsum("ki,ki->k", c, q)), 1.0, atol=1e-12)  # same rotations
 
+
+
+def test_to_axis_angle_inverts_from_axis_angle():
+    axis = np.random.normal(size=(8, 3))
+    axis /= np.linalg.norm(axis, axis=1, keepdims=True)
+    angle = np.random.uniform(0.01, np.pi - 0.01, size=8)
+    a2, ang2 = quat.to_axis_angle(-quat.from_axis_angle(axis, angle))  # -q: the same rotation
+    np.testing.assert_allclose(a2, axis, atol=1e-12)
+    np.testing.assert_allclose(ang2, angle, atol=1e-12)
+    a0, ang0 = quat.to_axis_angle(quat.identity((2,), np.float64))
+    np.testing.assert_array_equal(a0, [[1, 0, 0], [1, 0, 0]])
+    np.testing.assert_array_equal(ang0, [0, 0])

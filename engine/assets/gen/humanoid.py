@@ -204,19 +204,9 @@ def skin_weights(rig: Rig, prims: list[sdf.Primitive], positions: np.ndarray, tr
 # ------------------------------------------------------------------------------------------ clips
 
 
-def _axis_angle(q: np.ndarray) -> tuple[np.ndarray, float]:
-    q = q / np.linalg.norm(q)
-    if q[3] < 0:
-        q = -q
-    s = np.linalg.norm(q[:3])
-    if s < 1e-12:
-        return np.array([1.0, 0, 0]), 0.0
-    return q[:3] / s, 2.0 * np.arctan2(s, q[3])
-
-
 def _partial(q: np.ndarray, amount: np.ndarray) -> np.ndarray:
     """Rotations (K,4) doing ``amount`` (K,) of the rotation q (0: identity, 1: q)."""
-    axis, angle = _axis_angle(q)
+    axis, angle = quat.to_axis_angle(q)
     return quat.from_axis_angle(axis, angle * amount)
 
 
