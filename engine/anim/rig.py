@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.anim.fk import compose_trs, decompose
+from engine.math.transform import compose_trs, decompose
 from engine.assets.model import Asset, Skin
 
 __all__ = ["Rig"]

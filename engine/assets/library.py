@@ -16,7 +16,7 @@ from pathlib import Path
 
 from engine.assets.gen.characters import SPECS, spec, write
 from engine.assets.gen.rig import GENERATOR_VERSION
-from engine.assets.writer import read_glb_json
+from engine.assets.glb import read_glb_json
 
 #: Default asset folder: <repo>/assets, or $SKINENGINE_ASSETS_DIR when set.
 ASSETS_DIR = Path(os.environ.get("SKINENGINE_ASSETS_DIR", Path(__file__).resolve().parents[2] / "assets"))

@@ -11,7 +11,7 @@
 """
 from __future__ import annotations
 
-from engine.numerics import quiet_underflow
+from engine.math.numerics import quiet_underflow
 
 
 import numpy as np

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.anim import quat
+from engine.math import quat
 from engine.anim.fk import (global_matrices, global_matrices_batched, joint_matrices, local_matrices,
                             skin_matrices)
 from engine.anim.pose import Pose

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.anim import quat
+from engine.math import quat
 from engine.anim.playback import MODES, Playback, blend_poses, wrap_time
 from engine.anim.pose import Pose
 from engine.anim.rig import Rig
