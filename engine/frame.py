@@ -36,7 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.anim import Playback, compose_trs, decompose, global_matrices_batched
+from engine.anim import Playback, global_matrices_batched
+from engine.math.transform import compose_trs, decompose
 from engine.components import Animator, AssetRef, DeformedMeshes, Placement, SkeletonPose
 from engine.ecs import Clock, Phase, Schedule, World
 from engine.gpu.timers import record_gpu_timings
