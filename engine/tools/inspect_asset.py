@@ -1,7 +1,21 @@
 """`python main.py inspect ASSET`: what an asset holds, one block per meshes / skins / clips."""
 from __future__ import annotations
 
+import os
+import warnings
+
 from engine.assets.model import Asset
+
+
+def inspect_command(path: str | os.PathLike[str]) -> int:
+    """Load ``path`` and print describe() of it (loader warnings are listed there, not shown twice)."""
+    from engine.assets import load
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # warnings are listed by describe()
+        asset = load(path)
+    print(describe(asset))
+    return 0
 
 
 def describe(asset: Asset) -> str:
