@@ -59,7 +59,7 @@ def progress_enabled() -> bool:
     return _state["progress"]
 
 
-def progress(iterable: Iterable[Any] | None = None, *, enabled: bool = True, **kwargs: Any) -> tqdm:
+def progress(iterable: Iterable[Any] | None = None, *, enabled: bool = True, **kwargs: Any) -> tqdm[Any]:
     """A tqdm bar on stderr, shown only when stderr is a terminal, ``enabled`` and not quiet. Use as an iterable
     wrapper or as a context manager with ``update()``; ``kwargs`` go to tqdm (desc, total, unit, ...)."""
     show = enabled and progress_enabled()

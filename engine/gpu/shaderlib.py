@@ -131,7 +131,8 @@ def _define_value(key: str, value: object) -> str:
 
 
 class ShaderLibrary:
-    """Loads and preprocesses stage files below ``root`` (default: SHADER_ROOT, the checkout's or the installed ``shaders/``)."""
+    """Loads and preprocesses stage files below ``root`` (default: SHADER_ROOT, the checkout's or the installed
+    ``shaders/``)."""
 
     def __init__(self, root: Path | str | None = None, *, default_version: str = DEFAULT_VERSION) -> None:
         self.root = Path(root) if root is not None else SHADER_ROOT

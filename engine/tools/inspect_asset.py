@@ -19,8 +19,8 @@ def inspect_command(path: str | os.PathLike[str]) -> int:
 
 
 def describe(asset: Asset) -> str:
-    lines = [f"asset {asset.path.name if asset.path else '<memory>'}: {len(asset.nodes)} nodes, "
-             f"{len(asset.scenes)} scenes (default {asset.scene})"]
+    name = asset.path.name if asset.path else "<memory>"
+    lines = [f"asset {name}: {len(asset.nodes)} nodes, {len(asset.scenes)} scenes (default {asset.scene})"]
     lines.append(f"meshes: {len(asset.meshes)}")
     for m, mesh in enumerate(asset.meshes):
         for p, prim in enumerate(mesh.primitives):
