@@ -94,7 +94,7 @@ def test_demo_options_are_refused_with_another_command(capsys, argv):
 def test_demo_options_without_a_command_and_on_demo_agree():
     plain = cli.parse(["--headless", "--frames", "3", "--screenshot", "out.png"])
     sub = cli.parse(["demo", "--headless", "--frames", "3", "--screenshot", "out.png"])
-    for name, default in cli.DEMO_DEFAULTS.items():
+    for name in cli.DEMO_DEFAULTS:
         assert getattr(plain, name) == getattr(sub, name), name
     assert (plain.headless, plain.frames, plain.screenshot, plain.width, plain.characters) == \
         (True, 3, "out.png", 1280, 6)
