@@ -68,22 +68,21 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 def version() -> str:
-    """The installed distribution's version, or pyproject.toml's in a checkout that is not installed."""
+    """pyproject.toml's version in a checkout, else the installed distribution's."""
+    import tomllib
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as dist_version
 
+    from engine.paths import checkout_root
+
+    root = checkout_root()
+    if root is not None:
+        with open(root / "pyproject.toml", "rb") as f:
+            return str(tomllib.load(f)["project"]["version"])
     try:
         return dist_version("skinengine")
     except PackageNotFoundError:
-        import tomllib
-
-        from engine.paths import checkout_root
-
-        root = checkout_root()
-        if root is None:
-            return "unknown"
-        with open(root / "pyproject.toml", "rb") as f:
-            return str(tomllib.load(f)["project"]["version"])
+        return "unknown"
 
 
 # --------------------------------------------------------------------------------------------------- options
