@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+
 from engine.skinning.laplacian import WEIGHTS
 from engine.skinning.radial import PROFILES
 from engine.skinning.springs import SpringParams
@@ -181,11 +183,10 @@ class DeformerConfig:
     def to_toml(self) -> str:
         """TOML text of the whole configuration (None values, e.g. spring.force_tol = auto, are left out)."""
         d = self.to_dict()
-        lines = [f"skinning = {_toml_value(d['skinning'])}"]
+        doc: dict[str, Any] = {"skinning": d["skinning"]}
         for name in _SECTIONS:
-            lines += ["", f"[{name}]"]
-            lines += [f"{k} = {_toml_value(v)}" for k, v in d[name].items() if v is not None]
-        return "\n".join(lines) + "\n"
+            doc[name] = {k: v for k, v in d[name].items() if v is not None}
+        return tomli_w.dumps(doc)
 
     # -- overrides ------------------------------------------------------------------------------------------
     def with_overrides(self, **overrides: Any) -> "DeformerConfig":
@@ -208,18 +209,6 @@ class DeformerConfig:
             section, fname = path.split(".")
             d[section][fname] = value
         return DeformerConfig.from_dict(d)
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return repr(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    raise ValueError(f"cannot write {v!r} to TOML")
 
 
 def loads_config(text: str) -> DeformerConfig:
