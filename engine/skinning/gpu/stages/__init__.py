@@ -15,15 +15,13 @@ with the defines their source mentions.
 """
 from __future__ import annotations
 
-from typing import Union
-
 import moderngl
 
 from engine.gpu.shaderlib import ProgramCache
 from engine.skinning.gpu import layouts as L
 from engine.skinning.gpu.plan import BIND, PREVIOUS, NodeConfig
 from engine.skinning.gpu.stages import copy, face_normals, skin, skin_copy, spring, vertex_normals
-from engine.skinning.gpu.stages.base import ProgramSource
+from engine.skinning.gpu.stages.base import ProgramSource, StageContext
 from engine.skinning.gpu.stages.copy import CopyContext, SkinnedNormals
 from engine.skinning.gpu.stages.face_normals import FaceNormalsContext
 from engine.skinning.gpu.stages.skin import SkinContext
@@ -34,9 +32,6 @@ from engine.skinning.gpu.stages.vertex_normals import VertexNormalsContext
 __all__ = ["program", "run", "static_reads", "skin_reads", "STATIC_READS", "SKIN_METHOD_READS", "StageContext",
            "ProgramSource", "SkinContext", "SkinCopyContext", "SpringContext", "SpringBuffers", "SpringImages",
            "CopyContext", "SkinnedNormals", "FaceNormalsContext", "VertexNormalsContext"]
-
-StageContext = Union[SkinContext, SkinCopyContext, SpringContext, CopyContext, FaceNormalsContext,
-                     VertexNormalsContext]
 
 _DEFINES_CACHE: dict[tuple, dict[str, object]] = {}
 

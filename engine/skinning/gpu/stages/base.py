@@ -7,15 +7,35 @@ the shaders through defines).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import moderngl
 
 from engine.skinning.gpu import layouts as L
+from engine.skinning.gpu.plan import NodeConfig
 
 ProgramSource = Callable[[str, Optional[dict[str, object]]], moderngl.ComputeShader]
 """``program(name, defines)``: the compute shader ``shaders/deform/<name>.comp`` with the bindings and
 constants it mentions plus ``defines`` (engine.skinning.gpu.stages.program over the graph's ProgramCache)."""
+
+
+@dataclass(frozen=True)
+class StageContext:
+    """What every stage context names: the plan node (ports and options) and the program source."""
+
+    node: NodeConfig
+    program: ProgramSource
+
+
+@dataclass(frozen=True)
+class PooledSourceContext(StageContext):
+    """A stage that reads a control-domain source over a pool with the instance and work-group tables."""
+
+    instances: moderngl.Buffer            # DeformInstance table
+    groups: moderngl.Buffer               # work group -> instance of the pool the stage runs over
+    source: moderngl.Buffer
+    source_static: bool                   # the source is indexed like the static pool (the bind pose)
 
 
 def set_uniform(cs: moderngl.ComputeShader, name: str, value: Any) -> None:

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 
 import moderngl
 
-from engine.skinning.gpu.plan import NodeConfig
-from engine.skinning.gpu.stages.base import ProgramSource, bind_all, set_uniform
+from engine.skinning.gpu.stages.base import PooledSourceContext, bind_all, set_uniform
 
 
 @dataclass(frozen=True)
@@ -22,15 +21,9 @@ class SkinnedNormals:
 
 
 @dataclass(frozen=True)
-class CopyContext:
-    """What one copy dispatch needs."""
+class CopyContext(PooledSourceContext):
+    """What one copy dispatch needs (over the display pool)."""
 
-    node: NodeConfig
-    program: ProgramSource
-    instances: moderngl.Buffer            # DeformInstance table
-    groups: moderngl.Buffer               # display work group -> instance
-    source: moderngl.Buffer
-    source_static: bool                   # the source is indexed like the static pool (the bind pose)
     map: moderngl.Buffer                  # display vertex -> control point (static pool)
     target: moderngl.Buffer               # display positions
     normals: SkinnedNormals | None

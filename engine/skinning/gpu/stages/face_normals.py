@@ -8,16 +8,13 @@ from dataclasses import dataclass
 
 import moderngl
 
-from engine.skinning.gpu.plan import NodeConfig
-from engine.skinning.gpu.stages.base import ProgramSource, bind_image, bind_ssbo
+from engine.skinning.gpu.stages.base import StageContext, bind_image, bind_ssbo
 
 
 @dataclass(frozen=True)
-class FaceNormalsContext:
+class FaceNormalsContext(StageContext):
     """What one face normal dispatch needs."""
 
-    node: NodeConfig
-    program: ProgramSource
     heads: moderngl.Texture               # NormalsHead per face work group
     triangles: moderngl.Texture           # NormalTri per display triangle (static pool)
     positions: moderngl.Buffer            # display positions

@@ -12,20 +12,13 @@ from dataclasses import dataclass
 import moderngl
 
 from engine.skinning.gpu import layouts as L
-from engine.skinning.gpu.plan import NodeConfig
-from engine.skinning.gpu.stages.base import ProgramSource, bind_all, bind_ssbo, set_uniform
+from engine.skinning.gpu.stages.base import PooledSourceContext, bind_all, bind_ssbo, set_uniform
 
 
 @dataclass(frozen=True)
-class SkinContext:
-    """What one skin dispatch needs."""
+class SkinContext(PooledSourceContext):
+    """What one skin dispatch needs (over the control pool)."""
 
-    node: NodeConfig
-    program: ProgramSource
-    instances: moderngl.Buffer            # DeformInstance table
-    groups: moderngl.Buffer               # control work group -> instance
-    source: moderngl.Buffer
-    source_static: bool                   # the source is indexed like the static pool (the bind pose)
     target: moderngl.Buffer
     joints: moderngl.Buffer               # DeformJoint records
     bones: moderngl.Buffer                # DeformBone records

@@ -12,16 +12,13 @@ from dataclasses import dataclass
 import moderngl
 
 from engine.skinning.gpu import layouts as L
-from engine.skinning.gpu.plan import NodeConfig
-from engine.skinning.gpu.stages.base import ProgramSource, bind_image, bind_ssbo
+from engine.skinning.gpu.stages.base import StageContext, bind_image, bind_ssbo
 
 
 @dataclass(frozen=True)
-class SkinCopyContext:
+class SkinCopyContext(StageContext):
     """What one fused skin_copy dispatch needs."""
 
-    node: NodeConfig
-    program: ProgramSource
     vertices: moderngl.Texture            # SkinVertex per display vertex (static pool)
     joints: moderngl.Texture              # SkinJointLbs / SkinJointDqs per joint of the batch
     heads: moderngl.Texture               # SkinHead per display work group

@@ -22,13 +22,8 @@ from typing import Any, Iterable
 
 import moderngl
 
-from engine.skinning.gpu.plan import (
-    COMMAND_BARRIER_BIT,
-    SHADER_IMAGE_ACCESS_BARRIER_BIT,
-    SHADER_STORAGE_BARRIER_BIT,
-    NodeConfig,
-)
-from engine.skinning.gpu.stages.base import ProgramSource, bind_all, bind_image, bind_ssbo, set_uniform
+from engine.skinning.gpu.plan import COMMAND_BARRIER_BIT, SHADER_IMAGE_ACCESS_BARRIER_BIT, SHADER_STORAGE_BARRIER_BIT
+from engine.skinning.gpu.stages.base import StageContext, bind_all, bind_image, bind_ssbo, set_uniform
 
 #: static-pool SSBOs the frame pass binds, with their binding points
 STATIC_READS = (("attach", "B_ATTACH"), ("bone_of", "B_BONE_OF"), ("vstatic", "B_VSTATIC"))
@@ -60,11 +55,9 @@ class SpringBuffers:
 
 
 @dataclass(frozen=True)
-class SpringContext:
+class SpringContext(StageContext):
     """What one frame of the spring stage needs."""
 
-    node: NodeConfig
-    program: ProgramSource
     gl: moderngl.Context                  # memory barriers between the passes
     instances: moderngl.Buffer            # DeformInstance table
     groups: moderngl.Buffer               # control work group -> instance

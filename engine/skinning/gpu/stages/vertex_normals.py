@@ -9,16 +9,13 @@ from dataclasses import dataclass
 
 import moderngl
 
-from engine.skinning.gpu.plan import NodeConfig
-from engine.skinning.gpu.stages.base import ProgramSource, bind_image, bind_ssbo, set_uniform
+from engine.skinning.gpu.stages.base import StageContext, bind_image, bind_ssbo, set_uniform
 
 
 @dataclass(frozen=True)
-class VertexNormalsContext:
+class VertexNormalsContext(StageContext):
     """What one vertex normal dispatch needs."""
 
-    node: NodeConfig
-    program: ProgramSource
     heads: moderngl.Texture               # NormalsHead per display work group
     vertices: moderngl.Texture            # NormalVertex per display vertex (static pool)
     faces: moderngl.Texture               # NormalFaces texels: triangle lists (static pool)
