@@ -337,8 +337,8 @@ def fusions(config: GraphConfig) -> dict[str, NodeConfig]:
 
 
 def _fused_node(skin: NodeConfig, copy_node: NodeConfig) -> NodeConfig:
-    """The node of the internal stage ``skin_copy`` (never declared in a config; gpu_stages runs it): the skin's
-    input and options, the copy's outputs (positions, and the skinned normals where the copy has them)."""
+    """The node of the internal stage ``skin_copy`` (never declared in a config; stages.skin_copy runs it): the
+    skin's input and options, the copy's outputs (positions, and the skinned normals where the copy has them)."""
     return NodeConfig(name=f"{skin.name}+{copy_node.name}", stage="skin_copy", inputs=dict(skin.inputs),
                       outputs=dict(copy_node.outputs), options=dict(skin.options))
 
