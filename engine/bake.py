@@ -49,7 +49,7 @@ def parse_times(text: str) -> np.ndarray:
     return start + step * np.arange(n, dtype=np.float64)
 
 
-def pose_matrices(character: "Character", times: Sequence[float] | np.ndarray, *, mode: str = "clamp"
+def pose_matrices(character: Character, times: Sequence[float] | np.ndarray, *, mode: str = "clamp"
                   ) -> np.ndarray:
     """Node world matrices (F, N, 4, 4) of the character's current clip at clip ``times`` (placement included;
     the rest pose for a character without clips). One batched sampling and one batched FK for all frames."""
@@ -80,7 +80,7 @@ def _block_size(n_display: int, n_control: int, frames: int, memory_mb: float) -
     return int(max(1, min(frames, 1024, (memory_mb * 2**20) // per_instance)))
 
 
-def bake(session: "Session", character: "Character", times: Sequence[float] | np.ndarray, *,
+def bake(session: Session, character: Character, times: Sequence[float] | np.ndarray, *,
          memory_mb: float = 256.0, mode: str = "clamp",
          progress: Callable[[int, int], None] | None = None) -> dict[PrimitiveKey, np.ndarray]:
     """Deformed world-space display positions of every skinned primitive at each of ``times`` (see the
@@ -136,7 +136,7 @@ def bake(session: "Session", character: "Character", times: Sequence[float] | np
     return out
 
 
-def describe_mode(session: "Session", character: "Character") -> str:
+def describe_mode(session: Session, character: Character) -> str:
     """How a bake of this character runs, for the command's message."""
     if session.graph is None:
         return "numpy reference, frame by frame"

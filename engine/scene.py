@@ -122,7 +122,7 @@ class DeformSettings:
 
     deformer: str = "lbs"
     config: DeformerConfig = field(default_factory=DeformerConfig)
-    graph: "GraphConfig | None" = None
+    graph: GraphConfig | None = None
 
     @property
     def spec(self) -> registry.DeformerSpec | None:
@@ -136,8 +136,8 @@ class DeformSettings:
         return spec.frame_dependent or (spec.name == "spring" and self.config.spring.mode == "dependent")
 
 
-def add_to_graph(graph: "DeformerGraph", sp: SkinnedPrimitive, loaded: LoadedAsset,
-                 settings: DeformSettings) -> "DeformHandle":
+def add_to_graph(graph: DeformerGraph, sp: SkinnedPrimitive, loaded: LoadedAsset,
+                 settings: DeformSettings) -> DeformHandle:
     """Add one skinned primitive to a deformer graph with a character's deform settings (instances of one asset,
     primitive and binding share their static GPU data)."""
     prim = sp.primitive
@@ -163,7 +163,7 @@ class MeshInstance:
     primitive: Primitive
     skinned: SkinnedPrimitive | None
     handle: Any = None  # renderer MeshHandle (owned by the renderer)
-    deform: "DeformHandle | None" = None  # in the deformer graph (GPU device)
+    deform: DeformHandle | None = None  # in the deformer graph (GPU device)
     radius: float = 0.0  # how far the skin reaches from its joints (shadow bounds on the GPU path)
 
 
@@ -172,7 +172,7 @@ class SceneMeshes:
 
     ``device`` "gpu" needs ``graph``; ``renderer`` may be None (export without drawing)."""
 
-    def __init__(self, *, device: str, graph: "DeformerGraph | None", renderer: Any | None) -> None:
+    def __init__(self, *, device: str, graph: DeformerGraph | None, renderer: Any | None) -> None:
         if device not in ("gpu", "cpu"):
             raise ValueError(f"device must be 'gpu' or 'cpu', got {device!r}")
         if device == "gpu" and graph is None:

@@ -26,8 +26,7 @@ import numpy as np
 
 from engine.anim import Playback, Pose, global_matrices
 from engine.assets.model import Asset
-from engine.components import (Animator, AssetRef, DeformedMeshes, Placement, PrimitiveKey, SkeletonPose,
-                               StillPlayback)
+from engine.components import Animator, AssetRef, DeformedMeshes, Placement, PrimitiveKey, SkeletonPose, StillPlayback
 from engine.ecs import Clock, Phase, World
 from engine.frame import View, build_schedule
 from engine.scene import DeformSettings, LoadedAsset, SceneMeshes, load_asset

@@ -23,12 +23,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from engine.math import quat
-from engine.math.numerics import quiet_underflow
 from engine.anim.pose import Pose
 from engine.anim.rig import Rig
 from engine.anim.sampling import ClipSampler
 from engine.assets.model import Asset
+from engine.math import quat
+from engine.math.numerics import quiet_underflow
 
 __all__ = ["MODES", "RAMPS", "Playback", "blend_poses", "wrap_time"]
 

@@ -30,11 +30,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.math import quat
-from engine.math.numerics import quiet_underflow
 from engine.anim.pose import Pose
 from engine.anim.rig import Rig
 from engine.assets.model import Clip
+from engine.math import quat
+from engine.math.numerics import quiet_underflow
 
 __all__ = ["ClipSampler", "PATHS", "INTERPOLATIONS"]
 

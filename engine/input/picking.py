@@ -12,8 +12,9 @@ implements :class:`SurfaceQueries`; input code and tools type against the protoc
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 

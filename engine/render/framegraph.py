@@ -21,8 +21,8 @@ frame graph, as ``engine/skinning/gpu/plan.py`` does for the deformer graph):
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import moderngl
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Collection, Iterator
 
 import moderngl
 import numpy as np

@@ -10,7 +10,8 @@ uniform helpers and ``glFlush`` (moderngl exposes none) the passes use.
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import moderngl
 import numpy as np

@@ -13,7 +13,7 @@ such points on the meshes' current vertices.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import moderngl
 import numpy as np

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import moderngl
 import numpy as np
@@ -353,7 +353,7 @@ class SceneRenderer:
         return self._plan, self._passes
 
     def render(self, camera, *, target: moderngl.Framebuffer | None = None,
-               ui: Callable[["SceneRenderer"], None] | None = None, profile: bool = False) -> None:
+               ui: Callable[[SceneRenderer], None] | None = None, profile: bool = False) -> None:
         """Render one frame with ``camera`` (anything with ``view`` and ``projection_for(aspect)``) into
         the offscreen frame; ``ui(renderer)`` may then draw into :attr:`framebuffer`; the frame is copied
         to ``target`` (e.g. the window's framebuffer) if given. ``profile``: finish the GPU work around

@@ -7,14 +7,15 @@ frame's inputs, handed to every pass.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import moderngl
 import numpy as np
 
 from engine.gpu.resources import GpuResources
-from engine.render.look import LookSettings, Lights
+from engine.render.look import Lights, LookSettings
 from engine.render.meshes import MeshHandle, MeshRegistry
 from engine.render.programs import ProgramVariants, gl_flush_function
 from engine.render.targets import FrameTargets

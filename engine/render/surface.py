@@ -128,7 +128,7 @@ class SurfaceHit:
     and primitive tags), the triangle, barycentrics, world position and normal, window depth, and the
     layer it was read from (None: the composited frame)."""
 
-    mesh: "MeshHandle"
+    mesh: MeshHandle
     triangle: int
     barycentric: np.ndarray  # (3,) float32
     position: np.ndarray  # (3,) float32 world

@@ -136,7 +136,7 @@ class DeformerConfig:
     laplacian: LaplacianConfig = field(default_factory=LaplacianConfig)
     radial: RadialConfig = field(default_factory=RadialConfig)
 
-    def validate(self) -> "DeformerConfig":
+    def validate(self) -> DeformerConfig:
         """Raise ValueError naming `section.key`, the value and the valid range; return self."""
         _check_choice("skinning", self.skinning, SKINNING)
         try:
@@ -156,7 +156,7 @@ class DeformerConfig:
         return out
 
     @classmethod
-    def from_dict(cls, d: dict) -> "DeformerConfig":
+    def from_dict(cls, d: dict) -> DeformerConfig:
         """Build and validate; unknown sections or keys raise ValueError naming them and the valid ones."""
         if not isinstance(d, dict):
             raise ValueError(f"a deformer config must be a table, got {type(d).__name__}")
@@ -189,7 +189,7 @@ class DeformerConfig:
         return tomli_w.dumps(doc)
 
     # -- overrides ------------------------------------------------------------------------------------------
-    def with_overrides(self, **overrides: Any) -> "DeformerConfig":
+    def with_overrides(self, **overrides: Any) -> DeformerConfig:
         """A validated copy with overrides applied; None values are ignored (unset CLI options).
         Names: OVERRIDE_ALIASES (spring_iterations, spring_dt) or `section_field` (spring_k_s, arap_iterations)."""
         d = self.to_dict()

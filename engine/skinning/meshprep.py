@@ -22,8 +22,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.math.mesh import (DEFAULT_WELD_TOLERANCE, bbox_diagonal, check_triangle_mesh, csr, face_normals,
-                               triangle_cross, vertex_normals, weld)
+from engine.math.mesh import (
+    DEFAULT_WELD_TOLERANCE,
+    bbox_diagonal,
+    check_triangle_mesh,
+    csr,
+    face_normals,
+    triangle_cross,
+    vertex_normals,
+    weld,
+)
 from engine.math.numerics import quiet_underflow
 from engine.skinning.types import MeshTopology
 

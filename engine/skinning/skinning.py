@@ -31,13 +31,12 @@ Design notes
 """
 from __future__ import annotations
 
-from engine.math.numerics import quiet_underflow
-
 from typing import Any
 
 import numpy as np
 
 from engine.math import quat as Q
+from engine.math.numerics import quiet_underflow
 from engine.skinning.binding import joint_location_groups, nearest_bone, per_control
 from engine.skinning.types import Binding, Bones, MeshTopology, bone_endpoints
 

@@ -9,8 +9,19 @@ import moderngl
 import numpy as np
 import pytest
 
-from engine.render.framegraph import (ATTACHMENT, COPY, HOST, IMAGE, SAMPLED, STORAGE, UNIFORM, PassSpec,
-                                      barrier_bits, plan_frame, uses)
+from engine.render.framegraph import (
+    ATTACHMENT,
+    COPY,
+    HOST,
+    IMAGE,
+    SAMPLED,
+    STORAGE,
+    UNIFORM,
+    PassSpec,
+    barrier_bits,
+    plan_frame,
+    uses,
+)
 
 SSB = moderngl.SHADER_STORAGE_BARRIER_BIT
 IMG = moderngl.SHADER_IMAGE_ACCESS_BARRIER_BIT

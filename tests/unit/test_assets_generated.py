@@ -22,8 +22,8 @@ from engine.assets.gen.isosurface import make_manifold, surface_nets, triangulat
 from engine.assets.gen.meshutil import topology_report, weld_by_position  # noqa: E402
 from engine.assets.gen.preview import pose, skin  # noqa: E402
 from engine.assets.gen.rig import GENERATOR_VERSION  # noqa: E402
-from engine.assets.library import CHARACTERS, character_path, expected_path, is_current  # noqa: E402
 from engine.assets.glb import read_glb_json  # noqa: E402
+from engine.assets.library import CHARACTERS, character_path, expected_path, is_current  # noqa: E402
 from engine.assets.writer import AnimChannel, GltfBuilder  # noqa: E402
 from engine.math.quat import to_matrix as quat_to_mat3  # noqa: E402
 from engine.math.transform import compose_trs  # noqa: E402

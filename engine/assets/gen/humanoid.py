@@ -21,8 +21,17 @@ import numpy as np
 from engine.assets.gen import sdf
 from engine.assets.gen.isosurface import ambiguity_counts, make_manifold, surface_nets, triangulate_quads
 from engine.assets.gen.meshutil import topology_report, vertex_adjacency
-from engine.assets.gen.rig import (Character, Rig, key_times, quat_track, rotation_track, scale_track, smoothstep,
-                                   top4, translation_track)
+from engine.assets.gen.rig import (
+    Character,
+    Rig,
+    key_times,
+    quat_track,
+    rotation_track,
+    scale_track,
+    smoothstep,
+    top4,
+    translation_track,
+)
 from engine.math import quat
 
 HEIGHT = 1.75

@@ -8,8 +8,8 @@ node last, and one scene with both roots.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
@@ -46,7 +46,7 @@ class Rig:
 
     @classmethod
     def from_world_positions(cls, names: Sequence[str], parents: Sequence[int], world: np.ndarray,
-                             world_rot: np.ndarray | None = None) -> "Rig":
+                             world_rot: np.ndarray | None = None) -> Rig:
         """Rig from world-space joint positions (J,3) and optional world rest rotations (J,4)."""
         world = np.asarray(world, np.float64)
         parents = np.asarray(parents, np.int64)

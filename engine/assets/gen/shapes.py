@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.assets.gen.rig import (Character, Rig, chain_weights, key_times, rotation_track, top4,
-                                   translation_track)
+from engine.assets.gen.rig import Character, Rig, chain_weights, key_times, rotation_track, top4, translation_track
 from engine.math import quat
 
 _AXES = np.eye(3)

@@ -7,7 +7,7 @@ changes (spring iteration caps) and re-layouts need no invalidation.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import moderngl
 

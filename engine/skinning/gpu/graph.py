@@ -44,7 +44,8 @@ from __future__ import annotations
 import ctypes
 import functools
 import time
-from typing import Any, Hashable
+from collections.abc import Hashable
+from typing import Any
 
 import moderngl
 import numpy as np
@@ -54,7 +55,8 @@ from engine.gpu.resources import GpuResources
 from engine.gpu.shaderlib import ProgramCache
 from engine.skinning.gpu import layouts as L
 from engine.skinning.gpu import records as R
-from engine.skinning.gpu import spring as gpu_spring, stages as gpu_stages
+from engine.skinning.gpu import spring as gpu_spring
+from engine.skinning.gpu import stages as gpu_stages
 from engine.skinning.gpu.contexts import stage_context
 from engine.skinning.gpu.plan import SHADER_STORAGE_BARRIER_BIT, GraphConfig, default_config, plan
 from engine.skinning.gpu.pools import Batch

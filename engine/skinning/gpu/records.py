@@ -15,8 +15,9 @@ Record layouts are :mod:`engine.skinning.gpu.layouts`; the numbers come from the
 """
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any, Hashable
+from typing import Any
 
 import moderngl
 import numpy as np

@@ -16,12 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from engine.skinning.gpu import layouts as L
-from engine.skinning.binding import nearest_bone
 from engine.anim.quat import from_matrix as quat_from_matrix
+from engine.skinning.binding import nearest_bone
+from engine.skinning.gpu import layouts as L
 from engine.skinning.skinning import bend_refs as _bend_refs
-from engine.skinning.skinning import dual_quat_parts
-from engine.skinning.skinning import irs_weights
+from engine.skinning.skinning import dual_quat_parts, irs_weights
 from engine.skinning.springs import SpringParams, build_rest
 from engine.skinning.types import Binding, MeshTopology, bone_endpoints
 

@@ -7,15 +7,16 @@ the shaders through defines).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 import moderngl
 
 from engine.skinning.gpu import layouts as L
 from engine.skinning.gpu.plan import NodeConfig
 
-ProgramSource = Callable[[str, Optional[dict[str, object]]], moderngl.ComputeShader]
+ProgramSource = Callable[[str, dict[str, object] | None], moderngl.ComputeShader]
 """``program(name, defines)``: the compute shader ``shaders/deform/<name>.comp`` with the bindings and
 constants it mentions plus ``defines`` (engine.skinning.gpu.stages.program over the graph's ProgramCache)."""
 

@@ -17,8 +17,9 @@ while dispatch n runs, so the energy scheme can still reject the last step. Refe
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import moderngl
 
