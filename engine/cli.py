@@ -8,6 +8,8 @@
     skinengine render ASSET [...] --out frame.png [--gbuffer frame.npz]
     skinengine compare ASSET --clip C --time T [--deformers lbs,dqs,irs,spring] --out sheet.png
     skinengine bench deform|render|reference|anim [...]    (needs a checkout: bench/ is not installed)
+    skinengine --record FILE                 the editor window, recording the session to FILE (.jsonl)
+    skinengine replay FILE [--headless] [--screenshot S.png] [--export-frame F.npz] [--save P.glb]
     skinengine --version
 
 This module owns the argument parsing; the command bodies live in engine.tools and game.demo and keep their
@@ -44,7 +46,7 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command whos
 #: The demo's options and their defaults (the ``demo`` sub-command, or no sub-command at all).
 DEMO_DEFAULTS: dict[str, Any] = {"headless": False, "frames": None, "screenshot": None, "width": 1280,
                                  "height": 720, "characters": 6, "asset": None, "deformer": "auto",
-                                 "device": "gpu", "graph": None}
+                                 "device": "gpu", "graph": None, "record": None}
 _TOP = "_top_"  # dest prefix of the demo options given before (or without) a sub-command
 
 # A float the way a user writes one: -1, -.5, -1e3, -inf, -nan (argparse alone reads only -1 and -1.5).
@@ -106,6 +108,8 @@ def _add_demo_options(p: argparse.ArgumentParser, *, dest_prefix: str = "") -> N
     add("--device", choices=("gpu", "cpu"),
         help="deform on the GPU deformer graph (default) or with numpy (lbs/dqs)")
     add("--graph", metavar="FILE", help="deformer graph file (TOML/JSON, see config/) for the skinned meshes")
+    add("--record", metavar="FILE", help="open the editor window and record the session to FILE (.jsonl; "
+        "replay it with the replay command)")
 
 
 def _add_verbosity(p: argparse.ArgumentParser, *, default: Any) -> None:
@@ -199,6 +203,16 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     p.add_argument("--height", type=int, default=480, metavar="PX", help="height of one panel (default 480)")
     _add_spring_options(p)
 
+    p = sub.add_parser("replay", parents=[common], help="reproduce a recorded editor session (.jsonl)")
+    p.add_argument("file", help="a recording written by --record (or by hand, see the README)")
+    p.add_argument("--headless", action="store_true", help="replay offscreen (the default without a display)")
+    p.add_argument("--screenshot", default=None, metavar="PNG", help="write the last frame as PNG")
+    p.add_argument("--export-frame", default=None, metavar="NPZ",
+                   help="write the last frame's deformed vertices (export-frame keys)")
+    p.add_argument("--save", default=None, metavar="GLB", help="write the posed asset as .glb")
+    p.add_argument("--device", default="gpu", choices=("gpu", "cpu"),
+                   help="gpu = compute shaders, cpu = numpy reference (default gpu)")
+
     p = sub.add_parser("bench", parents=[common], help="benchmarks (print tables; needs a checkout)")
     p.add_argument("which", choices=tuple(BENCHES), help="benchmark: %(choices)s")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options passed to the benchmark (see bench WHICH -h)")
@@ -263,6 +277,12 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "bench":
         from engine.tools.bench import run_bench
         return run_bench(args.which, args.rest)
+    if args.command == "replay":
+        from engine.editor.commands import replay_command
+        return replay_command(args)
+    if args.record is not None:
+        from game.editor import run_editor
+        return run_editor(args)
     from game.demo import run_demo
     return run_demo(args)
 
