@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from engine.ecs import Clock, Phase, World
+from engine.editor.posing import PosingTool
 from engine.editor.state import EditorSettings, EditorState
 from engine.editor.systems import camera_system, shortcut_system, stroke_input_system
 from engine.editor.undo import CommandStack
@@ -90,7 +91,8 @@ class Editor:
         for name, fn in INPUT_SYSTEMS:
             session.add_system(Phase.INPUT, fn, name=name, after=prev)
             prev = name
-        self._tools_after = prev
+        self.posing = PosingTool(lambda: self.selected)
+        session.add_system(Phase.TOOLS, self.posing, name=PosingTool.name)
         self.spawned: list[dict[str, Any]] = []
         self.recorder: Recorder | None = None
         self._orbit()
@@ -138,6 +140,14 @@ class Editor:
             if ch.entity == self.state.selected:
                 return ch
         return chars[0] if chars else None
+
+    def save_asset(self, path: str | Path, *, clip: str = "pose") -> Path:
+        """Key the selected character's current pose at t = 0 into ``clip`` and write its asset as .glb."""
+        ch = self.selected
+        if ch is None:
+            raise ValueError("no character to save")
+        ch.key_pose(clip, time=0.0)
+        return Path(ch.save_glb(path))
 
     # -- recording -----------------------------------------------------------------------------------------
     def header(self) -> RecordHeader:

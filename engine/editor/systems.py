@@ -180,7 +180,10 @@ def stroke_input_system(world: World) -> None:
         state.drawing = None
         return
     height = _frame_height(world)
+    undo = world.try_resource(CommandStack)
     for e in queue.frame:
+        if isinstance(e, PointerUp) and undo is not None:
+            undo.close()  # a drag ends: the next edit is a new undo step
         if isinstance(e, PointerDown) and e.button & Buttons.LEFT:
             state.drawing = StrokeInProgress([(e.x, e.y)], [e.t], [e.pressure])
         elif state.drawing is None:

@@ -1,0 +1,117 @@
+"""The posing tool (TOOLS phase): two window strokes -> a line of action on the selected character.
+
+The first finished stroke of the pose tool is the baseline, the second the offset (research 7.2). Both are
+unprojected onto the posing plane -- through the skeleton's root (its top-most skin joint), facing the camera
+-- and handed to the line-of-action solver (engine/anim/posing.py through ``Character.apply_line_of_action``),
+with the brush radius converted from window pixels to metres at the root's depth and the plane's normal as the
+strokes' common frame reference. The change to the character's pose layer is one undoable command
+(:class:`engine.editor.undo.SnapshotCommand` over the layer's rotations), so undo restores the exact pose.
+
+A pair that cannot pose (the baseline selects no joint, a stroke misses the plane) is refused with a message
+in ``EditorState.messages``; the frame goes on and the strokes are dropped.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from engine.ecs import World
+from engine.editor.state import EditorState
+from engine.editor.undo import CommandStack, SnapshotCommand
+from engine.frame import View
+from engine.input.rays import facing_plane, ray_plane_hit, window_ray
+from engine.input.strokes import Stroke, StrokeError
+
+__all__ = ["PosingTool", "root_position", "unproject_stroke", "pixels_at_depth"]
+
+
+def root_position(character: Any) -> np.ndarray:
+    """World position of the character's skeleton root: its top-most skin joint (by depth, then index)."""
+    from engine.anim.posing import skin_joints
+
+    rig = character.loaded.rig
+    joints = skin_joints(rig)
+    if joints.size == 0:
+        raise ValueError(f"{character.name!r} has no skin joints to pose")
+    root = joints[np.lexsort((joints, rig.depth[joints]))[0]]
+    return np.asarray(character.joints()[root, :3, 3], np.float64)
+
+
+def unproject_stroke(stroke: Stroke, camera: Any, width: int, height: int, plane: np.ndarray) -> Stroke:
+    """A window stroke's samples unprojected onto ``plane`` (pyrr plane) through ``camera``: the 3D stroke
+    (the 2D reduction's kept points, refit in metres)."""
+    if stroke.dim != 2:
+        raise ValueError(f"unproject_stroke takes a window (2D) stroke, got {stroke.dim}D")
+    view, proj = camera.view, camera.projection_for(width / height)
+    hits = np.zeros((len(stroke.samples), 3))
+    for i in stroke.kept:  # only the kept samples are refit
+        x, y = stroke.samples[i]
+        hit = ray_plane_hit(window_ray(x, y, width, height, view, proj), plane)
+        if hit is None:
+            raise StrokeError(f"the point ({x:g}, {y:g}) does not meet the posing plane")
+        hits[i] = hit
+    return stroke.lifted(hits)
+
+
+def pixels_at_depth(pixels: float, camera: Any, height: int, point: np.ndarray) -> float:
+    """``pixels`` on screen as metres at the depth of ``point`` (vertical fov over ``height`` rows)."""
+    eye = np.asarray(camera.eye, np.float64)
+    forward = np.asarray(camera.target, np.float64) - eye
+    forward /= np.linalg.norm(forward)
+    depth = float((np.asarray(point, np.float64) - eye) @ forward)
+    if not depth > 0:
+        raise ValueError("the skeleton's root is behind the camera")
+    return float(pixels) * 2.0 * depth * float(np.tan(np.radians(camera.fov_y) / 2.0)) / height
+
+
+class PosingTool:
+    """The TOOLS-phase system of the pose tool. ``character()`` returns the Character to pose (the editor's
+    selection) or None."""
+
+    name = "pose_tool"
+
+    def __init__(self, character: Callable[[], Any]) -> None:
+        self.character = character
+        #: the last solve (engine.anim.posing.LineOfAction), for drawing the selected joints
+        self.last: Any = None
+
+    def __call__(self, world: World) -> None:
+        state = world.try_resource(EditorState)
+        if state is None or state.settings.tool != "pose":
+            return
+        for stroke in state.finished:
+            state.strokes.append(stroke)
+            if len(state.strokes) >= 2:
+                baseline, offset = state.strokes[:2]
+                state.strokes.clear()
+                self.pose(world, state, baseline, offset)
+
+    def pose(self, world: World, state: EditorState, baseline: Stroke, offset: Stroke) -> None:
+        """Apply one baseline/offset pair of window strokes as an undoable edit (a message when refused)."""
+        ch = self.character()
+        view = world.resource(View)
+        if ch is None or view.renderer is None:
+            state.say("pose: no character to pose" if ch is None else "pose: needs a renderer (window strokes)")
+            return
+        w, h = view.renderer.width, view.renderer.height
+        cam = view.camera
+        try:
+            root = root_position(ch)
+            plane = facing_plane(root, cam.eye)
+            b3, o3 = (unproject_stroke(s, cam, w, h, plane) for s in (baseline, offset))
+            radius = pixels_at_depth(state.settings.brush_radius, cam, h, root)
+            layer = ch.pose_layer
+            before = None if layer is None else layer.rotation.copy()
+            result = ch.apply_line_of_action(b3, o3, brush_radius=radius,
+                                             reference=np.asarray(cam.eye, np.float64) - root)
+        except ValueError as exc:  # StrokeError is a ValueError
+            state.say(f"pose refused: {exc}")
+            return
+        self.last = result
+        after = ch.pose_layer.rotation.copy()
+        undo = world.resource(CommandStack)
+        undo.push(SnapshotCommand(f"pose {len(result.selected)} joints of {ch.name}", ch.set_pose_layer,
+                                  before, after), execute=False)
+        state.say(f"posed {len(result.selected)} joints")

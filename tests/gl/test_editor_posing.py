@@ -1,0 +1,96 @@
+"""The editor's stroke input and posing tool on the humanoid, driven by events: two strokes pose the arm,
+Ctrl+Z restores the exact pose, Ctrl+Shift+Z the posed one; unusable strokes are refused with a message."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine import Session
+from engine.editor import Editor
+from engine.input.events import Action, Buttons, KeyDown, Modifiers, PointerDown, PointerMove, PointerUp
+
+HAND_L = 8
+
+
+def _stroke(ed: Editor, s: Session, points, t0: float) -> float:
+    t = t0
+    ed.queue.push(PointerDown(t, *points[0]))
+    s.step()
+    for p in points[1:]:
+        t += 1 / 60
+        ed.queue.push(PointerMove(t, *p, buttons=Buttons.LEFT))
+        s.step()
+    ed.queue.push(PointerUp(t + 1 / 60, *points[-1]))
+    s.step()
+    return t + 0.1
+
+
+def _line(a, b, n=10):
+    return [tuple(np.round(np.asarray(a) + (np.asarray(b) - np.asarray(a)) * k / (n - 1), 1)) for k in range(n)]
+
+
+@pytest.fixture()
+def editor():
+    with Session(width=640, height=480, strict=True) as s:
+        ed = Editor(s, settings={"brush_radius": 12.0})
+        ed.spawn("humanoid", clip="idle", speed=0.0)  # held: the pose changes only by edits
+        ed.frame_camera()
+        s.step()
+        yield ed
+
+
+def _state(ed: Editor):
+    ch = ed.session.characters[0]
+    return ch.vertices(), ch.local_pose()
+
+
+def _same(a, b) -> bool:
+    (va, pa), (vb, pb) = a, b
+    return all(np.array_equal(va[k], vb[k]) for k in va) and np.array_equal(pa.rotation, pb.rotation)
+
+
+def test_two_strokes_pose_the_arm_and_undo_restores_the_exact_pose(editor):
+    ed, s = editor, editor.session
+    rest = _state(ed)
+    hand0 = s.characters[0].joints()[HAND_L, :3, 3].copy()
+    t = _stroke(ed, s, _line((349, 148), (411, 216)), 1.0)
+    assert ed.state.strokes and not ed.undo.can_undo  # the baseline waits for its offset
+    t = _stroke(ed, s, _line((349, 148), (404, 94)), t)
+    assert not ed.state.strokes and ed.undo.history == ["pose 3 joints of humanoid"]
+    posed = _state(ed)
+    hand1 = s.characters[0].joints()[HAND_L, :3, 3]
+    assert hand1[1] > hand0[1] + 0.4  # the hand went up
+    ed.queue.push(KeyDown(t, "z", Modifiers.CTRL))
+    s.step()
+    assert _same(_state(ed), rest)
+    ed.queue.push(KeyDown(t + 0.1, "z", Modifiers.CTRL | Modifiers.SHIFT))
+    s.step()
+    assert _same(_state(ed), posed)
+    ed.queue.push(Action(t + 0.2, "undo"))
+    ed.queue.push(Action(t + 0.3, "undo"))
+    s.step()
+    assert _same(_state(ed), rest) and ed.state.messages[-1] == "nothing to undo"
+
+
+def test_unusable_strokes_are_refused_with_a_message(editor):
+    ed, s = editor, editor.session
+    t = _stroke(ed, s, [(100.0, 100.0), (100.0, 100.0)], 1.0)  # zero length
+    assert ed.state.messages[-1].startswith("stroke refused") and not ed.state.strokes
+    t = _stroke(ed, s, _line((20, 20), (60, 40)), t)  # far from every joint
+    t = _stroke(ed, s, _line((20, 20), (60, 10)), t)
+    assert ed.state.messages[-1].startswith("pose refused: the baseline selects no joint")
+    assert not ed.undo.can_undo and not ed.state.strokes
+    ed.queue.push(Action(t, "set", {"brush_radius": -4}))
+    s.step()
+    assert "brush_radius must be a number in [1, 2000]" in ed.state.messages[-1]
+    assert ed.state.settings.brush_radius == 12.0
+
+
+def test_the_orbit_tool_does_not_draw(editor):
+    ed, s = editor, editor.session
+    yaw = s.camera.yaw
+    ed.queue.push(KeyDown(0.5, "o"))
+    s.step()
+    assert ed.state.settings.tool == "orbit"
+    _stroke(ed, s, _line((300, 200), (340, 200)), 1.0)
+    assert not ed.state.strokes and s.camera.yaw != yaw
