@@ -26,6 +26,8 @@ from engine.profile.timings import FrameTimings, TimingHistory, current_timings
 
 __all__ = ["FrameStats", "cpu_scope", "trace_export", "system_table"]
 
+_now = time.perf_counter_ns  # bound once: a scope's cost is mostly attribute look-ups
+
 
 @dataclass(frozen=True)
 class FrameStats:
@@ -85,18 +87,19 @@ class cpu_scope:  # noqa: N801 - used like a function: ``with cpu_scope("name"):
         self._elapsed = 0
 
     def __enter__(self) -> cpu_scope:
-        if self._frame is None:
-            self._frame = current_timings()
-        if self._frame is not None:
-            self._frame.depth += 1
-            self._depth = self._frame.depth
-        self._start = time.perf_counter_ns()
+        frame = self._frame
+        if frame is None:
+            frame = self._frame = current_timings()
+        if frame is not None:
+            frame.depth += 1
+            self._depth = frame.depth
+        self._start = _now()
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        end = time.perf_counter_ns()
+        end = _now()
         self._elapsed = end - self._start
         frame = self._frame
         if frame is not None:
