@@ -48,7 +48,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -170,8 +169,8 @@ def _panda_asset(tmp: Path) -> tuple[Path, np.ndarray]:
 def panda_frame_ms(w: int, h: int, n: int, frames: int, png: Path | None = None) -> tuple[float, dict] | str:
     """(median frame ms, info) of Panda3D with n Actors, or a reason string."""
     try:
-        import panda3d  # noqa: F401
         import gltf  # noqa: F401  (panda3d-gltf)
+        import panda3d  # noqa: F401
     except ImportError:
         return "panda3d not installed"
     offsets = grid_offsets(n)

@@ -72,7 +72,7 @@ class SkeletonPose:
     previous: np.ndarray
 
     @classmethod
-    def of(cls, globals_: np.ndarray) -> "SkeletonPose":
+    def of(cls, globals_: np.ndarray) -> SkeletonPose:
         g = np.asarray(globals_, np.float32)
         return cls(g.copy(), g.copy())
 

@@ -36,10 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from engine.anim import Playback, compose_trs, decompose, global_matrices_batched
+from engine.anim import Playback, global_matrices_batched
 from engine.components import Animator, AssetRef, DeformedMeshes, Placement, SkeletonPose
 from engine.ecs import Clock, Phase, Schedule, World
 from engine.gpu.timers import record_gpu_timings
+from engine.math.transform import compose_trs, decompose
 from engine.profile.stats import cpu_scope
 from engine.profile.timings import current_timings
 from engine.profile.trace import GRAPH_SCOPE

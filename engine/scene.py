@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from engine.skinning.gpu.graph import DeformerGraph, DeformHandle
     from engine.skinning.gpu.plan import GraphConfig
 
-__all__ = ["LoadedAsset", "load_asset", "DeformSettings", "MeshInstance", "SceneMeshes"]
+__all__ = ["LoadedAsset", "load_asset", "DeformSettings", "MeshInstance", "SceneMeshes", "add_to_graph", "require_finite",
+           "quiet_load"]
 
 
 @dataclass(eq=False)
@@ -121,7 +122,7 @@ class DeformSettings:
 
     deformer: str = "lbs"
     config: DeformerConfig = field(default_factory=DeformerConfig)
-    graph: "GraphConfig | None" = None
+    graph: GraphConfig | None = None
 
     @property
     def spec(self) -> registry.DeformerSpec | None:
@@ -135,6 +136,24 @@ class DeformSettings:
         return spec.frame_dependent or (spec.name == "spring" and self.config.spring.mode == "dependent")
 
 
+def add_to_graph(graph: DeformerGraph, sp: SkinnedPrimitive, loaded: LoadedAsset,
+                 settings: DeformSettings) -> DeformHandle:
+    """Add one skinned primitive to a deformer graph with a character's deform settings (instances of one asset,
+    primitive and binding share their static GPU data)."""
+    prim = sp.primitive
+    cfg = settings.config
+    spec = settings.spec
+    needs_binding = settings.graph is not None or (spec is not None and spec.control_points)
+    binding = sp.binding(method=cfg.binding.method, smooth_passes=cfg.binding.smooth_passes) \
+        if needs_binding else None
+    how: dict[str, Any] = dict(config=settings.graph) if settings.graph is not None \
+        else dict(method=spec.gpu_preset if spec is not None else None, spring=cfg.spring)
+    return graph.add_mesh(sp.topology(), binding, prim.joints, prim.weights, sp.skin.inverse_bind, sp.parents,
+                          normals=prim.normals,
+                          asset_key=(loaded.name, id(loaded.asset), sp.mesh, sp.prim, sp.skin_index, cfg.binding),
+                          **how)
+
+
 @dataclass(eq=False)
 class MeshInstance:
     """One drawable primitive of an entity: skinned (deformed) or rigid (node transform)."""
@@ -144,7 +163,7 @@ class MeshInstance:
     primitive: Primitive
     skinned: SkinnedPrimitive | None
     handle: Any = None  # renderer MeshHandle (owned by the renderer)
-    deform: "DeformHandle | None" = None  # in the deformer graph (GPU device)
+    deform: DeformHandle | None = None  # in the deformer graph (GPU device)
     radius: float = 0.0  # how far the skin reaches from its joints (shadow bounds on the GPU path)
 
 
@@ -153,7 +172,7 @@ class SceneMeshes:
 
     ``device`` "gpu" needs ``graph``; ``renderer`` may be None (export without drawing)."""
 
-    def __init__(self, *, device: str, graph: "DeformerGraph | None", renderer: Any | None) -> None:
+    def __init__(self, *, device: str, graph: DeformerGraph | None, renderer: Any | None) -> None:
         if device not in ("gpu", "cpu"):
             raise ValueError(f"device must be 'gpu' or 'cpu', got {device!r}")
         if device == "gpu" and graph is None:
@@ -207,19 +226,11 @@ class SceneMeshes:
     def _attach(self, inst: MeshInstance, loaded: LoadedAsset, settings: DeformSettings) -> None:
         sp, prim = inst.skinned, inst.primitive
         buffers = None
+        spec = settings.spec
+        if sp is not None and (spec is None or spec.control_points):
+            sp.bind_joints  # noqa: B018 -- set-up check: the bind pose must be recoverable (AssetError names it)
         if sp is not None and self.graph is not None:
-            cfg = settings.config
-            spec = settings.spec
-            needs_binding = settings.graph is not None or (spec is not None and spec.control_points)
-            binding = sp.binding(method=cfg.binding.method, smooth_passes=cfg.binding.smooth_passes) \
-                if needs_binding else None
-            how: dict[str, Any] = dict(config=settings.graph) if settings.graph is not None \
-                else dict(method=spec.gpu_preset if spec is not None else None, spring=cfg.spring)
-            inst.deform = self.graph.add_mesh(
-                sp.topology(), binding, prim.joints, prim.weights, sp.skin.inverse_bind, sp.parents,
-                normals=prim.normals, asset_key=(loaded.name, id(loaded.asset), sp.mesh, sp.prim, sp.skin_index,
-                                                  cfg.binding),
-                **how)
+            inst.deform = add_to_graph(self.graph, sp, loaded, settings)
             buffers = self.graph.output_ranges(inst.deform)
             lo, hi = prim.positions.min(0), prim.positions.max(0)
             inst.radius = float(np.linalg.norm(hi - lo)) * 0.35
@@ -349,6 +360,18 @@ class SceneMeshes:
             else:
                 out[inst.key] = p
         return out
+
+
+def require_finite(frames: dict[PrimitiveKey, np.ndarray], what: str = "deformed vertices") -> None:
+    """Refuse non-finite results (inf/NaN) naming the primitive and the first bad vertex, so that nothing
+    broken is written: finite transforms whose products overflow float32 end here."""
+    for key, v in frames.items():
+        ok = np.isfinite(v).all(axis=-1)
+        if not ok.all():
+            bad = np.argwhere(~ok)[0]
+            where = f"frame {int(bad[0])}, vertex {int(bad[1])}" if bad.size == 2 else f"vertex {int(bad[0])}"
+            raise ValueError(f"{what} of {key.export_key} are not finite ({where}: {v[tuple(bad)].tolist()}): the "
+                             f"asset's transforms (node TRS, inverse bind matrices) overflow float32")
 
 
 def quiet_load(source: str | Path | Asset) -> LoadedAsset:

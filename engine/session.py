@@ -26,8 +26,7 @@ import numpy as np
 
 from engine.anim import Playback, Pose, global_matrices
 from engine.assets.model import Asset
-from engine.components import (Animator, AssetRef, DeformedMeshes, Placement, PrimitiveKey, SkeletonPose,
-                               StillPlayback)
+from engine.components import Animator, AssetRef, DeformedMeshes, Placement, PrimitiveKey, SkeletonPose, StillPlayback
 from engine.ecs import Clock, Phase, World
 from engine.frame import View, build_schedule
 from engine.scene import DeformSettings, LoadedAsset, SceneMeshes, load_asset
@@ -548,6 +547,13 @@ class Session:
             "view": np.asarray(r.last_view, np.float32),
             "projection": np.asarray(r.last_projection, np.float32),
         }
+
+    def ray(self, x: float, y: float) -> np.ndarray:
+        """The world ray (pyrr: origin, unit direction) through window pixel (x, y) of the current camera."""
+        from engine.input.rays import window_ray
+
+        r = self._need_renderer()
+        return window_ray(x, y, r.width, r.height, self.camera.view, self.camera.projection_for(r.width / r.height))
 
     # -- surface queries -----------------------------------------------------------------------------------
     def pick(self, x: int, y: int, *, layer: str | None = None) -> Any:

@@ -104,6 +104,14 @@ def run_demo(args: argparse.Namespace) -> int:
     screenshot = args.screenshot or ("out/demo.png" if headless else None)
     if screenshot is not None and Path(screenshot).suffix.lower() != ".png":
         raise ValueError(f"--screenshot must end in .png, got {Path(screenshot).name!r}")
+    if screenshot is not None:  # refuse an unwritable path now, not after every frame has rendered
+        shot = Path(screenshot)
+        try:
+            shot.parent.mkdir(parents=True, exist_ok=True)
+            with open(shot, "ab"):
+                pass
+        except OSError as exc:
+            raise ValueError(f"--screenshot {screenshot!r} cannot be written: {exc.strerror or exc}") from None
     if headless and frames is None:
         frames = 120
         print("no display (or --headless): rendering 120 frames offscreen; pass --frames N to change",

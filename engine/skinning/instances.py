@@ -42,7 +42,19 @@ class SkinnedPrimitive:
     def bind_joints(self) -> np.ndarray:
         if "bind_joints" not in self._cache:
             ib = np.asarray(self.skin.inverse_bind, np.float64)
-            self._cache["bind_joints"] = np.linalg.inv(ib).astype(np.float32)
+            with np.errstate(all="ignore"):
+                det = np.linalg.det(ib[:, :3, :3]) if len(ib) else np.ones(0)
+                bad = np.flatnonzero(~np.isfinite(det) | (np.abs(det) < 1e-12))
+                if bad.size == 0:
+                    inv = np.linalg.inv(ib)
+                    bad = np.flatnonzero(~np.isfinite(inv).all(axis=(1, 2)) | (np.abs(inv) > 3.0e38).any(axis=(1, 2)))
+            if bad.size:
+                from engine.assets.errors import AssetError
+
+                raise AssetError(f"skins[{self.skin_index}].inverseBindMatrices[{int(bad[0])}]",
+                                 "is singular or its inverse does not fit float32: the bind pose of that joint "
+                                 "cannot be recovered")
+            self._cache["bind_joints"] = inv.astype(np.float32)
         return self._cache["bind_joints"]
 
     def topology(self):
@@ -68,7 +80,8 @@ class SkinnedPrimitive:
 
     def skin_matrices(self, globals_: np.ndarray) -> np.ndarray:
         """(J,4,4) joint world @ inverse bind for node world matrices ``globals_`` (N,4,4)."""
-        return (globals_[self.skin.joints] @ self.skin.inverse_bind).astype(np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return (globals_[self.skin.joints] @ self.skin.inverse_bind).astype(np.float32)
 
     def deform(self, globals_: np.ndarray, method: str = "lbs", *, config=None) -> np.ndarray:
         """World-space display vertex positions (D,3) float32 for the pose ``globals_``."""

@@ -11,11 +11,9 @@
 """
 from __future__ import annotations
 
-from engine.numerics import quiet_underflow
-
-
 import numpy as np
 
+from engine.math.numerics import quiet_underflow
 from engine.skinning.binding import nearest_bone
 from engine.skinning.types import Bones, bone_endpoints
 

@@ -52,8 +52,9 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -153,7 +154,7 @@ class SpringParams:
     divergence_rel: float = 0.25  # a step moving a vertex further than this x bbox diagonal is divergence
     step_limit: bool = True  # per-vertex steps dt_i = min(dt, STEP_SAFETY / lambda_i); False: plain dt
 
-    def validate(self) -> "SpringParams":
+    def validate(self) -> SpringParams:
         """Raise ValueError naming the first bad parameter, its value and the valid range; return self."""
         for f in fields(self):
             v = getattr(self, f.name)
@@ -179,7 +180,7 @@ class SpringParams:
                     raise ValueError(f"SpringParams.{f.name} = {v!r} is out of range; valid: {valid}")
         return self
 
-    def replace(self, **changes: Any) -> "SpringParams":
+    def replace(self, **changes: Any) -> SpringParams:
         """A validated copy with `changes` applied."""
         return replace(self, **changes).validate()
 
@@ -194,7 +195,7 @@ class SpringParams:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "SpringParams":
+    def from_dict(cls, d: dict) -> SpringParams:
         """Build and validate from a dict; unknown keys raise ValueError listing the valid ones."""
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - names)

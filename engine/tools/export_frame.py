@@ -5,6 +5,11 @@ Keys are ``node{n}_mesh{m}_prim{p}`` (glTF node of the instance, mesh index, pri
 spawned in a :class:`engine.Session` holding ``--clip`` at ``--time`` (clamped, as glTF players hold the first /
 last key), deformed once by ``--deformer`` on ``--device`` (the compute-shader graph, read back once, or the
 numpy reference) and read back.
+
+Baking (``--times START:STOP:STEP`` or ``--frames N``, N frames from 0 to the clip's end): every frame in one
+process (engine/bake.py: frame-independent deformers evaluate a block of frames per dispatch). ``--out F.npz``
+then holds, per key, float32 (F, N, 3) (a leading frame axis) and ``times`` float64 (F,) clip seconds;
+``--out DIR/`` writes ``DIR/frame_0000.obj`` ... (one OBJ per frame, as the single-frame OBJ).
 """
 from __future__ import annotations
 
@@ -66,16 +71,93 @@ def write_obj(path: Path, asset, frames: dict[PrimitiveKey, np.ndarray]) -> None
     path.write_text("\n".join(lines) + "\n")
 
 
-def export_frame(args: argparse.Namespace) -> int:
-    from engine.scene import quiet_load
+def _progress(total: int, what: str):
+    """A tqdm bar on stderr when it is a terminal, else nothing (returns (update(done, total), close))."""
+    import sys
 
+    if not sys.stderr.isatty():
+        return (lambda done, tot: None), (lambda: None)
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return (lambda done, tot: None), (lambda: None)
+    bar = tqdm(total=total, desc=what, unit="frame", file=sys.stderr, leave=False)
+
+    def update(done: int, tot: int) -> None:
+        bar.update(done - bar.n)
+
+    return update, bar.close
+
+
+def frame_times(args: argparse.Namespace, asset) -> np.ndarray | None:
+    """The baked frames' clip times from ``--times START:STOP:STEP`` or ``--frames N`` (None: one frame)."""
+    from engine.bake import MAX_FRAMES, parse_times
+
+    times, count = getattr(args, "times", None), getattr(args, "frames", None)
+    if times is not None and count is not None:
+        raise ValueError("give --times or --frames, not both")
+    if times is not None:
+        return parse_times(times)
+    if count is None:
+        return None
+    if isinstance(count, bool) or not 1 <= int(count) <= MAX_FRAMES:
+        raise ValueError(f"--frames must be in [1, {MAX_FRAMES}], got {count}")
+    end = 0.0
+    if asset.clips:
+        end = float(asset.clips[asset.clip_index(args.clip)].duration)
+    return np.linspace(0.0, end, int(count)) if count > 1 else np.zeros(1)
+
+
+def export_frames(args: argparse.Namespace, loaded, times: np.ndarray) -> int:
+    """Many frames in one process (engine/bake.py): one .npz with a leading frame axis per key and the clip
+    times under ``times``, or one OBJ per frame into a folder (``--out DIR/``)."""
+    from engine import Session
+    from engine.bake import bake, describe_mode
+    from engine.scene import require_finite
+
+    out = Path(args.out)
+    to_dir = str(args.out).endswith(("/", "\\")) or out.is_dir()
+    if not to_dir and out.suffix.lower() != ".npz":
+        raise ValueError(f"with --times/--frames, --out must end in .npz or name a folder (DIR/), got {out.name!r}")
+    with Session(device=args.device, render=False, deformer=args.deformer, config=deformer_config(args),
+                 strict=True) as s:
+        ch = s.spawn(loaded, clip=args.clip, speed=0.0, mode="clamp")
+        update, close = _progress(len(times) * max(1, len(ch.skinned_primitives)), "baking")
+        try:
+            frames = bake(s, ch, times, progress=update)
+        finally:
+            close()
+        how = describe_mode(s, ch)
+    require_finite(frames)
+    if to_dir:
+        out.mkdir(parents=True, exist_ok=True)
+        width = max(4, len(str(len(times) - 1)))
+        for i in range(len(times)):
+            write_obj(out / f"frame_{i:0{width}d}.obj", loaded.asset, {k: v[i] for k, v in frames.items()})
+        where = f"{out}/frame_{'0' * width}.obj .. frame_{len(times) - 1:0{width}d}.obj"
+    else:
+        np.savez(out, times=times.astype(np.float64), **{k.export_key: v for k, v in frames.items()})
+        where = str(out)
+    n = sum(v.shape[1] for v in frames.values())
+    print(f"wrote {where}: {len(times)} frames x {len(frames)} skinned primitive instance(s), {n} vertices "
+          f"({args.deformer}, {args.device}: {how})")
+    return 0
+
+
+def export_frame(args: argparse.Namespace) -> int:
+    from engine.scene import quiet_load, require_finite
+
+    loaded = quiet_load(args.asset)
+    times = frame_times(args, loaded.asset)
+    if times is not None:
+        return export_frames(args, loaded, times)
     out = Path(args.out)
     if out.suffix.lower() not in (".npz", ".obj"):
         raise ValueError(f"--out must end in .npz or .obj, got {out.name!r}")
     check_time(args.time)
-    loaded = quiet_load(args.asset)
     frames = deformed_frame(loaded.asset, clip=args.clip, time=args.time, deformer=args.deformer,
                             device=args.device, config=deformer_config(args))
+    require_finite(frames)
     if out.suffix.lower() == ".obj":
         write_obj(out, loaded.asset, frames)
     else:

@@ -59,7 +59,7 @@ def make_camera(args: argparse.Namespace, lo: np.ndarray, hi: np.ndarray, aspect
 def render_frame(args: argparse.Namespace) -> int:
     from engine import Session
     from engine.render.renderer import VIEWS
-    from engine.scene import quiet_load
+    from engine.scene import quiet_load, require_finite
     from engine.tools.export_frame import check_time, deformer_config
 
     if args.view not in VIEWS:
@@ -79,6 +79,7 @@ def render_frame(args: argparse.Namespace) -> int:
     with Session(device=args.device, width=w, height=h, deformer=args.deformer, config=deformer_config(args),
                  strict=True) as s:
         ch = s.spawn(loaded, clip=args.clip, time=args.time, speed=0.0, mode="clamp")
+        require_finite(ch.vertices())
         lo, hi = s.bounds()
         s.renderer.look.ground_height = float(lo[1])
         s.renderer.invalidate()

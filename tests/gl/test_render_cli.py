@@ -8,9 +8,9 @@ import warnings
 import numpy as np
 import pytest
 
+from engine import Session
 from engine.assets import load
 from engine.render.surface import interpolate_surface, pixel_of
-from engine import Session
 from engine.tools.render_frame import render_frame
 from tests.conftest import ROOT, shared_dir
 

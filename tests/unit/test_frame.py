@@ -27,7 +27,7 @@ def test_a_session_without_gl_runs_the_same_frame():
 
 
 def test_interpolated_matrices_lie_between_the_steps():
-    from engine.anim import compose_trs
+    from engine.math.transform import compose_trs
 
     def q(axis, deg):
         a = np.asarray(axis, np.float64) / np.linalg.norm(axis)
