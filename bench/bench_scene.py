@@ -148,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     height = args.height or (90 if args.quick else 360)
 
     with Session(device="gpu", width=width, height=height, strict=True) as session:
+        assert session.ctx is not None  # a gpu session
         print(f"device: {session.ctx.info.get('GL_RENDERER')}; {width}x{height}, {frames} timed frames per case, "
               "median ms per frame")
         cols = COLUMNS

@@ -74,7 +74,8 @@ def run_window(session: Any, frames: int | None = None, *, overlay: Any = None,
     """The interactive loop in the session's window (until Esc / close, or ``frames`` frames).
 
     ``overlay``: a game.ui.overlay.SessionOverlay (P / F / H keys, mouse to imgui first); ``keys``: extra key
-    symbol -> (help line, action), checked before the built-in keys."""
+    symbol -> (help line, action), checked before the built-in keys (an empty help line is not listed: one
+    line may describe several keys)."""
     import pyglet
     from pyglet.window import key, mouse
 
@@ -145,7 +146,7 @@ def run_window(session: Any, frames: int | None = None, *, overlay: Any = None,
             pyglet.app.exit()
 
     if overlay is not None:  # after the loop's own handlers: imgui's sit on top and see events first
-        overlay.help_lines = list(CONTROLS) + list(OVERLAY_CONTROLS) + [h for h, _fn in (keys or {}).values()]
+        overlay.help_lines = list(CONTROLS) + list(OVERLAY_CONTROLS) + [h for h, _fn in (keys or {}).values() if h]
         overlay.attach_window(window)
     pyglet.clock.schedule_interval(lambda dt: None, 1 / 120)
     try:

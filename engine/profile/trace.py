@@ -65,10 +65,11 @@ def phase_runs(frame: FrameTimings) -> list[TimingEvent]:
     return [TimingEvent(p, "phase", p, lo, hi - lo, 0, step) for (p, step), (lo, hi) in spans.items()]
 
 
-def trace_events(frames: Iterable[FrameTimings], *, process: str = "skinengine", pid: int = 1) -> list[dict]:
+def trace_events(frames: Iterable[FrameTimings], *, process: str = "skinengine",
+                 pid: int = 1) -> list[dict[str, Any]]:
     """The trace events of ``frames`` (see the module docstring), metadata first."""
     frames = list(frames)
-    events: list[dict] = [
+    events: list[dict[str, Any]] = [
         {"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": process}},
         {"name": "thread_name", "ph": "M", "pid": pid, "tid": CPU_TID, "args": {"name": "CPU main"}},
         {"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": CPU_TID, "args": {"sort_index": 0}},
@@ -82,7 +83,7 @@ def trace_events(frames: Iterable[FrameTimings], *, process: str = "skinengine",
     def us(ns: int) -> float:
         return (ns - t0) / 1000.0
 
-    def complete(name: str, cat: str, tid: int, start: int, dur: int, args: dict) -> dict:
+    def complete(name: str, cat: str, tid: int, start: int, dur: int, args: dict[str, Any]) -> dict[str, Any]:
         return {"name": name, "cat": cat, "ph": "X", "pid": pid, "tid": tid, "ts": us(start),
                 "dur": max(0, dur) / 1000.0, "args": args}
 

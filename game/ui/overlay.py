@@ -6,9 +6,10 @@
     overlay.release()
 
 It registers itself in the session's ``view.ui`` list (engine/frame.py: the renderer's ``ui`` pass, drawn into
-the frame before it is presented, so it is in screenshots and in the window alike) and attaches an
-:class:`engine.profile.trace.Profiler` for the GPU side of the timings unless one is given (then that one is
-shared, e.g. with ``--profile``). The numbers are those of the last finished frame in the schedule's history.
+the frame before it is presented, so it is in screenshots and in the window alike). While the profiler panel
+shows, an :class:`engine.profile.trace.Profiler` fills in the GPU side of the timings: the one given (shared,
+e.g. with ``--profile``), else one the overlay attaches when the panel is shown and detaches when it is
+hidden. The numbers are those of the last finished frame in the schedule's history.
 """
 from __future__ import annotations
 
@@ -34,9 +35,11 @@ class SessionOverlay:
         r = session.renderer
         self.session = session
         self.layer = ImGuiLayer(session.ctx, r.width, r.height)
+        self._make_profiler = lambda: Profiler(session, spring_counters=True, keep=1)
         self._own_profiler = profiler is None
-        self.profiler = Profiler(session, spring_counters=True, keep=1) if profiler is None else profiler
+        self.profiler: Any = profiler
         self.panel = ProfilerPanel(session.schedule.history, window=window)
+        self._show_profiler = False
         self.show_profiler = bool(show_profiler)
         self.show_help = bool(show_help)
         self.help_lines = list(help_lines)
@@ -44,6 +47,22 @@ class SessionOverlay:
         self.panels: list[Callable[[], None]] = []
         self._released = False
         session.view.ui.append(self._draw)
+
+    @property
+    def show_profiler(self) -> bool:
+        """The profiler panel is drawn (the P key). A profiler the overlay made itself is attached only while
+        the panel shows (timing the deformer stages serialises the GPU)."""
+        return self._show_profiler
+
+    @show_profiler.setter
+    def show_profiler(self, on: bool) -> None:
+        on = bool(on)
+        if self._own_profiler and on and self.profiler is None:
+            self.profiler = self._make_profiler()
+        elif self._own_profiler and not on and self.profiler is not None:
+            self.profiler.detach()
+            self.profiler = None
+        self._show_profiler = on
 
     def _draw(self, renderer: Any) -> None:
         with cpu_scope("ui overlay"):
@@ -89,6 +108,7 @@ class SessionOverlay:
         ui = self.session.view.ui
         if self._draw in ui:
             ui.remove(self._draw)
-        if self._own_profiler:
+        if self._own_profiler and self.profiler is not None:
             self.profiler.detach()
+            self.profiler = None
         self.layer.release()

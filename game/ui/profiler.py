@@ -33,7 +33,7 @@ PERCENTILES = (50.0, 95.0, 99.0)
 
 def _percentiles(a: np.ndarray) -> tuple[float, float, float]:
     if a.size == 0:
-        return (float("nan"),) * 3  # type: ignore[return-value]
+        return float("nan"), float("nan"), float("nan")
     p = np.percentile(a, PERCENTILES)
     return float(p[0]), float(p[1]), float(p[2])
 
