@@ -14,7 +14,7 @@ class _GL:
 
 def test_overlay_numbers_are_the_schedule_history(gl_ctx):
     from engine import Session
-    from engine.profile.trace import MEMORY_COUNTER, SPRING_COUNTER
+    from engine.profile.trace import SPRING_COUNTER
     from game.ui.overlay import SessionOverlay
     from game.ui.profiler import PERCENTILES
 

@@ -64,9 +64,8 @@ def test_profiler_refuses_twice_and_bad_arguments(gl_ctx, tmp_path):
     from engine.profile.trace import Profiler
 
     with Session(gl=_GL(gl_ctx), width=32, height=32, strict=True) as s:
-        with Profiler(s):
-            with pytest.raises(ValueError, match="already"):
-                Profiler(s)
+        with Profiler(s), pytest.raises(ValueError, match="already"):
+            Profiler(s)
         with pytest.raises(ValueError, match="keep"):
             Profiler(s, keep=0)
         p = Profiler(s, keep=2)

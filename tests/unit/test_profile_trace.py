@@ -16,9 +16,8 @@ def _schedule() -> Schedule:
     s = Schedule(strict=True)
 
     def simulate(world: World) -> None:
-        with cpu_scope("outer"):
-            with cpu_scope("inner"):
-                sum(range(100))
+        with cpu_scope("outer"), cpu_scope("inner"):
+            sum(range(100))
 
     s.add_system(Phase.ANIMATION, simulate)
     s.add_system(Phase.SKELETON, lambda w: None, name="fk")
