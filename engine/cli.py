@@ -7,7 +7,7 @@
     skinengine export-frame ASSET --clip C --time T [--deformer D] [--device gpu|cpu] --out F.npz|F.obj
     skinengine render ASSET [...] --out frame.png [--gbuffer frame.npz]
     skinengine compare ASSET --clip C --time T [--deformers lbs,dqs,irs,spring] --out sheet.png
-    skinengine bench deform|render|reference|anim [...]    (needs a checkout: bench/ is not installed)
+    skinengine bench deform|render|reference|anim|scene [...]    (needs a checkout: bench/ is not installed)
     skinengine --record FILE                 the editor window, recording the session to FILE (.jsonl)
     skinengine replay FILE [--headless] [--screenshot S.png] [--export-frame F.npz] [--save P.glb]
     skinengine --version
@@ -45,8 +45,9 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command whos
 
 #: The demo's options and their defaults (the ``demo`` sub-command, or no sub-command at all).
 DEMO_DEFAULTS: dict[str, Any] = {"headless": False, "frames": None, "screenshot": None, "width": 1280,
-                                 "height": 720, "characters": 6, "asset": None, "deformer": "auto",
-                                 "device": "gpu", "graph": None, "record": None}
+                                 "height": 720, "characters": None, "asset": None, "deformer": "auto",
+                                 "device": "gpu", "graph": None, "compare": None, "overlay": False,
+                                 "profile": None, "record": None}
 _TOP = "_top_"  # dest prefix of the demo options given before (or without) a sub-command
 
 # A float the way a user writes one: -1, -.5, -1e3, -inf, -nan (argparse alone reads only -1 and -1.5).
@@ -101,13 +102,20 @@ def _add_demo_options(p: argparse.ArgumentParser, *, dest_prefix: str = "") -> N
     add("--screenshot", metavar="PNG", help="write the last frame to this PNG (headless default out/demo.png)")
     add("--width", type=int, metavar="PX", help=f"window / frame width in pixels (default {d['width']})")
     add("--height", type=int, metavar="PX", help=f"window / frame height in pixels (default {d['height']})")
-    add("--characters", type=int, metavar="N", help=f"number of characters in the scene (default {d['characters']})")
+    add("--characters", type=int, metavar="N",
+        help="N characters on a grid, up to 256 (stress; default: the composed showcase cast)")
     add("--asset", metavar="GLTF", help="play this glTF file instead of the generated cast")
     add("--deformer", choices=("auto",) + DEFORMERS[:-1],
         help="demo deformer: %(choices)s (default auto: spring on a GPU, lbs on a software rasteriser)")
     add("--device", choices=("gpu", "cpu"),
         help="deform on the GPU deformer graph (default) or with numpy (lbs/dqs)")
     add("--graph", metavar="FILE", help="deformer graph file (TOML/JSON, see config/) for the skinned meshes")
+    add("--compare", metavar="D1,D2,...", nargs="?", const="lbs,dqs,irs,spring",
+        help="side-by-side comparison: the same character and clip once per deformer, labelled "
+             "(default lbs,dqs,irs,spring)")
+    add("--overlay", action="store_true",
+        help="show the profiler overlay from the start (headless: drawn into the screenshot)")
+    add("--profile", metavar="FILE.json", help="write a Chrome/Perfetto trace of the frames to this file")
     add("--record", metavar="FILE", help="open the editor window and record the session to FILE (.jsonl; "
         "replay it with the replay command)")
 
