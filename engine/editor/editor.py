@@ -27,9 +27,9 @@ import numpy as np
 from engine.ecs import Clock, Phase, World
 from engine.editor.posing import PosingTool
 from engine.editor.state import EditorSettings, EditorState
-from engine.editor.systems import camera_system, shortcut_system, stroke_input_system
-from engine.editor.undo import CommandStack
-from engine.input.events import EventQueue, input_begin_system
+from engine.editor.systems import CHARACTER_ACTIONS, camera_system, shortcut_system, stroke_input_system
+from engine.editor.undo import CommandStack, SnapshotCommand
+from engine.input.events import Action, EventQueue, input_begin_system
 from engine.input.record import Recorder, RecordHeader, Recording
 
 __all__ = ["Editor", "camera_to_header", "camera_from_header", "open_recording", "replay", "INPUT_SYSTEMS"]
@@ -91,6 +91,8 @@ class Editor:
         for name, fn in INPUT_SYSTEMS:
             session.add_system(Phase.INPUT, fn, name=name, after=prev)
             prev = name
+        session.add_system(Phase.INPUT, self._character_actions, name="editor_character_actions",
+                           after="editor_shortcuts", before="editor_camera")
         self.posing = PosingTool(lambda: self.selected)
         session.add_system(Phase.TOOLS, self.posing, name=PosingTool.name)
         self.spawned: list[dict[str, Any]] = []
@@ -148,6 +150,46 @@ class Editor:
             raise ValueError("no character to save")
         ch.key_pose(clip, time=0.0)
         return Path(ch.save_glb(path))
+
+    # -- actions on the selected character ---------------------------------------------------------------
+    def _character_actions(self, world: World) -> None:
+        """The actions that act on the selected character (panels emit them; a recording replays them):
+        ``deformer`` {"name"} and ``config`` {"<section>_<field>": value, ...} (undoable; a slider drag is
+        one step), ``clip`` {"name"}, ``scrub`` {"time"}, ``speed`` {"value"} (transport, not edits)."""
+        for e in self.queue.frame:
+            if isinstance(e, Action) and e.name in CHARACTER_ACTIONS:
+                try:
+                    self.character_action(e.name, e.args)
+                except (ValueError, TypeError, KeyError) as exc:
+                    self.state.say(f"{e.name}: {exc}")
+
+    def character_action(self, name: str, args: dict[str, Any]) -> None:
+        """Run one character action now (see :meth:`_character_actions`); ValueError when refused."""
+        ch = self.selected
+        if ch is None:
+            raise ValueError("no character selected")
+        if name in ("deformer", "config"):
+            before = (ch.deformer, ch.config)
+            if name == "deformer":
+                ch.set_deformer(str(args["name"]))
+                key = None
+            else:
+                ch.set_deformer(config=ch.config.with_overrides(**args))
+                key = ("config", ch.entity, tuple(sorted(args)))
+            after = (ch.deformer, ch.config)
+
+            def apply(state: tuple[str, Any], ch: Any = ch) -> None:
+                ch.set_deformer(state[0], config=state[1])
+
+            self.undo.push(SnapshotCommand(f"{name} of {ch.name}: {after[0] if key is None else args}", apply,
+                                           before, after, merge_key=key), execute=False)
+        elif name == "clip":
+            ch.play(args["name"], speed=args.get("speed"))
+        elif name == "scrub":
+            pb = ch._playback()
+            ch.play(pb.clip, time=float(args["time"]))
+        elif name == "speed":
+            ch.speed = float(args["value"])
 
     # -- recording -----------------------------------------------------------------------------------------
     def header(self) -> RecordHeader:

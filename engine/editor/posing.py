@@ -76,6 +76,8 @@ class PosingTool:
         self.character = character
         #: the last solve (engine.anim.posing.LineOfAction), for drawing the selected joints
         self.last: Any = None
+        #: the window strokes of the last pose (baseline, offset), for drawing them
+        self.last_pair: tuple[Stroke, Stroke] | None = None
 
     def __call__(self, world: World) -> None:
         state = world.try_resource(EditorState)
@@ -109,7 +111,7 @@ class PosingTool:
         except ValueError as exc:  # StrokeError is a ValueError
             state.say(f"pose refused: {exc}")
             return
-        self.last = result
+        self.last, self.last_pair = result, (baseline, offset)
         after = ch.pose_layer.rotation.copy()
         undo = world.resource(CommandStack)
         undo.push(SnapshotCommand(f"pose {len(result.selected)} joints of {ch.name}", ch.set_pose_layer,

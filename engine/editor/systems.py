@@ -38,7 +38,8 @@ from engine.input.events import (
 )
 from engine.input.strokes import Stroke, StrokeError, window_epsilon
 
-__all__ = ["KEY_BINDINGS", "shortcut_system", "apply_action", "camera_system", "stroke_input_system"]
+__all__ = ["KEY_BINDINGS", "CHARACTER_ACTIONS", "shortcut_system", "apply_action", "camera_system",
+           "stroke_input_system"]
 
 #: (key, modifiers) -> (action name, args): the help overlay lists this table.
 KEY_BINDINGS: dict[tuple[str, Modifiers], tuple[str, dict[str, Any]]] = {
@@ -53,6 +54,8 @@ KEY_BINDINGS: dict[tuple[str, Modifiers], tuple[str, dict[str, Any]]] = {
     ("p", Modifiers.NONE): ("tool", {"name": "pose"}),
     ("escape", Modifiers.NONE): ("clear_strokes", {}),
 }
+#: Actions on the selected character, run by the Editor (it holds the Character handles), not here.
+CHARACTER_ACTIONS = ("deformer", "config", "clip", "scrub", "speed")
 _SHORTCUT_MODS = Modifiers.CTRL | Modifiers.SHIFT | Modifiers.ALT | Modifiers.SUPER
 
 
@@ -94,7 +97,7 @@ def apply_action(world: World, name: str, args: dict[str, Any]) -> None:
             if entity is not None and not world.is_alive(entity):
                 raise ValueError(f"no entity {entity!r} to select")
             state.selected = entity
-        else:
+        elif name not in CHARACTER_ACTIONS:
             state.say(f"unknown action {name!r}")
     except (ValueError, TypeError, KeyError) as exc:
         state.say(f"{name}: {exc}")

@@ -94,3 +94,27 @@ def test_the_orbit_tool_does_not_draw(editor):
     assert ed.state.settings.tool == "orbit"
     _stroke(ed, s, _line((300, 200), (340, 200)), 1.0)
     assert not ed.state.strokes and s.camera.yaw != yaw
+
+
+def test_character_actions_switch_deformer_and_parameters_undoably(editor):
+    ed, s = editor, editor.session
+    ch = s.characters[0]
+    ed.queue.push(Action(1.0, "deformer", {"name": "dqs"}))
+    s.step()
+    assert ch.deformer == "dqs"
+    for i, k in enumerate((0.3, 0.35, 0.4)):  # a slider drag: one undo step
+        ed.queue.push(Action(2.0 + i, "config", {"spring_k_s": k}))
+        s.step()
+    assert ch.config.spring.k_s == 0.4 and len(ed.undo) == 2
+    ed.queue.push(Action(3.0, "config", {"spring_k_s": -1.0}))
+    ed.queue.push(Action(3.1, "deformer", {"name": "nope"}))
+    s.step()
+    assert ch.config.spring.k_s == 0.4 and ch.deformer == "dqs" and len(ed.undo) == 2
+    assert ed.state.messages[-2].startswith("config: ") and ed.state.messages[-1].startswith("deformer: ")
+    ed.undo.undo()
+    assert ch.config.spring.k_s == 0.5
+    ed.undo.undo()
+    assert ch.deformer == "lbs"
+    ed.queue.push(Action(4.0, "scrub", {"time": 0.25}))
+    s.step()
+    assert ch.time == 0.25
