@@ -21,7 +21,8 @@ __all__ = ["run_editor", "run_editor_window", "replay_window", "has_display", "E
 HELP_LINES = (
     "P  pose tool: left-drag a baseline",
     "   along a limb, then an offset stroke",
-    "   where it should go",
+    "   where it should go; drag their knots",
+    "   (dots) to adjust the pose",
     "O  orbit tool (left-drag orbits)",
     "right-drag orbit, middle-drag pan,",
     "   wheel zoom",
@@ -188,15 +189,15 @@ class EditorUI:
 
         ed = self.editor
         st = ed.state
-        pair = ed.posing.last_pair
-        if pair is not None and not st.strokes:
+        pair = st.editable  # the last pose's strokes: their knots can be dragged
+        if len(pair) == 2 and not st.strokes:
             curve(pair[0], "baseline")
             curve(pair[1], "offset")
         for i, stroke in enumerate(st.strokes):
             curve(stroke, "baseline" if i == 0 else "offset")
         if st.drawing is not None:
             poly(st.drawing.points, "baseline" if not st.strokes else "offset", 2.0)
-        if ed.posing.last is not None and ed.selected is not None and pair is not None and not st.strokes:
+        if ed.posing.last is not None and ed.selected is not None and pair and not st.strokes:
             self._joints(dl, col("joint"))
         if st.settings.tool == "pose" and st.pointer is not None:
             dl.add_circle(imgui.ImVec2(*st.pointer), float(st.settings.brush_radius), col("brush"), 48, 1.5)

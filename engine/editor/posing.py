@@ -12,6 +12,7 @@ in ``EditorState.messages``; the frame goes on and the strokes are dropped.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -66,9 +67,19 @@ def pixels_at_depth(pixels: float, camera: Any, height: int, point: np.ndarray) 
     return float(pixels) * 2.0 * depth * float(np.tan(np.radians(camera.fov_y) / 2.0)) / height
 
 
+#: What one undo step of the pose tool restores: the pose layer's rotations (None: no layer), the window
+#: strokes of the last pose (their knots can be dragged) and the rotations before that pose (the base a knot
+#: drag re-solves from).
+PoseSnapshot = tuple[Any, Any, Any]
+
+
 class PosingTool:
     """The TOOLS-phase system of the pose tool. ``character()`` returns the Character to pose (the editor's
-    selection) or None."""
+    selection) or None.
+
+    Each pose is one undoable command; dragging a knot of the last pose's baseline or offset re-solves that
+    pose from the rotations it started from (live, every frame of the drag), and the whole drag is one more
+    undo step. Undo restores the exact pose layer and the strokes shown with it."""
 
     name = "pose_tool"
 
@@ -76,13 +87,21 @@ class PosingTool:
         self.character = character
         #: the last solve (engine.anim.posing.LineOfAction), for drawing the selected joints
         self.last: Any = None
-        #: the window strokes of the last pose (baseline, offset), for drawing them
+        #: the window strokes of the last pose (baseline, offset)
         self.last_pair: tuple[Stroke, Stroke] | None = None
+        #: the pose layer's rotations before the last pose (None: no layer)
+        self.base: np.ndarray | None = None
+        self._dragging = False
 
     def __call__(self, world: World) -> None:
         state = world.try_resource(EditorState)
         if state is None or state.settings.tool != "pose":
             return
+        if state.knots_moved and len(state.editable) == 2 and self.last_pair is not None:
+            self.reshape(world, state)
+        if state.knot_drag is None and (self._dragging or state.knots_moved):
+            world.resource(CommandStack).close()  # the drag ended: it was one undo step
+        self._dragging = state.knot_drag is not None
         for stroke in state.finished:
             state.strokes.append(stroke)
             if len(state.strokes) >= 2:
@@ -90,30 +109,75 @@ class PosingTool:
                 state.strokes.clear()
                 self.pose(world, state, baseline, offset)
 
-    def pose(self, world: World, state: EditorState, baseline: Stroke, offset: Stroke) -> None:
-        """Apply one baseline/offset pair of window strokes as an undoable edit (a message when refused)."""
-        ch = self.character()
+    # -- undo states ---------------------------------------------------------------------------------------
+    def _snapshot(self, ch: Any) -> PoseSnapshot:
+        layer = ch.pose_layer
+        return (None if layer is None else layer.rotation.copy(), self.last_pair, self.base)
+
+    def _restore(self, ch: Any, state: EditorState, snap: PoseSnapshot) -> None:
+        rotation, pair, base = snap
+        ch.set_pose_layer(rotation)
+        self.last_pair, self.base = pair, base
+        state.editable[:] = list(pair) if pair is not None else []
+        state.knot_drag = None
+
+    def _solve(self, world: World, ch: Any, state: EditorState, baseline: Stroke, offset: Stroke) -> Any:
+        """Unproject both window strokes and pose ``ch`` (ValueError when refused)."""
         view = world.resource(View)
-        if ch is None or view.renderer is None:
-            state.say("pose: no character to pose" if ch is None else "pose: needs a renderer (window strokes)")
-            return
         w, h = view.renderer.width, view.renderer.height
         cam = view.camera
+        root = root_position(ch)
+        plane = facing_plane(root, cam.eye)
+        b3, o3 = (unproject_stroke(s, cam, w, h, plane) for s in (baseline, offset))
+        radius = pixels_at_depth(state.settings.brush_radius, cam, h, root)
+        return ch.apply_line_of_action(b3, o3, brush_radius=radius, reference=np.asarray(cam.eye, np.float64) - root)
+
+    def _target(self, world: World, state: EditorState) -> Any:
+        ch = self.character()
+        if ch is None:
+            state.say("pose: no character to pose")
+        elif world.resource(View).renderer is None:
+            state.say("pose: needs a renderer (window strokes)")
+            return None
+        return ch
+
+    # -- edits ---------------------------------------------------------------------------------------------
+    def pose(self, world: World, state: EditorState, baseline: Stroke, offset: Stroke) -> None:
+        """Apply one baseline/offset pair of window strokes as an undoable edit (a message when refused)."""
+        ch = self._target(world, state)
+        if ch is None:
+            return
+        before = self._snapshot(ch)
+        base = before[0]
         try:
-            root = root_position(ch)
-            plane = facing_plane(root, cam.eye)
-            b3, o3 = (unproject_stroke(s, cam, w, h, plane) for s in (baseline, offset))
-            radius = pixels_at_depth(state.settings.brush_radius, cam, h, root)
-            layer = ch.pose_layer
-            before = None if layer is None else layer.rotation.copy()
-            result = ch.apply_line_of_action(b3, o3, brush_radius=radius,
-                                             reference=np.asarray(cam.eye, np.float64) - root)
+            result = self._solve(world, ch, state, baseline, offset)
         except ValueError as exc:  # StrokeError is a ValueError
             state.say(f"pose refused: {exc}")
             return
-        self.last, self.last_pair = result, (baseline, offset)
-        after = ch.pose_layer.rotation.copy()
+        self.last, self.last_pair, self.base = result, (baseline, offset), base
+        state.editable[:] = [baseline, offset]
         undo = world.resource(CommandStack)
-        undo.push(SnapshotCommand(f"pose {len(result.selected)} joints of {ch.name}", ch.set_pose_layer,
-                                  before, after), execute=False)
+        undo.push(SnapshotCommand(f"pose {len(result.selected)} joints of {ch.name}",
+                                  functools.partial(self._restore, ch, state), before, self._snapshot(ch)),
+                  execute=False)
         state.say(f"posed {len(result.selected)} joints")
+
+    def reshape(self, world: World, state: EditorState) -> None:
+        """A knot of the last pose's strokes moved: pose again from the same base with the edited strokes."""
+        ch = self._target(world, state)
+        if ch is None:
+            return
+        before = self._snapshot(ch)
+        baseline, offset = state.editable
+        ch.set_pose_layer(self.base)
+        try:
+            result = self._solve(world, ch, state, baseline, offset)
+        except ValueError as exc:
+            self._restore(ch, state, before)
+            state.say(f"knot refused: {exc}")
+            return
+        self.last, self.last_pair = result, (baseline, offset)
+        undo = world.resource(CommandStack)
+        undo.push(SnapshotCommand(f"drag a knot of {ch.name}'s line of action",
+                                  functools.partial(self._restore, ch, state), before, self._snapshot(ch),
+                                  merge_key=("knots", ch.entity)), execute=False)

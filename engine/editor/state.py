@@ -83,7 +83,8 @@ class EditorState:
 
     ``drawing``: the stroke being drawn (None between strokes); ``finished``: strokes finished this frame
     (window space, for the TOOLS-phase systems; emptied at the start of each frame); ``strokes``: the strokes
-    the current tool holds (the posing tool's baseline, then its offset); ``messages``: what the user should
+    the current tool holds (the posing tool's baseline, then its offset); ``editable``, ``knot_drag``,
+    ``knots_moved``: the last pose's strokes, whose knots can be dragged; ``messages``: what the user should
     read (a refused stroke, an undo with nothing to undo), newest last; ``selected``: the entity the tools act
     on (None: the first character).
     """
@@ -95,6 +96,12 @@ class EditorState:
     messages: list[str] = field(default_factory=list)
     selected: int | None = None
     pointer: tuple[float, float] | None = None  # the last pointer position the camera system saw
+    #: strokes whose knots can be dragged (the last pose's baseline and offset, window space)
+    editable: list[Stroke] = field(default_factory=list)
+    #: (stroke index in ``editable``, knot index) while a knot is dragged
+    knot_drag: tuple[int, int] | None = None
+    #: a knot moved this frame (the posing tool re-solves)
+    knots_moved: bool = False
 
     def say(self, message: str) -> None:
         """Show ``message`` to the user (the last 50 are kept)."""

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from engine.ecs import Clock, World
 from engine.ecs.clock import MAX_TIME_SCALE
 from engine.editor.state import STROKE_TOOLS, EditorState, StrokeInProgress
@@ -80,6 +82,8 @@ def apply_action(world: World, name: str, args: dict[str, Any]) -> None:
         elif name == "clear_strokes":
             state.drawing = None
             state.strokes.clear()
+            state.editable.clear()
+            state.knot_drag = None
         elif name == "toggle_pause":
             clock.toggle_pause()
         elif name == "pause":
@@ -172,23 +176,64 @@ def _finish(state: EditorState, drawing: StrokeInProgress, height: int) -> None:
     state.finished.append(stroke)
 
 
+#: how near (window pixels) a press must be to a knot of an editable stroke to drag it
+KNOT_PICK_PX = 8.0
+
+
+def _knot_under(state: EditorState, x: float, y: float) -> tuple[int, int] | None:
+    best: tuple[float, int, int] | None = None
+    for i, stroke in enumerate(state.editable):
+        d = np.hypot(stroke.knots[:, 0] - x, stroke.knots[:, 1] - y)
+        k = int(np.argmin(d))
+        if d[k] <= KNOT_PICK_PX and (best is None or d[k] < best[0]):
+            best = (float(d[k]), i, k)
+    return None if best is None else (best[1], best[2])
+
+
+def _move_knot(state: EditorState, x: float, y: float, height: int) -> None:
+    """Refit the dragged stroke through its knots with one moved (no further reduction)."""
+    assert state.knot_drag is not None
+    i, k = state.knot_drag
+    stroke = state.editable[i]
+    knots = stroke.knots.copy()
+    if tuple(knots[k]) == (x, y):
+        return
+    knots[k] = (x, y)
+    try:
+        state.editable[i] = Stroke.fit(knots, stroke.times[stroke.kept], epsilon=0.0, window_height=height)
+    except StrokeError:  # the move would make the stroke degenerate: keep the last good one
+        return
+    state.knots_moved = True
+
+
 def stroke_input_system(world: World) -> None:
-    """Left-button pointer down/move/up in a stroke tool -> fitted window-space strokes."""
+    """Left-button pointer down/move/up in a stroke tool -> fitted window-space strokes; a press on a knot of
+    an editable stroke drags that knot instead (``EditorState.knots_moved`` tells the tool)."""
     queue = world.try_resource(EventQueue)
     state = world.try_resource(EditorState)
     if queue is None or state is None:
         return
     state.finished.clear()
+    state.knots_moved = False
     if state.settings.tool not in STROKE_TOOLS:
         state.drawing = None
+        state.knot_drag = None
         return
     height = _frame_height(world)
     undo = world.try_resource(CommandStack)
     for e in queue.frame:
-        if isinstance(e, PointerUp) and undo is not None:
-            undo.close()  # a drag ends: the next edit is a new undo step
+        if isinstance(e, PointerUp) and undo is not None and state.knot_drag is None:
+            undo.close()  # a drag ends: the next edit is a new undo step (a knot drag: the tool closes it)
         if isinstance(e, PointerDown) and e.button & Buttons.LEFT:
-            state.drawing = StrokeInProgress([(e.x, e.y)], [e.t], [e.pressure])
+            state.knot_drag = _knot_under(state, e.x, e.y) if not state.strokes else None
+            if state.knot_drag is None:
+                state.drawing = StrokeInProgress([(e.x, e.y)], [e.t], [e.pressure])
+        elif state.knot_drag is not None:
+            if isinstance(e, PointerMove) and e.buttons & Buttons.LEFT:
+                _move_knot(state, e.x, e.y, height)
+            elif isinstance(e, PointerUp) and e.button & Buttons.LEFT:
+                _move_knot(state, e.x, e.y, height)
+                state.knot_drag = None
         elif state.drawing is None:
             continue
         elif isinstance(e, PointerMove) and e.buttons & Buttons.LEFT:

@@ -118,3 +118,46 @@ def test_character_actions_switch_deformer_and_parameters_undoably(editor):
     ed.queue.push(Action(4.0, "scrub", {"time": 0.25}))
     s.step()
     assert ch.time == 0.25
+
+
+def test_dragging_a_knot_reposes_live_and_is_one_undo_step(editor):
+    ed, s = editor, editor.session
+    rest = _state(ed)
+    t = _stroke(ed, s, _line((349, 148), (411, 216)), 1.0)
+    t = _stroke(ed, s, _line((349, 148), (404, 94)), t)
+    posed = _state(ed)
+    hand_posed = s.characters[0].joints()[HAND_L, :3, 3].copy()
+    offset = ed.state.editable[1]
+    kx, ky = offset.knots[-1]
+    ed.queue.push(PointerDown(t, kx + 2, ky))  # within the pick distance of the offset's end knot
+    s.step()
+    assert ed.state.knot_drag == (1, len(offset.knots) - 1) and ed.state.drawing is None
+    hands = []
+    for i in range(1, 6):  # drag the hand end to the right: the pose follows every frame
+        ed.queue.push(PointerMove(t + 0.02 * i, kx + 2 + 8 * i, ky + 4 * i, buttons=Buttons.LEFT))
+        s.step()
+        hands.append(s.characters[0].joints()[HAND_L, 0, 3])
+    ed.queue.push(PointerUp(t + 0.2, kx + 42, ky + 20))
+    s.step()
+    assert ed.state.knot_drag is None and np.all(np.diff(hands) > 0)  # live feedback: the hand moved each frame
+    assert s.characters[0].joints()[HAND_L, 0, 3] > hand_posed[0] + 0.05
+    assert ed.undo.history == ["pose 3 joints of humanoid", "drag a knot of humanoid's line of action"]
+    dragged = _state(ed)
+    ed.undo.undo()
+    assert _same(_state(ed), posed) and np.array_equal(ed.state.editable[1].knots, offset.knots)
+    ed.undo.redo()
+    assert _same(_state(ed), dragged)
+    ed.undo.undo()
+    ed.undo.undo()
+    assert _same(_state(ed), rest) and ed.state.editable == []
+    # a second, separate drag is its own undo step
+    ed.undo.redo()
+    ed.queue.push(PointerDown(t + 1, kx + 1, ky))
+    ed.queue.push(PointerMove(t + 1.1, kx + 10, ky, buttons=Buttons.LEFT))
+    ed.queue.push(PointerUp(t + 1.2, kx + 10, ky))
+    s.step()
+    ed.queue.push(PointerDown(t + 2, kx + 10, ky))
+    ed.queue.push(PointerMove(t + 2.1, kx + 20, ky, buttons=Buttons.LEFT))
+    ed.queue.push(PointerUp(t + 2.2, kx + 20, ky))
+    s.step()
+    assert len(ed.undo) == 3 and ed.undo.cursor == 3
