@@ -72,10 +72,12 @@ def _finite(name: str, v: Any) -> float:
     return float(v)
 
 
-def _flags(name: str, v: Any, kind: type[enum.IntFlag]) -> Any:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0 or v & ~sum(m.value for m in kind):
-        raise EventError(f"{name} must be a combination of {kind.__name__} flags (int >= 0), got {v!r}")
-    return kind(v)
+def _flags(kind: type[enum.IntFlag]) -> Callable[[str, Any], Any]:
+    def check(name: str, v: Any) -> Any:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0 or v & ~sum(m.value for m in kind):
+            raise EventError(f"{name} must be a combination of {kind.__name__} flags (int >= 0), got {v!r}")
+        return kind(v)
+    return check
 
 
 def _name(name: str, v: Any) -> str:
@@ -84,19 +86,67 @@ def _name(name: str, v: Any) -> str:
     return v
 
 
+def _unit_interval(name: str, v: Any) -> float:
+    x = _finite(name, v)
+    if not 0.0 <= x <= 1.0:
+        raise EventError(f"{name} must be in [0, 1], got {x!r}")
+    return x
+
+
+def _numbers(n: int) -> Callable[[str, Any], tuple[float, ...]]:
+    def check(name: str, v: Any) -> tuple[float, ...]:
+        if not isinstance(v, (list, tuple)) or len(v) != n:
+            raise EventError(f"{name} must be {n} numbers, got {v!r}")
+        return tuple(_finite(name, x) for x in v)
+    return check
+
+
+def _unit_quaternion(name: str, v: Any) -> tuple[float, ...]:
+    q = _numbers(4)(name, v)
+    if not abs(math.sqrt(sum(x * x for x in q)) - 1.0) < 1e-3:
+        raise EventError(f"{name} must be a unit quaternion (x, y, z, w), got {v!r}")
+    return q
+
+
+def _size(name: str, v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 16384:
+        raise EventError(f"{name} must be an integer in [1, 16384], got {v!r}")
+    return v
+
+
+def _text(name: str, v: Any) -> str:
+    if not isinstance(v, str):
+        raise EventError(f"{name} must be a string, got {v!r}")
+    return v
+
+
+def _args(name: str, v: Any) -> dict[str, Any]:
+    if not isinstance(v, dict) or not all(isinstance(k, str) for k in v):
+        raise EventError(f"{name} must be a dict with string keys, got {v!r}")
+    return v
+
+
+#: One check (and normalisation) per field name, the same in every event type that has the field.
+_FIELD_CHECKS: dict[str, Callable[[str, Any], Any]] = {
+    "t": _finite, "x": _finite, "y": _finite, "dx": _finite, "dy": _finite,
+    "modifiers": _flags(Modifiers), "button": _flags(Buttons), "buttons": _flags(Buttons),
+    "pressure": _unit_interval, "device": _name, "name": _name, "key": lambda n, v: _name(n, v).lower(),
+    "text": _text, "position": _numbers(3), "orientation": _unit_quaternion, "args": _args,
+    "width": _size, "height": _size,
+}
+
+
 @dataclass(frozen=True)
 class InputEvent:
-    """Base of every event: ``t`` seconds on the monotonic clock of :func:`now`."""
+    """Base of every event: ``t`` seconds on the monotonic clock of :func:`now`. Every field is checked and
+    normalised on construction by the rule for its name; EventError names the bad value."""
 
     type: ClassVar[str] = ""
     t: float
 
-    def _check(self) -> None:
-        """Validate and normalise fields (subclasses extend); raises EventError naming the bad value."""
-        object.__setattr__(self, "t", _finite("t", self.t))
-
     def __post_init__(self) -> None:
-        self._check()
+        for f in fields(self):
+            object.__setattr__(self, f.name, _FIELD_CHECKS[f.name](f.name, getattr(self, f.name)))
 
     def to_dict(self) -> dict[str, Any]:
         """The event as a JSON-able dict with its ``type`` first (flags as ints, tuples as lists)."""
@@ -114,17 +164,6 @@ class _Pointer(InputEvent):
     pressure: float = 1.0
     device: str = "mouse"
 
-    def _check(self) -> None:
-        super()._check()
-        object.__setattr__(self, "x", _finite("x", self.x))
-        object.__setattr__(self, "y", _finite("y", self.y))
-        object.__setattr__(self, "modifiers", _flags("modifiers", self.modifiers, Modifiers))
-        p = _finite("pressure", self.pressure)
-        if not 0.0 <= p <= 1.0:
-            raise EventError(f"pressure must be in [0, 1], got {p!r}")
-        object.__setattr__(self, "pressure", p)
-        _name("device", self.device)
-
 
 @dataclass(frozen=True)
 class PointerDown(_Pointer):
@@ -132,10 +171,6 @@ class PointerDown(_Pointer):
 
     type: ClassVar[str] = "pointer_down"
     button: Buttons = Buttons.LEFT
-
-    def _check(self) -> None:
-        super()._check()
-        object.__setattr__(self, "button", _flags("button", self.button, Buttons))
 
 
 @dataclass(frozen=True)
@@ -145,10 +180,6 @@ class PointerUp(_Pointer):
     type: ClassVar[str] = "pointer_up"
     button: Buttons = Buttons.LEFT
 
-    def _check(self) -> None:
-        super()._check()
-        object.__setattr__(self, "button", _flags("button", self.button, Buttons))
-
 
 @dataclass(frozen=True)
 class PointerMove(_Pointer):
@@ -156,10 +187,6 @@ class PointerMove(_Pointer):
 
     type: ClassVar[str] = "pointer_move"
     buttons: Buttons = Buttons.NONE
-
-    def _check(self) -> None:
-        super()._check()
-        object.__setattr__(self, "buttons", _flags("buttons", self.buttons, Buttons))
 
 
 @dataclass(frozen=True)
@@ -173,36 +200,23 @@ class Wheel(InputEvent):
     dy: float = 0.0
     modifiers: Modifiers = Modifiers.NONE
 
-    def _check(self) -> None:
-        super()._check()
-        for k in ("x", "y", "dx", "dy"):
-            object.__setattr__(self, k, _finite(k, getattr(self, k)))
-        object.__setattr__(self, "modifiers", _flags("modifiers", self.modifiers, Modifiers))
-
 
 @dataclass(frozen=True)
-class _Key(InputEvent):
-    key: str
-    modifiers: Modifiers = Modifiers.NONE
-
-    def _check(self) -> None:
-        super()._check()
-        object.__setattr__(self, "key", _name("key", self.key).lower())
-        object.__setattr__(self, "modifiers", _flags("modifiers", self.modifiers, Modifiers))
-
-
-@dataclass(frozen=True)
-class KeyDown(_Key):
+class KeyDown(InputEvent):
     """A key pressed: its lower-case name (``"z"``, ``"space"``) and the modifiers held."""
 
     type: ClassVar[str] = "key_down"
+    key: str
+    modifiers: Modifiers = Modifiers.NONE
 
 
 @dataclass(frozen=True)
-class KeyUp(_Key):
+class KeyUp(InputEvent):
     """A key released."""
 
     type: ClassVar[str] = "key_up"
+    key: str
+    modifiers: Modifiers = Modifiers.NONE
 
 
 @dataclass(frozen=True)
@@ -211,11 +225,6 @@ class Text(InputEvent):
 
     type: ClassVar[str] = "text"
     text: str
-
-    def _check(self) -> None:
-        super()._check()
-        if not isinstance(self.text, str):
-            raise EventError(f"text must be a string, got {self.text!r}")
 
 
 @dataclass(frozen=True)
@@ -230,23 +239,6 @@ class TrackedSample(InputEvent):
     buttons: Buttons = Buttons.NONE
     pressure: float = 0.0
 
-    def _check(self) -> None:
-        super()._check()
-        _name("device", self.device)
-        for k, n in (("position", 3), ("orientation", 4)):
-            v = getattr(self, k)
-            if not isinstance(v, (list, tuple)) or len(v) != n:
-                raise EventError(f"{k} must be {n} numbers, got {v!r}")
-            object.__setattr__(self, k, tuple(_finite(k, x) for x in v))
-        qn = math.sqrt(sum(x * x for x in self.orientation))
-        if not abs(qn - 1.0) < 1e-3:
-            raise EventError(f"orientation must be a unit quaternion (x, y, z, w), got {self.orientation!r}")
-        object.__setattr__(self, "buttons", _flags("buttons", self.buttons, Buttons))
-        p = _finite("pressure", self.pressure)
-        if not 0.0 <= p <= 1.0:
-            raise EventError(f"pressure must be in [0, 1], got {p!r}")
-        object.__setattr__(self, "pressure", p)
-
 
 @dataclass(frozen=True)
 class Action(InputEvent):
@@ -257,12 +249,6 @@ class Action(InputEvent):
     name: str
     args: dict[str, Any] = field(default_factory=dict)
 
-    def _check(self) -> None:
-        super()._check()
-        _name("name", self.name)
-        if not isinstance(self.args, dict) or not all(isinstance(k, str) for k in self.args):
-            raise EventError(f"args must be a dict with string keys, got {self.args!r}")
-
 
 @dataclass(frozen=True)
 class Resize(InputEvent):
@@ -271,13 +257,6 @@ class Resize(InputEvent):
     type: ClassVar[str] = "resize"
     width: int
     height: int
-
-    def _check(self) -> None:
-        super()._check()
-        for k in ("width", "height"):
-            v = getattr(self, k)
-            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 16384:
-                raise EventError(f"{k} must be an integer in [1, 16384], got {v!r}")
 
 
 #: Every event type by its ``type`` name (the record format's ``type`` field).
