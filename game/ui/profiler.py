@@ -134,7 +134,6 @@ class ProfilerPanel:
             imgui.text("no frame recorded yet")
             return
         _, self.frozen = imgui.checkbox("freeze (F)", self.frozen)
-        imgui.same_line()
         gpu_now = snap.gpu_ms[-1] if snap.gpu_ms.size else 0.0
         imgui.text(f"frame {f.index}: CPU {f.total_ms:.2f} ms, GPU {gpu_now:.2f} ms, {f.steps} step(s)")
         slow_cpu, slow_gpu = snap.slowest_system, snap.slowest_gpu
