@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = r'''
 import json, sys
 import numpy as np
-from pyglet.window import mouse
+from pyglet.window import key, mouse
 from engine import Session
 from engine.editor import Editor
 from game.editor import run_editor_window
@@ -60,6 +60,9 @@ with Session(window=True, width=W, height=H, title="editor test") as s:
         frame += 1
         plan.setdefault(frame, []).append(("on_mouse_release", x1, H - y1, mouse.LEFT, 0))
         frame += 4
+    plan.setdefault(frame, []).append(("on_key_press", key.Z, key.MOD_CTRL))  # undo ...
+    plan.setdefault(frame + 2, []).append(("on_key_press", key.Z, key.MOD_CTRL | key.MOD_SHIFT))  # ... redo
+    frame += 4
     before_hit = s.pick(int(up[0]), int(up[1]))
     out["hit_before"] = None if before_hit is None else before_hit.entity
 
@@ -67,12 +70,16 @@ with Session(window=True, width=W, height=H, title="editor test") as s:
         for ev in plan.get(i, []):
             window.dispatch_event(*ev)
 
+    ed.record(sys.argv[2])
     run_editor_window(ed, frames=frame + 5, before_frame=before)
+    ed.stop_recording()
+    np.savez(sys.argv[3], joints=ch.joints(), layer=ch.pose_layer.rotation)
     img = s.renderer.read_pixels()
     from PIL import Image
     Image.fromarray(img[..., :3]).save(sys.argv[1])
     g1 = ch.joints()[:, :3, 3]
     out.update(hand0=g[8].tolist(), hand1=g1[8].tolist(), messages=ed.state.messages, history=ed.undo.history,
+               cursor=ed.undo.cursor,
                up=up, shoulder=shoulder, hand_px=px(g1[8]))
     hit = s.pick(*[int(v) for v in px(g1[8])])
     out["hit_after"] = None if hit is None else hit.entity
@@ -84,15 +91,16 @@ print("RESULT " + json.dumps(out))
 def test_the_editor_window_poses_the_arm_from_pointer_events(tmp_path):
     if shutil.which("xvfb-run") is None:
         pytest.skip("xvfb-run not found: install Debian's xvfb (make test does it as root)")
-    png = tmp_path / "editor.png"
+    png, rec, npz = tmp_path / "editor.png", tmp_path / "window.jsonl", tmp_path / "window.npz"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("DISPLAY", None)
-    r = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1280x800x24", sys.executable, "-c", SCRIPT, str(png)],
+    r = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1280x800x24", sys.executable, "-c", SCRIPT, str(png),
+                        str(rec), str(npz)],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
     assert r.returncode == 0 and lines, r.stderr[-3000:]
     res = json.loads(lines[-1][len("RESULT "):])
-    assert res["history"] == ["pose 3 joints of humanoid"], res["messages"]
+    assert res["history"] == ["pose 3 joints of humanoid"] and res["cursor"] == 1, res["messages"]
     assert res["hand1"][1] > res["hand0"][1] + 0.4  # the arm went up
     assert res["hit_before"] is None and res["hit_after"] == res["entity"]  # the frame shows the raised hand
     from PIL import Image
@@ -107,3 +115,25 @@ def test_the_editor_window_poses_the_arm_from_pointer_events(tmp_path):
     r_, g_, b_ = img[..., 0], img[..., 1], img[..., 2]
     assert ((r_ > 200) & (g_ > 100) & (g_ < 180) & (b_ < 80)).sum() > 30
     assert ((b_ > 200) & (r_ < 90) & (g_ > 100) & (g_ < 180)).sum() > 30
+
+
+    # the adapter: pyglet's bottom-up y became row 0 at the top, keys became names with modifiers
+    from engine.editor import open_recording, replay
+    from engine.input.record import read_recording
+
+    recording = read_recording(rec)
+    events = recording.events
+    down = next(e for e in events if e.type == "pointer_down")
+    assert abs(down.x - res["shoulder"][0]) < 1.0 and abs(down.y - res["shoulder"][1]) < 1.0
+    keys = [(e.key, int(e.modifiers)) for e in events if e.type == "key_down"]
+    assert ("z", 2) in keys and ("z", 3) in keys  # Ctrl+Z, Ctrl+Shift+Z
+    # the window session replays headless to the same skeleton and pose layer, bit for bit
+    want = np.load(npz)
+    ed = open_recording(recording)
+    try:
+        replay(recording, ed)
+        ch = ed.session.characters[0]
+        assert np.array_equal(ch.joints(), want["joints"])
+        assert np.array_equal(ch.pose_layer.rotation, want["layer"])
+    finally:
+        ed.session.release()
