@@ -15,7 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["run_editor", "run_editor_window", "replay_window", "has_display", "EditorUI", "HELP_LINES"]
+__all__ = ["run_editor", "run_editor_window", "replay_window", "has_display", "EditorUI", "HELP_LINES",
+           "select_at"]
 
 #: The help overlay (H): every key and mouse control of the editor window.
 HELP_LINES = (
@@ -24,6 +25,7 @@ HELP_LINES = (
     "   where it should go; drag their knots",
     "   (dots) to adjust the pose",
     "O  orbit tool (left-drag orbits)",
+    "click a character to select it",
     "right-drag orbit, middle-drag pan,",
     "   wheel zoom",
     "Ctrl+Z undo, Ctrl+Shift+Z redo",
@@ -107,7 +109,7 @@ class EditorUI:
         if ch is None:
             return
         r = self.editor.session.renderer
-        self._window(f"Character: {ch.name}", float(r.width) - 250.0, 8.0, 120.0)
+        self._window(f"Character: {ch.name} #{ch.entity}###character", float(r.width) - 250.0, 8.0, 120.0)
         methods = [d for d in DEFORMERS if d != "arap"]
         idx = methods.index(ch.deformer) if ch.deformer in methods else 0
         changed, i = imgui.combo("deformer", idx, methods)
@@ -266,7 +268,7 @@ def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
     """The interactive editor loop: pyglet events -> the editor's queue (imgui takes the events over its
     panels first); one frame per redraw. ``before_frame(i, window)`` runs before frame i (scripted input:
     tests dispatch pyglet events to the window there). Returns the frame times in ms."""
-    from pyglet.window import key
+    from pyglet.window import key, mouse
 
     from engine.input.events import PygletAdapter
 
@@ -286,7 +288,17 @@ def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
         elif symbol == key.H and panels is not None:
             panels.overlay.show_help = not panels.overlay.show_help
 
-    window.push_handlers(on_key_press=on_key_press)
+    press: dict[str, Any] = {}
+
+    def on_mouse_press(x: float, y: float, button: int, modifiers: int) -> None:
+        press["at"] = (x, y, button)
+
+    def on_mouse_release(x: float, y: float, button: int, modifiers: int) -> None:
+        if press.pop("at", None) == (x, y, button) and button == mouse.LEFT:
+            select_at(ed, x, window.get_size()[1] - y, window)
+
+    window.push_handlers(on_key_press=on_key_press, on_mouse_press=on_mouse_press,
+                         on_mouse_release=on_mouse_release)
 
     def on_frame(dt: float) -> bool:
         if before_frame is not None:
@@ -300,6 +312,28 @@ def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
     finally:
         if panels is not None:
             panels.release()
+
+
+def select_at(ed: Any, x: float, y: float, window: Any = None) -> Any:
+    """A click at window point (x, y) (row 0 at the top, window coordinates): the character the last frame
+    shows there becomes the selection, through the G-buffer query, pushed as a ``select`` action (so a
+    recording replays the choice, not the pixel); a click on the background keeps the selection."""
+    from engine.input.events import Action, now
+
+    s = ed.session
+    r = s.renderer
+    sx, sy = 1.0, 1.0
+    if window is not None:
+        fw, fh = window.get_framebuffer_size()
+        ww, wh = window.get_size()
+        sx, sy = fw / max(ww, 1), fh / max(wh, 1)
+    px, py = int(x * sx), int(y * sy)
+    if not (0 <= px < r.width and 0 <= py < r.height):
+        return None
+    hit = s.pick(px, py)
+    if hit is not None and hit.entity != ed.state.selected:
+        ed.queue.push(Action(now(), "select", {"entity": int(hit.entity)}))
+    return hit
 
 
 def run_editor(args: argparse.Namespace) -> int:

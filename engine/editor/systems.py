@@ -167,6 +167,8 @@ def _frame_height(world: World) -> int:
 
 
 def _finish(state: EditorState, drawing: StrokeInProgress, height: int) -> None:
+    if len(set(drawing.points)) == 1:  # a click, not a stroke (the window selects with it)
+        return
     try:
         stroke = Stroke.fit(drawing.points, drawing.times,
                             epsilon=window_epsilon(height, state.settings.epsilon_px), window_height=height)

@@ -74,8 +74,8 @@ def test_two_strokes_pose_the_arm_and_undo_restores_the_exact_pose(editor):
 
 def test_unusable_strokes_are_refused_with_a_message(editor):
     ed, s = editor, editor.session
-    t = _stroke(ed, s, [(100.0, 100.0), (100.0, 100.0)], 1.0)  # zero length
-    assert ed.state.messages[-1].startswith("stroke refused") and not ed.state.strokes
+    t = _stroke(ed, s, [(100.0, 100.0), (100.0, 100.0)], 1.0)  # a click: no stroke, no complaint
+    assert not ed.state.strokes and not ed.state.messages
     t = _stroke(ed, s, _line((20, 20), (60, 40)), t)  # far from every joint
     t = _stroke(ed, s, _line((20, 20), (60, 10)), t)
     assert ed.state.messages[-1].startswith("pose refused: the baseline selects no joint")
@@ -161,3 +161,37 @@ def test_dragging_a_knot_reposes_live_and_is_one_undo_step(editor):
     ed.queue.push(PointerUp(t + 2.2, kx + 20, ky))
     s.step()
     assert len(ed.undo) == 3 and ed.undo.cursor == 3
+
+
+def test_the_selected_character_is_the_one_posed():
+    from game.editor import select_at
+
+    with Session(width=640, height=480, strict=True) as s:
+        ed = Editor(s, settings={"brush_radius": 12.0})
+        a = ed.spawn("humanoid", clip="idle", speed=0.0, position=(-0.6, 0.0, 0.0))
+        b = ed.spawn("humanoid", clip="idle", speed=0.0, position=(0.6, 0.0, 0.0))
+        ed.frame_camera()
+        s.step()
+        assert ed.selected is a  # nothing selected: the first character
+        cam, (w, h) = s.camera, (640, 480)
+
+        def px(p):
+            c = cam.projection_for(w / h) @ cam.view @ np.r_[p, 1.0]
+            return float((c[0] / c[3] + 1) * 0.5 * w), float((1 - c[1] / c[3]) * 0.5 * h)
+
+        gb = b.joints()[:, :3, 3]
+        hit = select_at(ed, *px(gb[2]))  # a click on b's chest
+        assert hit is not None and hit.entity == b.entity
+        s.step()
+        assert ed.selected is b and ed.state.selected == b.entity
+        shoulder, hand = px(gb[6]), px(gb[8])
+        arm = float(np.hypot(hand[0] - shoulder[0], hand[1] - shoulder[1]))
+        up = (shoulder[0] + 0.35 * arm, shoulder[1] - 0.95 * arm)
+        a_before = a.joints().copy()
+        t = _stroke(ed, s, _line(shoulder, hand), 1.0)
+        _stroke(ed, s, _line(shoulder, up), t)
+        assert b.joints()[HAND_L, 1, 3] > gb[HAND_L, 1] + 0.3 and np.array_equal(a.joints(), a_before)
+        assert select_at(ed, 2.0, 2.0) is None  # the background keeps the selection
+        ed.queue.push(Action(9.0, "select", {"entity": 999}))
+        s.step()
+        assert ed.selected is b and "no entity 999" in ed.state.messages[-1]

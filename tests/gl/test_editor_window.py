@@ -50,7 +50,10 @@ with Session(window=True, width=W, height=H, title="editor test") as s:
         u = np.linspace(0, seg[-1], n)
         return list(zip(np.interp(u, seg, pts[:, 0]), np.interp(u, seg, pts[:, 1])))
     plan = {}
-    frame = 5
+    chest = px(g[2])
+    plan[3] = [("on_mouse_press", chest[0], H - chest[1], mouse.LEFT, 0)]  # a click selects the character
+    plan[4] = [("on_mouse_release", chest[0], H - chest[1], mouse.LEFT, 0)]
+    frame = 6
     for stroke in (line([shoulder, elbow, hand]), line([shoulder, mid, up])):
         x, y = stroke[0]
         plan.setdefault(frame, []).append(("on_mouse_press", x, H - y, mouse.LEFT, 0))
@@ -79,7 +82,7 @@ with Session(window=True, width=W, height=H, title="editor test") as s:
     Image.fromarray(img[..., :3]).save(sys.argv[1])
     g1 = ch.joints()[:, :3, 3]
     out.update(hand0=g[8].tolist(), hand1=g1[8].tolist(), messages=ed.state.messages, history=ed.undo.history,
-               cursor=ed.undo.cursor,
+               cursor=ed.undo.cursor, selected=ed.state.selected,
                up=up, shoulder=shoulder, hand_px=px(g1[8]))
     hit = s.pick(*[int(v) for v in px(g1[8])])
     out["hit_after"] = None if hit is None else hit.entity
@@ -102,6 +105,7 @@ def test_the_editor_window_poses_the_arm_from_pointer_events(tmp_path):
     res = json.loads(lines[-1][len("RESULT "):])
     assert res["history"] == ["pose 3 joints of humanoid"] and res["cursor"] == 1, res["messages"]
     assert res["hand1"][1] > res["hand0"][1] + 0.4  # the arm went up
+    assert res["selected"] == res["entity"]  # the click selected it through the G-buffer
     assert res["hit_before"] is None and res["hit_after"] == res["entity"]  # the frame shows the raised hand
     from PIL import Image
 
@@ -123,10 +127,11 @@ def test_the_editor_window_poses_the_arm_from_pointer_events(tmp_path):
 
     recording = read_recording(rec)
     events = recording.events
-    down = next(e for e in events if e.type == "pointer_down")
+    down = [e for e in events if e.type == "pointer_down"][1]  # the baseline's start (the first is the click)
     assert abs(down.x - res["shoulder"][0]) < 1.0 and abs(down.y - res["shoulder"][1]) < 1.0
     keys = [(e.key, int(e.modifiers)) for e in events if e.type == "key_down"]
     assert ("z", 2) in keys and ("z", 3) in keys  # Ctrl+Z, Ctrl+Shift+Z
+    assert [e.args for e in events if e.type == "action"] == [{"entity": res["entity"]}]
     # the window session replays headless to the same skeleton and pose layer, bit for bit
     want = np.load(npz)
     ed = open_recording(recording)
