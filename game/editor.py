@@ -36,9 +36,12 @@ HELP_LINES = (
 _SPRING_PARAMS = (("spring_k_s", "k_s (shape)", 0.0, 2.0), ("spring_k_l", "k_l (length)", 0.0, 2.0),
                   ("spring_k_t", "k_t (twist)", 0.0, 2.0), ("spring_k_b", "k_b (bend)", 0.0, 2.0),
                   ("spring_dt", "dt", 0.001, 0.1))
+_PLANE = (("plane_offset", "plane offset m", -1.0, 1.0), ("plane_turn", "plane turn deg", -90.0, 90.0),
+          ("plane_tilt", "plane tilt deg", -80.0, 80.0))
 _CONVERGENCE = ("iterations", "displacement", "force", "energy")
 _COLOURS = {"baseline": (0.20, 0.55, 1.0, 1.0), "offset": (1.0, 0.55, 0.10, 1.0), "drawing": (1.0, 1.0, 1.0, 0.9),
-            "brush": (1.0, 1.0, 1.0, 0.5), "joint": (0.95, 0.2, 0.3, 1.0)}
+            "brush": (1.0, 1.0, 1.0, 0.5), "joint": (0.95, 0.2, 0.3, 1.0),
+            "plane": (0.6, 0.9, 0.6, 0.45)}
 
 
 class EditorUI:
@@ -92,6 +95,10 @@ class EditorUI:
         changed, v = imgui.slider_float("RDP eps px", st.settings.epsilon_px, 0.0, 32.0, "%.1f")
         if changed:
             self.act("set", epsilon_px=float(v))
+        for key, label, lo, hi in _PLANE:
+            changed, v = imgui.slider_float(label, float(getattr(st.settings, key)), lo, hi, "%.2f")
+            if changed:
+                self.act("set", **{key: float(v)})
         n = len(st.strokes)
         imgui.text("draw the baseline" if n == 0 else "now the offset stroke" if st.settings.tool == "pose"
                    else f"{n} strokes")
@@ -201,21 +208,43 @@ class EditorUI:
             poly(st.drawing.points, "baseline" if not st.strokes else "offset", 2.0)
         if ed.posing.last is not None and ed.selected is not None and pair and not st.strokes:
             self._joints(dl, col("joint"))
+        if st.settings.tool == "pose" and ed.selected is not None:
+            self._plane(dl, col("plane"))
         if st.settings.tool == "pose" and st.pointer is not None:
             dl.add_circle(imgui.ImVec2(*st.pointer), float(st.settings.brush_radius), col("brush"), 48, 1.5)
 
-    def _joints(self, dl: Any, colour: int) -> None:
+    def _project(self, points: Any) -> list[tuple[float, float]] | None:
+        """World points (N, 3) -> window pixels (row 0 at the top); None when one is behind the camera."""
         import numpy as np
-        from imgui_bundle import imgui
 
         s = self.editor.session
         r = s.renderer
+        p = np.asarray(points, np.float64)
+        clip = s.camera.projection_for(r.width / r.height) @ s.camera.view @ np.c_[p, np.ones(len(p))].T
+        if not (clip[3] > 1e-6).all():
+            return None
+        return [(float((x / w + 1) * 0.5 * r.width), float((1 - y / w) * 0.5 * r.height)) for x, y, _z, w in clip.T]
+
+    def _plane(self, dl: Any, colour: int) -> None:
+        """The posing plane's outline (a 1 m square around the root) and its centre."""
+        from imgui_bundle import imgui
+
+        from engine.editor.posing import PosingTool
+
+        try:
+            plane = PosingTool.plane(self.editor.selected, self.editor.session.camera, self.editor.state)
+        except ValueError:
+            return
+        pts = self._project(plane.corners(0.5))
+        if pts is not None:
+            dl.add_polyline([imgui.ImVec2(x, y) for x, y in pts], colour, 1.5, imgui.ImDrawFlags_.closed)
+
+    def _joints(self, dl: Any, colour: int) -> None:
+        from imgui_bundle import imgui
+
         g = self.editor.selected.joints()[self.editor.posing.last.selected, :3, 3]
-        clip = s.camera.projection_for(r.width / r.height) @ s.camera.view @ np.c_[g, np.ones(len(g))].T
-        for x, y, _z, w in clip.T:
-            if w > 0:
-                dl.add_circle_filled(imgui.ImVec2(float((x / w + 1) * 0.5 * r.width),
-                                                  float((1 - y / w) * 0.5 * r.height)), 5.0, colour)
+        for x, y in self._project(g) or []:
+            dl.add_circle_filled(imgui.ImVec2(x, y), 5.0, colour)
 
     def release(self) -> None:
         self.overlay.release()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ from engine.frame import View
 from engine.input.rays import facing_plane, ray_plane_hit, window_ray
 from engine.input.strokes import Stroke, StrokeError
 
-__all__ = ["PosingTool", "root_position", "unproject_stroke", "pixels_at_depth"]
+__all__ = ["PosingTool", "PosingPlane", "posing_plane", "root_position", "unproject_stroke", "pixels_at_depth"]
 
 
 def root_position(character: Any) -> np.ndarray:
@@ -38,6 +39,54 @@ def root_position(character: Any) -> np.ndarray:
         raise ValueError(f"{character.name!r} has no skin joints to pose")
     root = joints[np.lexsort((joints, rig.depth[joints]))[0]]
     return np.asarray(character.joints()[root, :3, 3], np.float64)
+
+
+@dataclass(frozen=True)
+class PosingPlane:
+    """The plane window strokes are unprojected onto: ``point`` (its centre), unit ``normal`` (towards the
+    camera), in-plane unit axes ``right`` and ``up`` (for drawing it), and the pyrr plane."""
+
+    point: np.ndarray
+    normal: np.ndarray
+    right: np.ndarray
+    up: np.ndarray
+
+    @property
+    def pyrr(self) -> np.ndarray:
+        return facing_plane(self.point, self.point + self.normal)
+
+    def corners(self, half: float) -> np.ndarray:
+        """The square of side 2 * ``half`` metres around the centre (4, 3), for drawing."""
+        r, u = self.right * half, self.up * half
+        return np.stack([self.point - r - u, self.point + r - u, self.point + r + u, self.point - r + u])
+
+
+def _rotate(v: np.ndarray, axis: np.ndarray, degrees: float) -> np.ndarray:
+    a = np.radians(degrees)
+    axis = axis / np.linalg.norm(axis)
+    return v * np.cos(a) + np.cross(axis, v) * np.sin(a) + axis * (axis @ v) * (1.0 - np.cos(a))
+
+
+def posing_plane(root: np.ndarray, camera: Any, *, offset: float = 0.0, turn: float = 0.0,
+                 tilt: float = 0.0) -> PosingPlane:
+    """The posing plane: through ``root`` facing the camera, turned ``turn`` degrees about the world's up
+    axis, tilted ``tilt`` degrees about the camera's horizontal axis, then moved ``offset`` metres along its
+    normal."""
+    root = np.asarray(root, np.float64)
+    n = np.asarray(camera.eye, np.float64) - root
+    length = float(np.linalg.norm(n))
+    if not length > 1e-9:
+        raise ValueError("the camera eye lies on the skeleton's root: no facing plane")
+    n /= length
+    world_up = np.array([0.0, 1.0, 0.0])
+    right = np.cross(world_up, n)
+    if np.linalg.norm(right) < 1e-6:  # looking straight down or up: any horizontal axis
+        right = np.array([1.0, 0.0, 0.0])
+    right /= np.linalg.norm(right)
+    n, right = _rotate(n, world_up, turn), _rotate(right, world_up, turn)
+    n = _rotate(n, right, tilt)
+    up = np.cross(n, right)
+    return PosingPlane(root + n * offset, n, right, up / np.linalg.norm(up))
 
 
 def unproject_stroke(stroke: Stroke, camera: Any, width: int, height: int, plane: np.ndarray) -> Stroke:
@@ -126,11 +175,17 @@ class PosingTool:
         view = world.resource(View)
         w, h = view.renderer.width, view.renderer.height
         cam = view.camera
-        root = root_position(ch)
-        plane = facing_plane(root, cam.eye)
-        b3, o3 = (unproject_stroke(s, cam, w, h, plane) for s in (baseline, offset))
-        radius = pixels_at_depth(state.settings.brush_radius, cam, h, root)
-        return ch.apply_line_of_action(b3, o3, brush_radius=radius, reference=np.asarray(cam.eye, np.float64) - root)
+        plane = self.plane(ch, cam, state)
+        b3, o3 = (unproject_stroke(s, cam, w, h, plane.pyrr) for s in (baseline, offset))
+        radius = pixels_at_depth(state.settings.brush_radius, cam, h, plane.point)
+        return ch.apply_line_of_action(b3, o3, brush_radius=radius, reference=plane.normal)
+
+    @staticmethod
+    def plane(ch: Any, camera: Any, state: EditorState) -> PosingPlane:
+        """The posing plane of ``ch`` for the current camera and settings."""
+        st = state.settings
+        return posing_plane(root_position(ch), camera, offset=st.plane_offset, turn=st.plane_turn,
+                            tilt=st.plane_tilt)
 
     def _target(self, world: World, state: EditorState) -> Any:
         ch = self.character()

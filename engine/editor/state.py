@@ -20,18 +20,25 @@ TOOLS = ("orbit", "pose", "surface_paint", "surface_sculpt")
 #: Tools whose left-button drags draw strokes.
 STROKE_TOOLS = ("pose", "surface_paint", "surface_sculpt")
 
-_RANGES: dict[str, tuple[float, float]] = {"brush_radius": (1.0, 2000.0), "epsilon_px": (0.0, 100.0)}
+_RANGES: dict[str, tuple[float, float]] = {"brush_radius": (1.0, 2000.0), "epsilon_px": (0.0, 100.0),
+                                           "plane_offset": (-10.0, 10.0), "plane_turn": (-180.0, 180.0),
+                                           "plane_tilt": (-89.0, 89.0)}
 
 
 @dataclass
 class EditorSettings:
     """``tool`` (one of :data:`TOOLS`), ``brush_radius`` (window pixels at the baseline: which joints a
     line of action selects), ``epsilon_px`` (Ramer-Douglas-Peucker tolerance at 1080 window rows, scaled with
-    the window height)."""
+    the window height); the posing plane (through the skeleton's root, facing the camera by default):
+    ``plane_offset`` metres along its normal, ``plane_turn`` degrees about the world's up axis and
+    ``plane_tilt`` degrees about the camera's horizontal axis."""
 
     tool: str = "pose"
     brush_radius: float = 60.0
     epsilon_px: float = DEFAULT_EPSILON_PX
+    plane_offset: float = 0.0
+    plane_turn: float = 0.0
+    plane_tilt: float = 0.0
 
     def __post_init__(self) -> None:
         self.update(**{f.name: getattr(self, f.name) for f in fields(self)})

@@ -195,3 +195,30 @@ def test_the_selected_character_is_the_one_posed():
         ed.queue.push(Action(9.0, "select", {"entity": 999}))
         s.step()
         assert ed.selected is b and "no entity 999" in ed.state.messages[-1]
+
+
+def test_the_posing_plane_moves_and_turns_and_strokes_land_on_it():
+    from types import SimpleNamespace
+
+    from engine.editor.posing import posing_plane, unproject_stroke
+    from engine.input.strokes import Stroke
+    from engine.render.camera import Camera
+
+    root = np.array([0.0, 1.0, 0.0])
+    cam = SimpleNamespace(eye=np.array([0.0, 1.0, 4.0]))
+    p = posing_plane(root, cam)
+    np.testing.assert_allclose(p.normal, [0, 0, 1], atol=1e-12)
+    np.testing.assert_allclose(p.point, root)
+    moved = posing_plane(root, cam, offset=0.5, turn=90.0)
+    np.testing.assert_allclose(moved.normal, [1, 0, 0], atol=1e-12)  # turned about +Y
+    np.testing.assert_allclose(moved.point, root + [0.5, 0, 0], atol=1e-12)
+    tilted = posing_plane(root, cam, tilt=30.0)
+    np.testing.assert_allclose(tilted.normal, [0, -0.5, np.sqrt(0.75)], atol=1e-12)  # about the camera's right
+    for pl in (p, moved, tilted):
+        axes = np.stack([pl.right, pl.up, pl.normal])
+        np.testing.assert_allclose(axes @ axes.T, np.eye(3), atol=1e-12)
+    camera = Camera(eye=(0.3, 1.4, 4.0), target=(0.0, 1.0, 0.0), aspect=640 / 480)
+    stroke = Stroke.fit([(300.0, 200.0), (340.0, 230.0), (380.0, 215.0)], window_height=480)
+    for pl in (posing_plane(root, camera, offset=0.25), posing_plane(root, camera, turn=20.0, tilt=-15.0)):
+        s3 = unproject_stroke(stroke, camera, 640, 480, pl.pyrr)
+        assert np.abs((s3.knots - pl.point) @ pl.normal).max() < 1e-6
