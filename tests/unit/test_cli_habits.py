@@ -97,7 +97,7 @@ def test_demo_options_without_a_command_and_on_demo_agree():
     for name in cli.DEMO_DEFAULTS:
         assert getattr(plain, name) == getattr(sub, name), name
     assert (plain.headless, plain.frames, plain.screenshot, plain.width, plain.characters) == \
-        (True, 3, "out.png", 1280, 6)
+        (True, 3, "out.png", 1280, None)  # no --characters: the showcase cast (game/demo.py)
     assert plain.command is None and sub.command == "demo"
     # the demo command's own value wins over one given before it
     assert cli.parse(["--frames", "2", "demo", "--frames", "5"]).frames == 5
@@ -231,5 +231,5 @@ def test_data_folders_and_cache_in_a_checkout(monkeypatch, tmp_path):
 def test_bench_runs_from_the_checkout():
     from engine.tools.bench import BENCHES, _import_bench
 
-    assert set(BENCHES) == {"deform", "render", "reference", "anim"}
+    assert set(BENCHES) == {"deform", "render", "reference", "anim", "scene"}
     assert callable(_import_bench("anim").main)
