@@ -231,5 +231,6 @@ def test_data_folders_and_cache_in_a_checkout(monkeypatch, tmp_path):
 def test_bench_runs_from_the_checkout():
     from engine.tools.bench import BENCHES, _import_bench
 
-    assert set(BENCHES) == {"deform", "render", "reference", "anim", "scene"}
-    assert callable(_import_bench("anim").main)
+    assert {"deform", "render", "reference", "anim", "bake"} <= set(BENCHES)
+    for which in BENCHES:  # every registered bench is a script of bench/ with a main(argv)
+        assert callable(_import_bench(which).main), which
