@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from engine.skinning.gpu.graph import DeformerGraph, DeformHandle
     from engine.skinning.gpu.plan import GraphConfig
 
-__all__ = ["LoadedAsset", "load_asset", "DeformSettings", "MeshInstance", "SceneMeshes", "add_to_graph", "require_finite",
-           "quiet_load"]
+__all__ = ["LoadedAsset", "load_asset", "DeformSettings", "MeshInstance", "SceneMeshes", "add_to_graph",
+           "require_finite", "quiet_load"]
 
 
 @dataclass(eq=False)

@@ -361,7 +361,7 @@ class _Loader:
             raw_mesh = self.doc["meshes"][mi]
             prims = []
             target_counts = set()
-            for pi, prim in enumerate(mesh.primitives):
+            for pi, _prim in enumerate(mesh.primitives):
                 where = f"meshes[{mi}].primitives[{pi}]"
                 self.part = where
                 raw = raw_mesh["primitives"][pi]

@@ -3,10 +3,10 @@
 Phases run in this order every frame (``Phase``): INPUT, TOOLS, ANIMATION, SKELETON, DEFORM, RENDER, UI.
 Within a phase, systems run in insertion order, adjusted by their ``before=`` / ``after=`` constraints: of
 the systems whose constraints are met, the earliest inserted runs next (the topological order that is
-lexicographically smallest by insertion index), so the order is deterministic. A constraint naming a system in another phase
-must agree with the phase order (``after=`` a later phase is a ``ValueError``); a cycle is a ``ValueError``
-naming it; a constraint naming an unknown system is a ``ValueError`` when the order is resolved. ``order()``
-returns the resolved run order (tests assert it).
+lexicographically smallest by insertion index), so the order is deterministic. A constraint naming a system in
+another phase must agree with the phase order (``after=`` a later phase is a ``ValueError``); a cycle is a
+``ValueError`` naming it; a constraint naming an unknown system is a ``ValueError`` when the order is resolved.
+``order()`` returns the resolved run order (tests assert it).
 
 Two ways to run a frame:
 

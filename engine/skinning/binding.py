@@ -330,7 +330,8 @@ def _divider_planes(
     inc_bone = np.concatenate([np.arange(nb), np.arange(nb)])
     inc_end = np.concatenate([np.zeros(nb, np.int64), np.ones(nb, np.int64)])
     child = bones.child_joint.astype(np.int64)
-    inc_group = np.concatenate([top[bones.parent_joint], np.where(child >= 0, top[np.maximum(child, 0)], j + np.arange(nb))])
+    inc_group = np.concatenate([top[bones.parent_joint],
+                                np.where(child >= 0, top[np.maximum(child, 0)], j + np.arange(nb))])
     inc_point = np.concatenate([p, c])
     inc_dir = np.concatenate([u, -u])
     inc_joint = np.concatenate([bones.parent_joint, child])  # joint at the location (-1 for tips)
@@ -345,7 +346,8 @@ def _divider_planes(
         else:
             ov = np.asarray(plane_normals, np.float64)
             if ov.shape != (j, 3):
-                raise ValueError(f"plane_normals must be a dict or have shape ({j}, 3) (NaN rows = automatic), got {ov.shape}")
+                raise ValueError(f"plane_normals must be a dict or have shape ({j}, 3) (NaN rows = automatic), "
+                                 f"got {ov.shape}")
             override[:] = ov
         given = ~np.isnan(override).any(axis=1)
         nrm = np.linalg.norm(override[given], axis=1)

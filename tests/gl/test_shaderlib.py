@@ -77,7 +77,8 @@ def test_missing_version_gets_default_and_unused_define_is_refused(lib, tmp_path
 def test_include_relative_to_including_file_and_once(lib):
     (lib.root / "render" / "local.glsl").write_text('#include "common.glsl"\nfloat local_fn() { return 1.0; }\n')
     (lib.root / "render" / "d.vert").write_text(
-        '#version 430 core\n#include "local.glsl"\n#include "common.glsl"\nvoid main() { gl_Position = tint(vec4(local_fn())); }\n')
+        '#version 430 core\n#include "local.glsl"\n#include "common.glsl"\n'
+        'void main() { gl_Position = tint(vec4(local_fn())); }\n')
     src = lib.load("render/d.vert")
     assert src.files == ["render/d.vert", "render/local.glsl", "include/common.glsl"]
     assert src.text.count("vec4 tint(vec4 c)") == 1  # diamond: included once

@@ -263,7 +263,8 @@ def clips(rig: Rig) -> dict:
         d = _arm_dir(sgn)
         swing = np.cross(d, z)  # + angle swings the arm forward
         walk.append(rotation_track(rig, f"upper_arm_{side}", t,
-                                   [(z, -sgn * np.radians(30) + 0 * t), (swing, np.radians(20) * np.sin(phase + np.pi))]))
+                                   [(z, -sgn * np.radians(30) + 0 * t),
+                                    (swing, np.radians(20) * np.sin(phase + np.pi))]))
         walk.append(rotation_track(rig, f"forearm_{side}", t,
                                    [(swing, np.radians(18 + 10 * np.sin(phase + np.pi)))]))
     out["walk"] = walk
@@ -276,7 +277,8 @@ def clips(rig: Rig) -> dict:
     r_up = quat.to_matrix(raise_q)
     fore_q = quat.between(d_r, r_up.T @ np.array([-0.12, 1.0, 0.12]))
     wave_axis = r_up.T @ quat.to_matrix(fore_q).T @ z  # the forearm's own frontal-plane axis
-    wiggle = np.radians(25) * np.sin(2 * np.pi * 1.5 * (t - 0.6)) * smoothstep(0.45, 0.8, t) * (1 - smoothstep(2.1, 2.45, t))
+    wiggle = (np.radians(25) * np.sin(2 * np.pi * 1.5 * (t - 0.6))
+              * smoothstep(0.45, 0.8, t) * (1 - smoothstep(2.1, 2.45, t)))
     out["wave"] = [
         quat_track(rig, "upper_arm_R", t, _partial(raise_q, env)),
         quat_track(rig, "forearm_R", t, quat.multiply(_partial(fore_q, env), quat.from_axis_angle(wave_axis, wiggle))),

@@ -72,7 +72,8 @@ class GBufferPass:
 
     def spec(self, state: RenderState) -> PassSpec:
         return PassSpec(self.name, reads=uses(STORAGE, "vertices", "screen_rects"),
-                        writes=uses(ATTACHMENT, gbuffer_resource(self.layer)) + uses(STORAGE, rect_resource(self.layer)),
+                        writes=(uses(ATTACHMENT, gbuffer_resource(self.layer))
+                                + uses(STORAGE, rect_resource(self.layer))),
                         timer=self.name)
 
     def run(self, state: RenderState, frame: Frame) -> None:
@@ -126,7 +127,7 @@ class GBufferPass:
                         set_uniform(prog, "u_phong_alpha", float(look.phong_alpha))
                     set_uniform(prog, "u_base_texture", 0)
                     u_id, u_scale = prog["u_mesh_id"], prog["u_albedo_scale"]
-                    u_tex = prog["u_has_texture"] if "u_has_texture" in prog else None
+                    u_tex = prog.get("u_has_texture", None)
                     last_scale = last_has_tex = None
                 prog = current[1]
                 if cull != (not h.double_sided):

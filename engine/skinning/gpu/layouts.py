@@ -127,7 +127,8 @@ SPRING_HEAD = Std430Struct("SpringHead", [
     ("group", "ivec4"),        # x static control point of lane 0, y valid lanes, z instance, w 0
 ])
 SPRING_INSTANCE = Std430Struct("SpringInstance", [
-    ("run", "ivec4"),          # x flags, y dispatches it takes part in (max_iterations, +1 energy), z dyn_base, w adj_base
+    # x flags, y dispatches it takes part in (max_iterations, +1 energy), z dyn_base, w adj_base
+    ("run", "ivec4"),
     ("step", "vec4"),          # dt, tiny, handle_weight, damping (DeformInstance fields)
     ("k", "vec4"),             # k_s, k_l, k_t, k_b
     ("k2", "vec4"),            # k_r, k_e, 0, 0

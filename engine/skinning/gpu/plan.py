@@ -137,7 +137,8 @@ class GraphConfig:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> GraphConfig:
         if not isinstance(d, dict) or "nodes" not in d:
-            raise ValueError(f"a graph config needs a 'nodes' list; got keys {sorted(d) if isinstance(d, dict) else d!r}")
+            raise ValueError(f"a graph config needs a 'nodes' list; "
+                             f"got keys {sorted(d) if isinstance(d, dict) else d!r}")
         nodes = []
         for i, n in enumerate(d["nodes"]):
             if "stage" not in n:
