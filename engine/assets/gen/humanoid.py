@@ -155,7 +155,8 @@ def mesh_surface(prims: list[sdf.Primitive], cell: float, *, relax: int = 3,
     report: dict = {}
     for attempt in range(max_attempts):
         origin = lo - cell * np.array([0.37, 0.23, 0.11]) * attempt
-        shape = tuple(int(v) for v in np.ceil((hi - origin) / cell).astype(int) + 1)
+        sx, sy, sz = (int(v) for v in np.ceil((hi - origin) / cell).astype(int) + 1)
+        shape = (sx, sy, sz)
         field = sdf.union_on_grid(prims, origin, cell, shape)
         amb = ambiguity_counts(field)["ambiguous_faces"]
         field, flips = make_manifold(field, origin, cell, value_at=lambda q: sdf.union_at_points(prims, q))

@@ -385,7 +385,9 @@ def image_rows(records: np.ndarray) -> np.ndarray:
     uintBitsToFloat)."""
     rec = np.ascontiguousarray(records)
     texels = rec.dtype.itemsize // 16
-    base = rec.dtype.fields[rec.dtype.names[0]][0].base
+    fields, names = rec.dtype.fields, rec.dtype.names
+    assert fields is not None and names is not None, "records are a structured array"
+    base = fields[names[0]][0].base
     flat = rec.view(base).reshape(-1, texels * 4)
     rows = max(1, -(-flat.shape[0] // IMAGE_ROW_ITEMS))
     out = np.zeros((rows * IMAGE_ROW_ITEMS, texels * 4), base)
