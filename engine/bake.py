@@ -111,6 +111,7 @@ def bake(session: Session, character: Character, times: Sequence[float] | np.nda
             continue
         from engine.skinning.gpu.graph import DeformerGraph
 
+        assert session.ctx is not None and session.resources is not None  # a GPU session (graph is set)
         graph = DeformerGraph(session.ctx, session.resources, programs=session.programs)
         try:
             if settings.frame_dependent:  # state carries over: one instance, the frames in order

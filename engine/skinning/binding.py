@@ -256,8 +256,8 @@ def nearest_bone(
         d2 = ((vc * vc).sum(1)[:, None] - 2.0 * (vc @ pc.T) + pp2[None, :]) - t * (2.0 * vd - t * dd[None, :])
         if allowed is not None:
             a = allowed[s : s + step]
-            none = ~a.any(axis=1)
-            d2 = np.where(a | none[:, None], d2, np.inf)
+            none = ~a.any(axis=1, keepdims=True)
+            d2 = np.where(a | none, d2, np.inf)
         bone[s : s + step] = np.argmin(d2, axis=1)
     # exact t and distance on the chosen bone
     pk = np.take(p, bone, axis=0)
@@ -360,16 +360,16 @@ def _divider_planes(
     g_sorted = inc_group[order]
     starts = np.nonzero(np.r_[True, g_sorted[1:] != g_sorted[:-1]])[0]
     sizes = np.diff(np.r_[starts, g_sorted.shape[0]])
-    ii, kk = [], []
+    ii_parts, kk_parts = [], []
     for s, n in zip(starts, sizes):
         if n > 1:
             idx = order[s : s + n]
             a, b = np.meshgrid(idx, idx, indexing="ij")
             m = a != b
-            ii.append(a[m])
-            kk.append(b[m])
-    ii = np.concatenate(ii) if ii else np.zeros(0, np.int64)
-    kk = np.concatenate(kk) if kk else np.zeros(0, np.int64)
+            ii_parts.append(a[m])
+            kk_parts.append(b[m])
+    ii = np.concatenate(ii_parts) if ii_parts else np.zeros(0, np.int64)
+    kk = np.concatenate(kk_parts) if kk_parts else np.zeros(0, np.int64)
     normal = inc_dir[ii] - inc_dir[kk]
     # user override between an incoming (child end) and an outgoing (parent end) bone at that joint
     loc_joint = np.where(inc_end[ii] == 0, inc_joint[ii], inc_joint[kk])

@@ -229,7 +229,7 @@ def dual_quat_parts(mats: np.ndarray, segments: np.ndarray | None = None, *, fas
     t = np.concatenate([m[:, :3, 3], np.zeros((m.shape[0], 1))], 1)
     qd = 0.5 * Q.multiply(t, qr)
     eye = np.eye(3)
-    bad = ~(np.abs(s - eye) <= 1e-6 + 1e-5 * eye).all(axis=(1, 2))  # np.allclose(s, I, atol=1e-6) per joint
+    bad = np.asarray(~(np.abs(s - eye) <= 1e-6 + 1e-5 * eye).all(axis=(1, 2)))  # np.allclose(s, I, atol=1e-6) per joint
     if not m.shape[0]:
         stretched = bad
     elif segments is None:
