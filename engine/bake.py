@@ -82,7 +82,7 @@ def _block_size(n_display: int, n_control: int, frames: int, memory_mb: float) -
 
 def bake(session: Session, character: Character, times: Sequence[float] | np.ndarray, *,
          memory_mb: float = 256.0, mode: str = "clamp",
-         progress: Callable[[int, int], None] | None = None) -> dict[PrimitiveKey, np.ndarray]:
+         progress: Callable[[int, int], object] | None = None) -> dict[PrimitiveKey, np.ndarray]:
     """Deformed world-space display positions of every skinned primitive at each of ``times`` (see the
     module doc). ``progress(done, total)`` is called after each block / frame."""
     from engine.scene import add_to_graph
@@ -121,7 +121,8 @@ def bake(session: Session, character: Character, times: Sequence[float] | np.nda
                 topo = sp.topology()
                 b = _block_size(topo.n_display, topo.n_control, f, memory_mb)
                 blocks = [list(range(i, min(i + b, f))) for i in range(0, f, b)]
-                handles = [add_to_graph(graph, sp, loaded, settings) for _ in range(b)]
+                with graph.deferred_layout():  # one layout for the whole block
+                    handles = [add_to_graph(graph, sp, loaded, settings) for _ in range(b)]
             for block in blocks:
                 for h, i in zip(handles, block):
                     g = g_all[i]

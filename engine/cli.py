@@ -171,7 +171,14 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     p = sub.add_parser("export-frame", parents=[common], help="write deformed world-space vertices of one frame")
     p.add_argument("asset", help="glTF / GLB file")
     _add_clip_time(p, clip_default="0")
-    p.add_argument("--out", required=True, metavar="FILE", help="output .npz (or .obj)")
+    p.add_argument("--out", required=True, metavar="FILE",
+                   help="output .npz (or .obj); with --times/--frames an .npz with a leading frame axis or DIR/ "
+                        "for one OBJ per frame")
+    bake = p.add_mutually_exclusive_group()
+    bake.add_argument("--times", default=None, metavar="START:STOP:STEP",
+                      help="bake the frames at these clip seconds in one process (STOP included on a step)")
+    bake.add_argument("--frames", type=int, default=None, metavar="N",
+                      help="bake N frames evenly from 0 to the clip's end in one process")
     _add_deform_options(p)
 
     p = sub.add_parser("render", parents=[common], help="render one frame headless to PNG (+ G-buffer npz)")
