@@ -2,11 +2,12 @@
 include cycles, the program cache (hits, keyed by defines) and hot reload keeping the old program."""
 from __future__ import annotations
 
+import moderngl
 import pytest
 
 from engine.gpu.layouts import GLSL_CONSTANTS
 from engine.gpu.resources import GpuResources
-from engine.gpu.shaderlib import ProgramCache, ShaderError, ShaderIncludeError, ShaderLibrary
+from engine.gpu.shaderlib import ProgramCache, ShaderError, ShaderIncludeError, ShaderLibrary, uniform
 
 pytestmark = pytest.mark.gl
 
@@ -235,3 +236,21 @@ def test_driver_log_formats_are_parsed():
            "unrelated line\n")
     assert _parse_log(log) == [(0, 12, "error: `foo' undeclared"), (2, 7, 'error C1008: undefined variable "x"'),
                                (1, 3, "'y' : undeclared identifier")]
+
+
+def test_uniform_returns_uniforms_and_refuses_other_members(gl_ctx):
+    prog = gl_ctx.program(
+        vertex_shader="#version 430 core\nuniform float u_scale;\nin vec3 in_pos;\n"
+                      "void main() { gl_Position = vec4(in_pos * u_scale, 1.0); }\n",
+        fragment_shader="#version 430 core\nout vec4 o;\nvoid main() { o = vec4(1.0); }\n")
+    try:
+        u = uniform(prog, "u_scale")
+        assert isinstance(u, moderngl.Uniform)
+        u.value = 2.5
+        assert uniform(prog, "u_scale").value == pytest.approx(2.5)
+        with pytest.raises(TypeError, match="in_pos"):
+            uniform(prog, "in_pos")  # an attribute, not a uniform
+        with pytest.raises(KeyError):
+            uniform(prog, "u_missing")
+    finally:
+        prog.release()

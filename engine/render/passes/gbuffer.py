@@ -103,7 +103,6 @@ class GBufferPass:
         bt = GLSL_CONSTANTS["BINDING_TEXCOORDS"]
         programs = state.programs
         vp = state.last_view_proj
-        assert vp is not None, "set_camera runs before the passes"
         current: tuple[bool, moderngl.Program, moderngl.Uniform, moderngl.Uniform, moderngl.Uniform | None] | None
         current = None
         last_scale = last_has_tex = last_tex = last_tc = None
@@ -120,6 +119,7 @@ class GBufferPass:
                 uv = h.texcoords is not None
                 if current is None or current[0] != uv:
                     prog = programs.gbuffer(uv, tess=tess, wire=wire)
+                    assert vp is not None, "set_camera runs before the passes"
                     set_matrix(prog, "u_view_proj", vp)
                     set_uniform(prog, "u_rect_slot", self.slot)
                     set_uniform(prog, "u_viewport", (float(state.width), float(state.height)))
