@@ -152,3 +152,19 @@ def test_bad_paths_exit_2(tmp_path, capsys):
                           {"role": "offset", "space": "world", "points": BENT}])
     assert _pose("cylinder", "--strokes", f, "--out", tmp_path / "p.gltf") == 2
     assert "--out must end in .glb" in capsys.readouterr().err
+
+
+def test_the_shipped_example_raises_the_humanoids_arm_and_the_readme_has_the_contract(tmp_path, capsys):
+    from tests.conftest import ROOT
+
+    npz = tmp_path / "arm.npz"
+    assert _pose("humanoid", "--strokes", ROOT / "examples" / "pose_arm.json", "--export-frame", npz) == 0
+    assert "(upper_arm_L, forearm_L, hand_L)" in capsys.readouterr().out
+    posed = np.concatenate([np.load(npz)[k] for k in np.load(npz).files])
+    with Session(device="cpu", render=False) as s:
+        rest = np.concatenate(list(s.spawn("humanoid", clip=None).vertices().values()))
+    assert posed[:, 1].max() > rest[:, 1].max() + 0.1  # the hand is now above the head
+    readme = (ROOT / "README.md").read_text()
+    assert ("`python main.py pose ASSET --strokes FILE.json [--clip C --time T] [--deformer D] "
+            "[--export-frame OUT.npz] [--out POSED.glb] [--screenshot S.png]`") in readme
+    assert "](docs/posing.png)" in readme and (ROOT / "docs" / "posing.png").stat().st_size > 10000
