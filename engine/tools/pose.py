@@ -131,21 +131,18 @@ def _fit(spec: StrokeSpec, *, window_height: int | None = None) -> Stroke:
 
 
 def _camera(spec: CameraSpec | None, bounds: tuple[np.ndarray, np.ndarray], width: int, height: int) -> Any:
-    """The file's camera (near/far fitted to the bounds, as ``render --camera`` does), or ``render``'s default
-    front view fitting the bounds."""
-    from engine.render.camera import Camera
+    """The ``render`` command's camera for the file's (near/far fitted to the bounds), or its default front
+    view fitting the bounds when the file has none."""
+    from engine.tools.render_frame import make_camera
 
+    def vec(v: np.ndarray) -> str:
+        return ",".join(repr(float(x)) for x in v)
+
+    args = argparse.Namespace(fov=45.0, up="0,1,0", camera=None)
+    if spec is not None:
+        args = argparse.Namespace(fov=spec.fov, up=vec(spec.up), camera=f"{vec(spec.eye)}:{vec(spec.target)}")
     lo, hi = bounds
-    if spec is None:
-        cam = Camera(eye=np.array([0.0, 0.35, 1.0]), target=np.zeros(3), fov_y=45.0, aspect=width / height)
-        return cam.fit(lo, hi, margin=1.1)
-    cam = spec.camera()
-    centre = (lo + hi) / 2
-    radius = max(float(np.linalg.norm(hi - lo)) / 2, 1e-3)
-    dist = float(np.linalg.norm(cam.eye - centre))
-    cam.near = max(1e-3, 0.5 * (dist - radius)) if dist > 2 * radius else max(1e-3, 0.01 * radius)
-    cam.far = max(cam.near * 10, 3.0 * (dist + radius))
-    return cam
+    return make_camera(args, lo, hi, width / height)
 
 
 def _project(points: np.ndarray, camera: Any, width: int, height: int) -> np.ndarray:
