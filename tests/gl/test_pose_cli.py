@@ -168,3 +168,15 @@ def test_the_shipped_example_raises_the_humanoids_arm_and_the_readme_has_the_con
     assert ("`python main.py pose ASSET --strokes FILE.json [--clip C --time T] [--deformer D] "
             "[--export-frame OUT.npz] [--out POSED.glb] [--screenshot S.png]`") in readme
     assert "](docs/posing.png)" in readme and (ROOT / "docs" / "posing.png").stat().st_size > 10000
+
+
+def test_gpu_and_cpu_devices_pose_the_same_vertices(tmp_path):
+    f = _write(tmp_path, [{"role": "baseline", "space": "world", "points": UP},
+                          {"role": "offset", "space": "world", "points": BENT}], camera=None)
+    cpu, gpu = tmp_path / "cpu.npz", tmp_path / "gpu.npz"
+    assert _pose("cylinder", "--strokes", f, "--export-frame", cpu) == 0
+    assert run(["pose", "cylinder", "--strokes", str(f), "--export-frame", str(gpu), "--device", "gpu"]) == 0
+    a, b = np.load(cpu), np.load(gpu)
+    assert a.files == b.files
+    for k in a.files:
+        np.testing.assert_allclose(b[k], a[k], atol=1e-4)
