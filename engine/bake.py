@@ -93,7 +93,7 @@ def _block_size(n_display: int, n_control: int, frames: int, memory_mb: float) -
 
 def bake(session: Session, character: Character, times: Sequence[float] | np.ndarray, *,
          memory_mb: float | None = None, mode: str = "clamp",
-         progress: Callable[[int, int], None] | None = None) -> dict[PrimitiveKey, np.ndarray]:
+         progress: Callable[[int, int], object] | None = None) -> dict[PrimitiveKey, np.ndarray]:
     """Deformed world-space display positions of every skinned primitive at each of ``times`` (see the
     module doc). ``progress(done, total)`` is called after each block / frame."""
     from engine.scene import add_to_graph
@@ -124,6 +124,7 @@ def bake(session: Session, character: Character, times: Sequence[float] | np.nda
             continue
         from engine.skinning.gpu.graph import DeformerGraph
 
+        assert session.ctx is not None and session.resources is not None  # a GPU session (graph is set)
         graph = DeformerGraph(session.ctx, session.resources, programs=session.programs)
         try:
             if settings.frame_dependent:  # state carries over: one instance, the frames in order

@@ -457,7 +457,7 @@ def run_demo(args: argparse.Namespace) -> int:
     graph = getattr(args, "graph", None)
     with Session(device=args.device, width=args.width, height=args.height, window=not headless,
                  headless=headless, title="skinengine demo", graph=graph) as session:
-        assert session.ctx is not None  # the demo always renders
+        assert session.ctx is not None  # the demo renders, so the session has a GL context
         gl_renderer = session.ctx.info.get("GL_RENDERER", "")
         deformer = session.default.deformer if graph is not None else demo_deformer(args.deformer, gl_renderer)
         if graph is None:

@@ -280,7 +280,8 @@ class DeformerGraph:
 
     def _lookup(self, handle: DeformHandle) -> tuple[Instance, Batch]:
         """(instance, its batch) of a live handle, laid out or not; ValueError naming the handle otherwise."""
-        inst = self._instances.get(getattr(handle, "id", None))
+        hid: Any = getattr(handle, "id", None)  # any object may be passed: it is looked up, never trusted
+        inst = self._instances.get(hid)
         if inst is None:
             raise ValueError(f"unknown deform handle {handle!r}; live handles: {sorted(self._instances)}")
         return inst, self._batch_of[inst.handle.id]
