@@ -194,8 +194,7 @@ class DemoScene:
     the labels naming each character's method; the walkers' loop path (a system in ANIMATION).
 
     ``deformer`` is the method the showcase and grid start with (None: the session's default, e.g. a graph
-    file). :attr:`characters` are the switchable
-    characters (pedestals are props, not switched)."""
+    file). :attr:`characters` are the switchable characters; :attr:`props` (the pedestals) are not switched."""
 
     WALK_SYSTEM = "demo_walk_path"
 
@@ -207,10 +206,11 @@ class DemoScene:
         self.session = session
         self.deformer = deformer
         self.asset = asset
+        #: "showcase", "grid" or "compare": what was built last ("none" before)
         self.mode = "none"
         self.characters: list[Any] = []
         self.props: list[Any] = []
-        #: character -> its label in comparison mode (the method) or with ``show_labels``
+        #: label every character with its name and method outside the comparison mode (the L key)
         self.show_labels = False
         self._walkers: list[tuple[Any, Slot, float]] = []  # (character, slot, angle now)
         self._grid = 0
@@ -223,6 +223,7 @@ class DemoScene:
 
     # -- casts ---------------------------------------------------------------------------------------------
     def clear(self) -> None:
+        """Remove the cast and the props (their GPU memory is returned)."""
         for ch in self.characters + self.props:
             if ch.alive:
                 ch.remove()
@@ -356,6 +357,7 @@ class DemoScene:
             world.get(ch.entity, Placement).matrix = _walk_matrix(slot, angle)
 
     def release(self) -> None:
+        """Take the walk system out of the session's schedule (the characters stay)."""
         if self.WALK_SYSTEM in self.session.schedule:
             self.session.schedule.remove_system(self.WALK_SYSTEM)
 
@@ -455,7 +457,7 @@ def run_demo(args: argparse.Namespace) -> int:
     graph = getattr(args, "graph", None)
     with Session(device=args.device, width=args.width, height=args.height, window=not headless,
                  headless=headless, title="skinengine demo", graph=graph) as session:
-        assert session.ctx is not None  # the demo always renders
+        assert session.ctx is not None  # the demo renders, so the session has a GL context
         gl_renderer = session.ctx.info.get("GL_RENDERER", "")
         deformer = session.default.deformer if graph is not None else demo_deformer(args.deformer, gl_renderer)
         if graph is None:

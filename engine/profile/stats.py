@@ -137,13 +137,13 @@ def trace_export(frames: Iterable[FrameTimings] | TimingHistory, path: str | Pat
             "args": {"steps": f.steps, "errors": f.errors},
         })
         for e in f.events:
-            args: dict[str, Any] = {"depth": e.depth}
-            if e.step >= 0:
-                args["step"] = e.step
-            ev = {
+            ev: dict[str, Any] = {
                 "name": e.name, "cat": e.phase if e.kind == "system" else "scope", "ph": "X",
-                "pid": pid, "tid": 1, "ts": us(e.start_ns), "dur": e.dur_ns / 1000.0, "args": args,
+                "pid": pid, "tid": 1, "ts": us(e.start_ns), "dur": e.dur_ns / 1000.0,
+                "args": {"depth": e.depth},
             }
+            if e.step >= 0:
+                ev["args"]["step"] = e.step
             events.append(ev)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,8 @@ import moderngl
 import numpy as np
 from imgui_bundle import imgui, implot
 
+from engine.gpu.shaderlib import uniform
+
 __all__ = ["ImGuiLayer", "PYGLET_KEYS"]
 
 _VERTEX = """
@@ -99,7 +101,7 @@ class ImGuiLayer:
         imgui.get_style().font_scale_main = float(font_scale)
         imgui.style_colors_dark()
         self.program = ctx.program(vertex_shader=_VERTEX, fragment_shader=_FRAGMENT)
-        self._uniform("u_texture").value = 0
+        uniform(self.program, "u_texture").value = 0
         self._vbo = ctx.buffer(reserve=1 << 16, dynamic=True)
         self._ibo = ctx.buffer(reserve=1 << 16, dynamic=True)
         self._vao = self._make_vao()
@@ -115,11 +117,6 @@ class ImGuiLayer:
             raise RuntimeError("this ImGuiLayer was released")
         imgui.set_current_context(self._imgui)
         implot.set_current_context(self._implot)
-
-    def _uniform(self, name: str) -> moderngl.Uniform:
-        u = self.program[name]
-        assert isinstance(u, moderngl.Uniform)
-        return u
 
     def _make_vao(self) -> moderngl.VertexArray:
         fmt = "2f 2f 4f1"  # ImDrawVert: pos (2 float), uv (2 float), colour (4 normalised bytes)
@@ -193,7 +190,7 @@ class ImGuiLayer:
     def _render(self, draw_data: Any, target: moderngl.Framebuffer) -> None:
         w, h = self.width, self.height
         proj = np.array([[2.0 / w, 0, 0, 0], [0, -2.0 / h, 0, 0], [0, 0, -1.0, 0], [-1.0, 1.0, 0, 1.0]], np.float32)
-        self._uniform("u_proj").write(proj.tobytes())
+        uniform(self.program, "u_proj").write(proj.tobytes())
         ctx = self.ctx
         target.use()
         ctx.viewport = (0, 0, w, h)
