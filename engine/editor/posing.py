@@ -1,10 +1,12 @@
 """The posing tool (TOOLS phase): two window strokes -> a line of action on the selected character.
 
 The first finished stroke of the pose tool is the baseline, the second the offset (research 7.2). Both are
-unprojected onto the posing plane -- through the skeleton's root (its top-most skin joint), facing the camera
--- and handed to the line-of-action solver (engine/anim/posing.py through ``Character.apply_line_of_action``),
-with the brush radius converted from window pixels to metres at the root's depth and the plane's normal as the
-strokes' common frame reference. The change to the character's pose layer is one undoable command
+unprojected onto the posing plane -- through the skeleton's root (its top-most skin joint), facing the camera,
+then moved and turned by the editor settings ``plane_offset``, ``plane_turn``, ``plane_tilt`` -- and handed to
+the line-of-action solver (engine/anim/posing.py through ``Character.apply_line_of_action``), with the brush
+radius converted from window pixels to metres at the plane's centre and the plane's normal as the strokes'
+common frame reference (the root and the pixel-to-metre conversion are the ``pose`` command's,
+engine/tools/pose.py). The change to the character's pose layer is one undoable command
 (:class:`engine.editor.undo.SnapshotCommand` over the layer's rotations), so undo restores the exact pose.
 
 A pair that cannot pose (the baseline selects no joint, a stroke misses the plane) is refused with a message
@@ -25,20 +27,9 @@ from engine.editor.undo import CommandStack, SnapshotCommand
 from engine.frame import View
 from engine.input.rays import facing_plane, ray_plane_hit, window_ray
 from engine.input.strokes import Stroke, StrokeError
+from engine.tools.pose import pixels_to_metres, skeleton_root
 
-__all__ = ["PosingTool", "PosingPlane", "posing_plane", "root_position", "unproject_stroke", "pixels_at_depth"]
-
-
-def root_position(character: Any) -> np.ndarray:
-    """World position of the character's skeleton root: its top-most skin joint (by depth, then index)."""
-    from engine.anim.posing import skin_joints
-
-    rig = character.loaded.rig
-    joints = skin_joints(rig)
-    if joints.size == 0:
-        raise ValueError(f"{character.name!r} has no skin joints to pose")
-    root = joints[np.lexsort((joints, rig.depth[joints]))[0]]
-    return np.asarray(character.joints()[root, :3, 3], np.float64)
+__all__ = ["PosingTool", "PosingPlane", "posing_plane", "unproject_stroke"]
 
 
 @dataclass(frozen=True)
@@ -105,17 +96,6 @@ def unproject_stroke(stroke: Stroke, camera: Any, width: int, height: int, plane
     return stroke.lifted(hits)
 
 
-def pixels_at_depth(pixels: float, camera: Any, height: int, point: np.ndarray) -> float:
-    """``pixels`` on screen as metres at the depth of ``point`` (vertical fov over ``height`` rows)."""
-    eye = np.asarray(camera.eye, np.float64)
-    forward = np.asarray(camera.target, np.float64) - eye
-    forward /= np.linalg.norm(forward)
-    depth = float((np.asarray(point, np.float64) - eye) @ forward)
-    if not depth > 0:
-        raise ValueError("the skeleton's root is behind the camera")
-    return float(pixels) * 2.0 * depth * float(np.tan(np.radians(camera.fov_y) / 2.0)) / height
-
-
 #: What one undo step of the pose tool restores: the pose layer's rotations (None: no layer), the window
 #: strokes of the last pose (their knots can be dragged) and the rotations before that pose (the base a knot
 #: drag re-solves from).
@@ -177,14 +157,14 @@ class PosingTool:
         cam = view.camera
         plane = self.plane(ch, cam, state)
         b3, o3 = (unproject_stroke(s, cam, w, h, plane.pyrr) for s in (baseline, offset))
-        radius = pixels_at_depth(state.settings.brush_radius, cam, h, plane.point)
+        radius = pixels_to_metres(state.settings.brush_radius, cam, h, plane.point)
         return ch.apply_line_of_action(b3, o3, brush_radius=radius, reference=plane.normal)
 
     @staticmethod
     def plane(ch: Any, camera: Any, state: EditorState) -> PosingPlane:
         """The posing plane of ``ch`` for the current camera and settings."""
         st = state.settings
-        return posing_plane(root_position(ch), camera, offset=st.plane_offset, turn=st.plane_turn,
+        return posing_plane(skeleton_root(ch), camera, offset=st.plane_offset, turn=st.plane_turn,
                             tilt=st.plane_tilt)
 
     def _target(self, world: World, state: EditorState) -> Any:
