@@ -40,6 +40,11 @@ from engine.assets.validate import validate_document
 from engine.math.transform import decompose
 
 DEFAULT_MAX_BYTES = 512 * 2**20
+#: Most nodes a file may declare. Every node is a Python object with its own checks, so loading costs some
+#: microseconds per node: the limit keeps a hostile file (a 300k-node chain) from stalling the loader, far above
+#: any character or scene this engine is made for (hundreds of nodes). Hierarchy depth has no limit of its own:
+#: the rig set-up and forward kinematics are linear / logarithmic in it.
+DEFAULT_MAX_NODES = 65536
 BUFFER_MIME = ("application/octet-stream", "application/gltf-buffer")
 IMAGE_MIME = ("image/png", "image/jpeg")
 _ATTR_RE = re.compile(r"^(POSITION|NORMAL|TANGENT|(TEXCOORD|COLOR|JOINTS|WEIGHTS)_(0|[1-9][0-9]*))$")
@@ -63,16 +68,19 @@ NORMALIZED_STEP = {5121: 1 / 255, 5123: 1 / 65535}
 UNIT_TOL = 1e-3  # |length - 1| above which a quaternion / normal is reported as repaired
 
 
-def load(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Asset:
+def load(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES,
+         max_nodes: int = DEFAULT_MAX_NODES) -> Asset:
     """Load and validate a .gltf or .glb file into an :class:`Asset`.
 
     ``max_bytes`` bounds the file size, the total buffer bytes, every accessor and every decoded image,
-    so a hostile file cannot exhaust memory. Raises AssetError for every problem; repairable problems
+    so a hostile file cannot exhaust memory; ``max_nodes`` bounds the node count (checked before anything
+    else is built), so it cannot exhaust time. Raises AssetError for every problem; repairable problems
     are warned about (``AssetWarning``) and listed in ``Asset.warnings``.
     """
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
-        raise ValueError(f"max_bytes must be a positive int, got {max_bytes!r}")
-    loader = _Loader(Path(path), max_bytes)
+    for name, value in (("max_bytes", max_bytes), ("max_nodes", max_nodes)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    loader = _Loader(Path(path), max_bytes, max_nodes)
     try:
         # Float exceptions are not errors here: every result that matters is checked explicitly
         # (np.isfinite on decoded data and transforms), whatever the caller's np.errstate says.
@@ -92,9 +100,10 @@ def load(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Asse
 
 
 class _Loader:
-    def __init__(self, path: Path, max_bytes: int) -> None:
+    def __init__(self, path: Path, max_bytes: int, max_nodes: int = DEFAULT_MAX_NODES) -> None:
         self.path = path
         self.max_bytes = max_bytes
+        self.max_nodes = max_nodes
         self.part = "file"
         self.warnings: list[str] = []
         self.doc: dict = {}
@@ -128,6 +137,9 @@ class _Loader:
             json_bytes = data
         self.part = "JSON"
         doc = _parse_json(json_bytes)
+        nodes = doc.get("nodes") if isinstance(doc, dict) else None
+        if isinstance(nodes, list) and len(nodes) > self.max_nodes:
+            raise AssetError("nodes", f"{len(nodes)} nodes, over the limit max_nodes={self.max_nodes}")
         self.part = "root"
         self.warnings.extend(validate_document(doc))
         self.doc = doc
