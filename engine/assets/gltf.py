@@ -11,7 +11,11 @@ Pipeline (each stage raises :class:`AssetError` naming the offending part, JSON-
 4. resolve buffers (GLB BIN chunk, base64 ``data:`` URIs, files beside the asset; no URI may leave the
    asset's folder) and check every bufferView / accessor against them (``engine.assets.accessors``);
 5. nodes (single parent, no loops, TRS xor a decomposable matrix), scenes, meshes (attributes, indices,
-   joints/weights), skins, animations, images (Pillow) and materials, into ``engine.assets.model``.
+   joints/weights), skins, animations, images (Pillow) and materials, into ``engine.assets.model``; transforms
+   whose products float32 cannot hold are refused (``engine.assets.extent``).
+
+Every stage is linear in the size of the file (node hierarchies are walked once, whatever their depth); the
+node count is bounded by ``max_nodes``.
 
 Repairable problems (non-unit quaternions, weights not summing to 1, min/max metadata that disagrees with
 the data, ...) are repaired, appended to ``Asset.warnings`` and issued as :class:`AssetWarning`.
@@ -34,6 +38,7 @@ import numpy as np
 
 from engine.assets.accessors import COMPONENT_NAMES, AccessorReader
 from engine.assets.errors import AssetError, AssetWarning
+from engine.assets.extent import check_extents
 from engine.assets.glb import is_glb, parse_glb
 from engine.assets.model import Asset, Channel, Clip, Image, Material, Mesh, Node, Primitive, Scene, Skin
 from engine.assets.validate import validate_document
@@ -166,6 +171,8 @@ class _Loader:
         self._node_mesh_checks(asset)
         self.part = "animations"
         asset.clips = self._animations(asset)
+        self.part = "transforms"
+        check_extents(asset)
         self.part = "images"
         asset.images = self._images()
         self.part = "materials"
@@ -626,8 +633,7 @@ class _Loader:
                                                     "node trees)")
             skeleton = None if skin.skeleton is None else int(skin.skeleton)
             if skeleton is not None:
-                anc = self._ancestors_or_self(nodes, joints)
-                if not all(skeleton in a for a in anc):
+                if not self._under(nodes, skeleton)[joints].all():
                     self.warn(f"{where}.skeleton", f"nodes[{skeleton}] is not an ancestor of every joint; "
                                                    "ignored as a hint")
             n_j = len(joints)
@@ -671,16 +677,15 @@ class _Loader:
         return top
 
     @staticmethod
-    def _ancestors_or_self(nodes: list[Node], joints: np.ndarray) -> list[set[int]]:
-        out = []
-        for j in joints.tolist():
-            s = set()
-            v = j
-            while v >= 0:
-                s.add(v)
-                v = nodes[v].parent
-            out.append(s)
-        return out
+    def _under(nodes: list[Node], top: int) -> np.ndarray:
+        """(N,) bool: ``top`` and every node below it (one walk over that subtree, however deep)."""
+        mark = np.zeros(len(nodes), bool)
+        stack = [top]
+        while stack:
+            v = stack.pop()
+            mark[v] = True
+            stack.extend(nodes[v].children)
+        return mark
 
     def _node_mesh_checks(self, asset: Asset) -> None:
         in_scene: set[int] = set()
@@ -759,10 +764,9 @@ class _Loader:
                 s = int(ch.sampler)
                 samp = self.gltf.animations[ai].samplers[s]
                 interp = samp.interpolation or "LINEAR"
-                if interp not in ("LINEAR", "STEP", "CUBICSPLINE"):
-                    self.warn(f"{awhere}.samplers[{s}].interpolation", f"unknown interpolation {interp!r}: "
-                                                                       "channel skipped")
-                    continue
+                if interp not in ("LINEAR", "STEP", "CUBICSPLINE"):  # validate.py refuses these first
+                    raise AssetError(f"{awhere}.samplers[{s}].interpolation",
+                                     f"value {interp!r} is not allowed (valid: LINEAR, STEP, CUBICSPLINE)")
                 times, values = self._sampler(anim, ai, s, path, sampler_cache)
                 channels.append(Channel(node=node_i, path=path, interpolation=interp, times=times, values=values))
             clips.append(Clip(name=anim.name or f"clip{ai}", channels=channels))
