@@ -18,6 +18,7 @@ aliases in OVERRIDE_ALIASES.
 """
 from __future__ import annotations
 
+import json
 import math
 import tomllib
 from dataclasses import dataclass, field, fields
@@ -31,7 +32,7 @@ from engine.skinning.radial import PROFILES
 from engine.skinning.springs import SpringParams
 
 __all__ = ["SKINNING", "IrsConfig", "BindingConfig", "ArapConfig", "LaplacianConfig", "RadialConfig",
-           "DeformerConfig", "load_config", "loads_config", "OVERRIDE_ALIASES"]
+           "DeformerConfig", "load_config", "loads_config", "read_table", "OVERRIDE_ALIASES"]
 
 SKINNING = ("lbs", "dqs", "rigid", "irs", "spring", "spring-feedback")
 OVERRIDE_ALIASES = {"spring_iterations": "spring.max_iterations", "spring_dt": "spring.dt"}
@@ -159,7 +160,7 @@ class DeformerConfig:
     def from_dict(cls, d: dict) -> DeformerConfig:
         """Build and validate; unknown sections or keys raise ValueError naming them and the valid ones."""
         if not isinstance(d, dict):
-            raise ValueError(f"a deformer config must be a table, got {type(d).__name__}")
+            raise ValueError(f"a deformer config must be a table, got {type(d).__name__} {d!r:.60}")
         valid_top = ["skinning", *_SECTIONS]
         unknown = [k for k in d if k not in valid_top]
         if unknown:
@@ -172,7 +173,7 @@ class DeformerConfig:
                 continue
             sec = d[name]
             if not isinstance(sec, dict):
-                raise ValueError(f"{name} must be a table, got {sec!r}")
+                raise ValueError(f"{name} = {sec!r:.60} ({type(sec).__name__}); expected a table ([{name}])")
             names = [f.name for f in fields(typ)]
             bad = [k for k in sec if k not in names]
             if bad:
@@ -220,14 +221,39 @@ def loads_config(text: str) -> DeformerConfig:
     return DeformerConfig.from_dict(data)
 
 
+def read_table(path: str | Path, what: str = "config file") -> dict[str, Any]:
+    """The top-level table of a .toml file (.json files too), for the deformer config and graph files.
+
+    Every problem is a ValueError starting with the file name and saying what was expected: the file cannot
+    be read, is not UTF-8 text, is not valid TOML/JSON, or its top level is not a table.
+    """
+    p = Path(path)
+    kind = "JSON" if p.suffix.lower() == ".json" else "TOML"
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"cannot read {what} {p}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{p}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); expected a "
+                         f"UTF-8 {kind} file") from None
+    try:
+        data = json.loads(text) if kind == "JSON" else tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{p}: invalid {kind}: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"{p}: invalid {kind}: nested too deeply") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{p}: the top level is {type(data).__name__} {data!r:.60}; expected a table")
+    return data
+
+
 def load_config(path: str | Path) -> DeformerConfig:
     """Load a deformer configuration from a TOML file; errors name the file and the bad key."""
     p = Path(path)
+    data = read_table(p, "deformer config")
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"cannot read deformer config {p}: {exc}") from None
-    try:
-        return loads_config(text)
+        return DeformerConfig.from_dict(data)
     except ValueError as exc:
         raise ValueError(f"{p}: {exc}") from None
