@@ -27,6 +27,7 @@ from typing import Any
 
 import tomli_w
 
+from engine.skinning import registry
 from engine.skinning.laplacian import WEIGHTS
 from engine.skinning.radial import PROFILES
 from engine.skinning.springs import SpringParams, SpringRest, safe_range
@@ -35,7 +36,8 @@ __all__ = ["SKINNING", "IrsConfig", "BindingConfig", "ArapConfig", "LaplacianCon
            "DeformerConfig", "load_config", "loads_config", "read_table", "OVERRIDE_ALIASES", "FLOAT32_STEP",
            "spring_ranges", "check_spring_ranges", "spring_advice"]
 
-SKINNING = ("lbs", "dqs", "rigid", "irs", "spring", "spring-feedback")
+#: methods a deformer config may name: every GPU row of the deformer table (engine/skinning/registry.py)
+SKINNING = registry.names(device="gpu", public_only=False)
 #: The smallest relative change float32 holds (2**-23). A spring step below this fraction of the stable step
 #: moves no float32 position; a stiffness this many times past its stable value leaves every other force
 #: below float32 resolution (and overflows long before 3e38). Both bound the mesh-derived ranges below.
