@@ -632,10 +632,9 @@ class _Loader:
                 raise AssetError(f"{where}.joints", "joints do not have a common root (they lie in different "
                                                     "node trees)")
             skeleton = None if skin.skeleton is None else int(skin.skeleton)
-            if skeleton is not None:
-                if not self._under(nodes, skeleton)[joints].all():
-                    self.warn(f"{where}.skeleton", f"nodes[{skeleton}] is not an ancestor of every joint; "
-                                                   "ignored as a hint")
+            if skeleton is not None and not self._under(nodes, skeleton)[joints].all():
+                self.warn(f"{where}.skeleton", f"nodes[{skeleton}] is not an ancestor of every joint; "
+                                               "ignored as a hint")
             n_j = len(joints)
             if skin.inverseBindMatrices is None:
                 ibm = np.tile(np.eye(4, dtype=np.float32), (n_j, 1, 1))
