@@ -25,7 +25,7 @@ def _deep_chain(path, n: int):  # noqa: ANN001, ANN202
     """A triangle skinned to the two ends of an ``n``-node chain (each node 1 mm above its parent)."""
     b = GltfBuilder(generator="tests/gl/test_hostile_cli.py")
     tri = np.array([[0, 0, 0], [0.1, 0, 0], [0, 0.1, 0]], np.float32)
-    mesh = b.add_mesh("tri", [dict(positions=tri, normals=np.tile(np.float32([0, 0, 1]), (3, 1)),
+    mesh = b.add_mesh("tri", [dict(positions=tri, normals=np.tile(np.array([0, 0, 1], np.float32), (3, 1)),
                                    indices=np.array([0, 1, 2], np.uint16),
                                    joints=np.array([[0, 0, 0, 0], [1, 0, 0, 0], [1, 0, 0, 0]], np.uint8),
                                    weights=np.array([[1, 0, 0, 0]] * 3, np.float32))])
