@@ -146,3 +146,34 @@ def test_hostile_asset_at_the_command_line(capsys, tmp_path):
         line = _one_error_line(capsys, argv)
         assert "animations[0].samplers[0].interpolation" in line and "QUADRATIC" in line, line
     assert not (tmp_path / "x.npz").exists()
+
+
+_BAD_VALUES = ["abc", "", "nan", "-inf", "1e400", "-1", "0", "1e3", "1.5", "99999999999999999999", "--", "-0",
+               "0x10", "1,2", "\u00e9", " 7"]
+_OPTIONS = ["--time", "--clip", "--spring-iterations", "--spring-dt", "--deformer", "--device"]
+
+
+def test_seeded_fuzz_of_export_frame_parameters(capsys, tmp_path):
+    """One option given a hostile value: exit 0 with finite output, or exit 2 with one `error:` line."""
+    import numpy as np
+
+    doc, binary = skinned_document()
+    asset = write_gltf(tmp_path, doc, binary)
+    rng = np.random.default_rng(16)
+    outcomes = {0: 0, 2: 0}
+    for k in range(40):
+        option = _OPTIONS[int(rng.integers(len(_OPTIONS)))]
+        value = _BAD_VALUES[int(rng.integers(len(_BAD_VALUES)))]
+        out = tmp_path / f"f{k}.npz"
+        status = cli.run(["export-frame", str(asset), "--device", "cpu", "--out", str(out), option, value])
+        err = capsys.readouterr().err
+        lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("warning:")]
+        assert status in (0, 2) and "Traceback" not in err and "usage:" not in err, (option, value, err)
+        outcomes[status] += 1
+        if status == 2:
+            assert len(lines) == 1 and lines[0].startswith("error: "), (option, value, err)
+            assert not out.exists()
+        else:
+            with np.load(out) as z:
+                assert all(np.isfinite(z[key]).all() for key in z.files), (option, value)
+    assert outcomes[2] > 20 and outcomes[0] > 0, outcomes
