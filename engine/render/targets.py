@@ -118,11 +118,11 @@ def _status_kib(key: str) -> int | None:
     return None
 
 
-def available_memory() -> tuple[int, str] | None:
+def available_memory(*, context_mapped: bool = False) -> tuple[int, str] | None:
     """The bytes this process may still allocate and what bounds them, the tightest of: available RAM
     (/proc/meminfo MemAvailable), the cgroup's memory limit (v2 memory.max, v1 memory.limit_in_bytes) less its
-    usage, and ``ulimit -v`` / ``ulimit -d`` less the process's current size (less what a GL context maps).
-    None where none of them can be read (another OS)."""
+    usage, and ``ulimit -v`` / ``ulimit -d`` less the process's current size (less what a GL context will map,
+    unless ``context_mapped``: the process already holds its context). None where none of them can be read."""
     found: list[tuple[int, str]] = []
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -136,8 +136,9 @@ def available_memory() -> tuple[int, str] | None:
         limit, usage = _read_int(limit_file), _read_int(usage_file)
         if limit is not None and usage is not None and limit < 2**60:
             found.append((limit - usage, f"memory left under the cgroup limit of {limit / _GIB:.1f} GiB"))
-    for rlimit, field, name, overhead in ((resource.RLIMIT_AS, "VmSize", "ulimit -v", _CONTEXT_ADDRESS_SPACE),
-                                          (resource.RLIMIT_DATA, "VmData", "ulimit -d", _CONTEXT_ADDRESS_SPACE)):
+    overhead = 0 if context_mapped else _CONTEXT_ADDRESS_SPACE
+    for rlimit, field, name in ((resource.RLIMIT_AS, "VmSize", "ulimit -v"),
+                                (resource.RLIMIT_DATA, "VmData", "ulimit -d")):
         soft, _ = resource.getrlimit(rlimit)
         used = _status_kib(field)
         if soft != resource.RLIM_INFINITY and used is not None:
@@ -146,23 +147,26 @@ def available_memory() -> tuple[int, str] | None:
 
 
 def check_render_memory(width: int, height: int, *, layers: int = 0, readback: bool = True,
-                        gbuffer_readback: bool = False, available: tuple[int, str] | None = None) -> None:
+                        gbuffer_readback: bool = False, available: tuple[int, str] | None = None,
+                        context_exists: bool = False) -> None:
     """Raise ValueError, before anything is allocated, when rendering ``width`` x ``height`` (see
     :func:`render_bytes`) needs more memory than :func:`available_memory` (or ``available``) leaves; the message
-    names the size, the estimate, the limit and the largest size of the same aspect that fits."""
-    avail = available if available is not None else available_memory()
+    names the size, the estimate, the limit and the largest size of the same aspect that fits. Without
+    ``context_exists`` the GL context the render will create is counted too."""
+    avail = available if available is not None else available_memory(context_mapped=context_exists)
     if avail is None:
         return
     free, what = avail
+    context = 0 if context_exists else _CONTEXT_BYTES
     need = render_bytes(width, height, layers=layers, readback=readback, gbuffer_readback=gbuffer_readback)
-    if need + _CONTEXT_BYTES <= free:
+    if need + context <= free:
         return
     per_pixel = need // max(1, int(width) * int(height))
-    scale = math.sqrt(max(0, free - _CONTEXT_BYTES) / max(1, need))
+    scale = math.sqrt(max(0, free - context) / max(1, need))
     fit_w, fit_h = int(width * scale), int(height * scale)
     fits = f"at most about {fit_w}x{fit_h} fits" if fit_w >= 1 and fit_h >= 1 else "no size fits"
     extra = " with the G-buffer read-back" if gbuffer_readback else ""
-    raise ValueError(f"render size {width}x{height}{extra} needs about {(need + _CONTEXT_BYTES) / _GIB:.1f} GiB "
+    raise ValueError(f"render size {width}x{height}{extra} needs about {(need + context) / _GIB:.1f} GiB "
                      f"({per_pixel} bytes per pixel), more than the {max(free, 0) / _GIB:.1f} GiB of {what}; "
                      f"{fits}")
 
@@ -222,7 +226,7 @@ class FrameTargets:
         """(Re)create the size-dependent targets (the old ones are released first); ValueError, with nothing
         released or allocated, for a size past the device's limits or the memory left."""
         check_device_size(self.res.ctx, width, height)
-        check_render_memory(width, height, layers=len(self.layers), readback=False)
+        check_render_memory(width, height, layers=len(self.layers), readback=False, context_exists=True)
         self.release_sized()
         self.width, self.height = int(width), int(height)
         size = (self.width, self.height)
