@@ -389,7 +389,8 @@ def plan(config: GraphConfig) -> Plan:
         # be written before nodes that read them @previous (the order puts those before the copy)
         if node.name in fused_skins:
             continue
-        n, covers = node, (node.name,)
+        n = node
+        covers: tuple[str, ...] = (node.name,)
         if node.name in fused:
             n = _fused_node(fused[node.name], node)
             covers = (fused[node.name].name, node.name)
