@@ -23,7 +23,7 @@ def _one_error_line(capsys, argv: list[str]) -> str:  # noqa: ANN001 - pytest fi
 
 def _deep_chain(path, n: int):  # noqa: ANN001, ANN202
     """A triangle skinned to the two ends of an ``n``-node chain (each node 1 mm above its parent)."""
-    b = GltfBuilder(generator="tests/gl/test_hostile_cli.py")
+    b = GltfBuilder(generator="tests/gl/test_hostile_commands.py")
     tri = np.array([[0, 0, 0], [0.1, 0, 0], [0, 0.1, 0]], np.float32)
     mesh = b.add_mesh("tri", [dict(positions=tri, normals=np.tile(np.array([0, 0, 1], np.float32), (3, 1)),
                                    indices=np.array([0, 1, 2], np.uint16),
