@@ -9,16 +9,10 @@ import pytest
 
 from engine import cli
 from engine.assets.writer import GltfBuilder
+from tests.helpers.hostile import one_error_line
 
 pytestmark = pytest.mark.gl
 
-
-def _one_error_line(capsys, argv: list[str]) -> str:  # noqa: ANN001 - pytest fixture
-    assert cli.run(argv) == cli.EXIT_USAGE
-    err = capsys.readouterr().err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
-    return lines[0]
 
 
 def _deep_chain(path, n: int):  # noqa: ANN001, ANN202
@@ -57,14 +51,14 @@ def test_demo_with_a_broken_graph_file_is_one_error_line(capsys, tmp_path, text)
     graph = tmp_path / "graph.toml"
     graph.write_text(text)
     shot = tmp_path / "demo.png"
-    line = _one_error_line(capsys, ["--headless", "--frames", "1", "--graph", str(graph), "--screenshot", str(shot)])
+    line = one_error_line(capsys, ["--headless", "--frames", "1", "--graph", str(graph), "--screenshot", str(shot)])
     assert str(graph) in line and "expected" in line, line
     assert not shot.exists() or shot.stat().st_size == 0
 
 
 def test_absurd_spring_parameters_on_the_gpu_path(capsys, tmp_path):
     asset = _deep_chain(tmp_path / "chain.glb", 4)
-    line = _one_error_line(capsys, ["export-frame", str(asset), "--deformer", "spring", "--device", "gpu",
+    line = one_error_line(capsys, ["export-frame", str(asset), "--deformer", "spring", "--device", "gpu",
                                     "--spring-dt", "1e-300", "--out", str(tmp_path / "s.npz")])
     assert "spring.dt = 1e-300 is below what float32 can step" in line and "valid: [" in line, line
     assert not (tmp_path / "s.npz").exists()

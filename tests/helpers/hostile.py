@@ -11,14 +11,16 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from engine import cli
 from engine.assets.glb import parse_glb
 from engine.assets.model import Asset, Node, Scene, Skin
 from engine.assets.writer import AnimChannel, GltfBuilder
 
-__all__ = ["chain_asset", "skinned_document", "write_gltf", "append_accessor"]
+__all__ = ["chain_asset", "skinned_document", "write_gltf", "append_accessor", "one_error_line"]
 
 
 def chain_asset(n: int, *, step: float = 0.01) -> Asset:
@@ -84,3 +86,13 @@ def write_gltf(folder: Path, doc: dict, binary: bytes, name: str = "hostile.gltf
     path = Path(folder) / name
     path.write_text(json.dumps(doc), encoding="utf-8")
     return path
+
+
+def one_error_line(capsys: Any, argv: list[str]) -> str:
+    """Run the command line ``argv``; assert exit 2 with exactly one ``error:`` line on stderr (no usage block,
+    no traceback) and return that line. ``capsys`` is pytest's fixture."""
+    assert cli.run(argv) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
+    return lines[0]

@@ -24,17 +24,10 @@ from engine.render.targets import (
     check_render_memory,
     render_bytes,
 )
-from tests.helpers.hostile import skinned_document, write_gltf
+from tests.helpers.hostile import one_error_line, skinned_document, write_gltf
 
 ROOT = Path(__file__).resolve().parents[2]
 
-
-def _one_error_line(capsys, argv: list[str]) -> str:  # noqa: ANN001 - pytest fixture
-    assert cli.run(argv) == cli.EXIT_USAGE
-    err = capsys.readouterr().err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
-    return lines[0]
 
 
 def test_render_bytes_follow_the_target_formats():
@@ -110,7 +103,7 @@ def test_output_paths_are_checked_before_the_work(capsys, tmp_path, argv, needle
     (tmp_path / "folder.npz").mkdir()
     (tmp_path / "file.txt").write_text("x")
     fill = {"asset": str(asset), "tmp": str(tmp_path)}
-    line = _one_error_line(capsys, [a.format(**fill) for a in argv])
+    line = one_error_line(capsys, [a.format(**fill) for a in argv])
     assert needle.format(**fill) in line and "cannot be written" in line, line
 
 
@@ -132,7 +125,7 @@ def test_bad_config_files_at_the_command_line(capsys, tmp_path, text, needle):
     asset = write_gltf(tmp_path, doc, binary)
     cfg = tmp_path / "deform.toml"
     cfg.write_bytes(text)
-    line = _one_error_line(capsys, ["export-frame", str(asset), "--device", "cpu", "--config", str(cfg),
+    line = one_error_line(capsys, ["export-frame", str(asset), "--device", "cpu", "--config", str(cfg),
                                     "--out", str(tmp_path / "x.npz")])
     assert str(cfg) in line and needle in line, line
 
@@ -143,7 +136,7 @@ def test_hostile_asset_at_the_command_line(capsys, tmp_path):
     asset = write_gltf(tmp_path, doc, binary)
     for argv in (["inspect", str(asset)],
                  ["export-frame", str(asset), "--device", "cpu", "--out", str(tmp_path / "x.npz")]):
-        line = _one_error_line(capsys, argv)
+        line = one_error_line(capsys, argv)
         assert "animations[0].samplers[0].interpolation" in line and "QUADRATIC" in line, line
     assert not (tmp_path / "x.npz").exists()
 
