@@ -398,6 +398,20 @@ class DeformerGraph:
             raise ValueError(f"skin_mats and posed_joints must be ({j},4,4); got {sm.shape}, {pj.shape}")
         batch.pose.set(inst, sm, pj)
 
+    def set_poses(self, handles: list[DeformHandle], skin_mats: np.ndarray, posed_joints: np.ndarray) -> None:
+        """``set_pose`` for many meshes of one skin at once: skin_mats and posed_joints (N,J,4,4), row i for
+        handles[i] (a crowd of one character: the shapes are checked once)."""
+        sm = np.asarray(skin_mats)
+        pj = np.asarray(posed_joints)
+        if sm.shape != pj.shape or sm.ndim != 4 or sm.shape[0] != len(handles) or sm.shape[2:] != (4, 4):
+            raise ValueError(f"skin_mats and posed_joints must be ({len(handles)},J,4,4); got {sm.shape}, "
+                             f"{pj.shape}")
+        for i, h in enumerate(handles):
+            inst, batch = self._where(h)
+            if inst.asset.n_joints != sm.shape[1]:
+                raise ValueError(f"handle {h!r} has {inst.asset.n_joints} joints; the poses have {sm.shape[1]}")
+            batch.pose.set(inst, sm[i], pj[i])
+
     def run(self, *, profile: bool = False) -> None:
         """One frame for every mesh: upload poses, run each batch's plan, end with the renderer's barrier.
 
