@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from engine.anim import Playback, global_matrices_batched
-from engine.components import Animator, AssetRef, DeformedMeshes, Placement, SkeletonPose
+from engine.components import Animator, AssetRef, DeformedMeshes, Placement, PoseLayer, SkeletonPose
 from engine.ecs import Clock, Phase, Schedule, World
 from engine.gpu.timers import record_gpu_timings
 from engine.math.transform import compose_trs, decompose
@@ -69,7 +69,8 @@ class View:
 # ---- fixed step -------------------------------------------------------------------------------------------
 def animation_system(world: World) -> None:
     """Advance every Animator by the fixed step and sample its local pose: characters playing the same clip
-    (no crossfade running) are sampled in one batch (one search and gather for all of them)."""
+    (no crossfade running) are sampled in one batch (one search and gather for all of them). A PoseLayer is
+    then added on top of the sampled pose."""
     clock = world.resource(Clock)
     groups: dict[int, list[Animator]] = {}
     for _e, (anim,) in world.query(Animator):
@@ -96,6 +97,8 @@ def animation_system(world: World) -> None:
             anim.pose.translation[...] = t[i]
             anim.pose.rotation[...] = q[i]
             anim.pose.scale[...] = sc[i]
+    for _e, (anim, layer) in world.query(Animator, PoseLayer):
+        layer.apply(anim.pose)
 
 
 def skeleton_system(world: World) -> None:

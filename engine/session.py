@@ -26,7 +26,16 @@ import numpy as np
 
 from engine.anim import Playback, Pose, global_matrices
 from engine.assets.model import Asset
-from engine.components import Animator, AssetRef, DeformedMeshes, Placement, PrimitiveKey, SkeletonPose, StillPlayback
+from engine.components import (
+    Animator,
+    AssetRef,
+    DeformedMeshes,
+    Placement,
+    PoseLayer,
+    PrimitiveKey,
+    SkeletonPose,
+    StillPlayback,
+)
 from engine.ecs import Clock, Phase, World
 from engine.frame import View, build_schedule
 from engine.scene import DeformSettings, LoadedAsset, SceneMeshes, load_asset
@@ -81,6 +90,8 @@ class Character:
         self._session = session
         self.entity = entity
         self.loaded = loaded
+        #: poses keyed by :meth:`key_pose`: clip name -> {time: local pose}
+        self.keyed: dict[str, dict[float, Pose]] = {}
 
     # -- what it is ----------------------------------------------------------------------------------------
     @property
@@ -207,6 +218,99 @@ class Character:
         self._session.meshes.set_settings(self.entity, _settings(deformer, config, graph, cur))
         self._session._settle(self.entity)
         return self
+
+    # -- posing (research 7.2) ------------------------------------------------------------------------------
+    @property
+    def pose_layer(self) -> PoseLayer | None:
+        """The additive pose over the playing clip (None until the character is first posed)."""
+        self._check()
+        return self._session.world.try_get(self.entity, PoseLayer)
+
+    def _layer(self) -> PoseLayer:
+        layer = self.pose_layer
+        if layer is None:
+            world = self._session.world
+            anim = world.get(self.entity, Animator)
+            hold = anim.pose.copy() if isinstance(anim.playback, StillPlayback) else None
+            layer = PoseLayer.identity(self.loaded.rig.count, hold)
+            world.add(self.entity, layer)
+        return layer
+
+    def local_pose(self) -> Pose:
+        """A copy of the current local pose (the clip's sample with the pose layer added)."""
+        self._check()
+        return self._session.world.get(self.entity, Animator).pose.copy()
+
+    def apply_line_of_action(self, baseline: Any, offset: Any, *, brush_radius: float,
+                             reference: Sequence[float] | np.ndarray | None = None,
+                             joints: Sequence[int] | None = None) -> Any:
+        """Pose by a baseline and an offset stroke (research 7.2): both world-space :class:`Stroke` objects or
+        (N,3) point lists in metres; ``brush_radius`` metres selects the joints near the baseline;
+        ``reference``: the strokes' common frame normal (e.g. the posing plane's); ``joints``: the nodes that
+        may be selected (default: the skin joints). The change is added to the pose layer, the pose updated at
+        once; returns the :class:`engine.anim.posing.LineOfAction` (selection, targets, deltas)."""
+        from engine.anim.posing import solve_line_of_action
+        from engine.input.strokes import Stroke
+        from engine.math import quat
+
+        self._check()
+        strokes = [s if isinstance(s, Stroke) else Stroke.fit(np.asarray(s, np.float64)) for s in (baseline, offset)]
+        self._session._settle(self.entity)
+        world = self._session.world
+        anim = world.get(self.entity, Animator)
+        ref = None if reference is None else np.asarray(reference, np.float64)
+        res = solve_line_of_action(self.loaded.rig, anim.pose, strokes[0], strokes[1], float(brush_radius),
+                                   placement=world.get(self.entity, Placement).matrix, joints=joints, reference=ref)
+        layer = self._layer()
+        layer.rotation[...] = quat.normalize(quat.multiply(res.deltas, layer.rotation))
+        self._session._settle(self.entity)
+        return res
+
+    def set_pose_layer(self, rotation: np.ndarray | None) -> Character:
+        """Replace the pose layer's rotation deltas ((N,4) xyzw, parent space; None removes the layer), e.g. to
+        undo a posing step. The pose is updated at once."""
+        self._check()
+        world = self._session.world
+        if rotation is None:
+            layer = world.try_get(self.entity, PoseLayer)
+            if layer is not None:
+                world.remove(self.entity, PoseLayer)
+                if layer.hold is not None:  # a still playback never resamples: restore its own pose
+                    world.get(self.entity, Animator).pose.copy_from(layer.hold)
+        else:
+            r = np.asarray(rotation, np.float32)
+            n = self.loaded.rig.count
+            if r.shape != (n, 4) or not np.isfinite(r).all():
+                raise ValueError(f"pose layer rotations must be a finite ({n}, 4) array, got shape {r.shape}")
+            self._layer().rotation[...] = r
+        self._session._settle(self.entity)
+        return self
+
+    def clear_pose(self) -> Character:
+        """Remove the pose layer: back to the clip's own pose."""
+        return self.set_pose_layer(None)
+
+    def key_pose(self, clip: str = "pose", *, time: float = 0.0) -> Character:
+        """Key the current local pose (every node's TRS, layer included) into ``clip`` at ``time`` seconds;
+        :meth:`save_glb` writes the keyed clips."""
+        self._check()
+        if not isinstance(clip, str) or not clip:
+            raise ValueError(f"clip must be a non-empty name, got {clip!r}")
+        if not (math.isfinite(time) and time >= 0):
+            raise ValueError(f"time must be a finite number of seconds >= 0, got {time!r}")
+        self._session._settle(self.entity)
+        self.keyed.setdefault(clip, {})[float(time)] = self.local_pose()
+        return self
+
+    def save_glb(self, path: str | Path) -> Path:
+        """Write the character's asset as .glb with the keyed clips added (a keyed clip replaces an existing
+        clip of the same name; the others are kept)."""
+        from engine.assets.save import save_with_poses
+
+        self._check()
+        if self.asset.path is None:
+            raise ValueError(f"{self.name!r} was not loaded from a file: nothing to save it from")
+        return save_with_poses(self.asset.path, path, self.loaded.rig, self.keyed)
 
     # -- results -------------------------------------------------------------------------------------------
     def vertices(self, *, normals: bool = False) -> dict[PrimitiveKey, Any]:
@@ -426,6 +530,9 @@ class Session:
         """Bring one character's pose up to date without advancing time (after spawn, play, place)."""
         anim = self.world.get(entity, Animator)
         anim.playback.evaluate(anim.pose)
+        layer = self.world.try_get(entity, PoseLayer)
+        if layer is not None:
+            layer.apply(anim.pose)
         ref = self.world.get(entity, AssetRef)
         g = global_matrices(ref.rig, anim.pose)
         g = np.matmul(self.world.get(entity, Placement).matrix, g).astype(np.float32)
