@@ -7,6 +7,7 @@
     skinengine export-frame ASSET --clip C --time T [--deformer D] [--device gpu|cpu] --out F.npz|F.obj
     skinengine render ASSET [...] --out frame.png [--gbuffer frame.npz]
     skinengine compare ASSET --clip C --time T [--deformers lbs,dqs,irs,spring] --out sheet.png
+    skinengine edit ASSET --strokes FILE.json [--clip C --time T] --export-frame OUT.npz [--screenshot S.png]
     skinengine bench deform|render|reference|anim [...]    (needs a checkout: bench/ is not installed)
     skinengine --version
 
@@ -199,6 +200,21 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     p.add_argument("--height", type=int, default=480, metavar="PX", help="height of one panel (default 480)")
     _add_spring_options(p)
 
+    p = sub.add_parser("edit", parents=[common],
+                       help="surface edits from strokes on the skin, applied by the springs (export-frame npz)")
+    p.add_argument("asset", help="glTF / GLB file")
+    _add_clip_time(p, clip_default="0")
+    p.add_argument("--strokes", default=None, metavar="FILE.json",
+                   help="strokes file (version, camera, strokes with role surface; see the README)")
+    p.add_argument("--export-frame", required=True, metavar="OUT.npz",
+                   help="deformed vertices (export-frame contract) + K_kinematic/K_passive/K_static per primitive")
+    p.add_argument("--screenshot", default=None, metavar="S.png", help="the edited frame seen by the file's camera")
+    p.add_argument("--save", default=None, metavar="EDITS.json", help="write the edits as a versioned JSON file")
+    p.add_argument("--load", default=None, metavar="EDITS.json", help="add the edits of a file written by --save")
+    p.add_argument("--deformer", default="spring", choices=("spring",),
+                   help="surface edits are spring forces: spring (the default and only choice)")
+    _add_spring_options(p)
+
     p = sub.add_parser("bench", parents=[common], help="benchmarks (print tables; needs a checkout)")
     p.add_argument("which", choices=tuple(BENCHES), help="benchmark: %(choices)s")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options passed to the benchmark (see bench WHICH -h)")
@@ -260,6 +276,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "compare":
         from engine.tools.compare import compare
         return compare(args)
+    if args.command == "edit":
+        from engine.tools.edit import edit_command
+        return edit_command(args)
     if args.command == "bench":
         from engine.tools.bench import run_bench
         return run_bench(args.which, args.rest)

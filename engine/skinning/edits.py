@@ -58,7 +58,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["SurfaceEdit", "EditTerms", "EditStack", "encode_targets", "decode_targets", "EASINGS", "PROFILE_TYPES",
-           "DIRECTIONS", "Profile", "offset_targets", "edit_pose", "EDITS_FORMAT", "EDITS_VERSION"]
+           "DIRECTIONS", "Profile", "offset_targets", "edit_pose", "EDITS_FORMAT", "EDITS_VERSION", "SurfaceEdits",
+           "edits_document", "parse_edits_document"]
 
 EDITS_FORMAT = "skinengine-edits"
 EDITS_VERSION = 1
@@ -499,3 +500,41 @@ class EditStack:
             got = sorted(d) if isinstance(d, dict) else d
             raise ValueError(f"an edit stack must be {{'edits': [...]}}, got keys {got!r}")
         return cls([SurfaceEdit.from_dict(e) for e in d.get("edits", [])])
+
+
+@dataclass
+class SurfaceEdits:
+    """Component: a character's surface edits, one `EditStack` per skinned primitive (keyed by the primitive's
+    engine.components.PrimitiveKey). Plain data; the session reduces it to spring forces every frame."""
+
+    stacks: dict[Any, EditStack] = field(default_factory=dict)
+
+
+def edits_document(stacks: dict[str, EditStack], *, asset: str = "", **meta: Any) -> dict:
+    """The edits file (version EDITS_VERSION) for stacks keyed by export-frame primitive names
+    (``node{n}_mesh{m}_prim{p}``): ``{"format": "skinengine-edits", "version": 1, "asset": NAME,
+    "primitives": {KEY: {"edits": [SurfaceEdit.to_dict(), ...]}}, ...meta}``."""
+    return {"format": EDITS_FORMAT, "version": EDITS_VERSION, "asset": asset, **meta,
+            "primitives": {k: s.to_dict() for k, s in stacks.items()}}
+
+
+def parse_edits_document(doc: Any) -> dict[str, EditStack]:
+    """Validate an edits file (see `edits_document`) and return its stacks by primitive name; ValueError
+    naming the place of the first problem."""
+    if not isinstance(doc, dict):
+        raise ValueError(f"an edits file must be a JSON object, got {type(doc).__name__}")
+    if doc.get("format") != EDITS_FORMAT:
+        raise ValueError(f"format: expected {EDITS_FORMAT!r}, got {doc.get('format')!r}")
+    if doc.get("version") != EDITS_VERSION:
+        raise ValueError(f"version: unsupported version {doc.get('version')!r} (this engine reads "
+                         f"version {EDITS_VERSION})")
+    prims = doc.get("primitives")
+    if not isinstance(prims, dict):
+        raise ValueError(f"primitives: expected an object of primitive name -> edits, got {prims!r}")
+    out = {}
+    for key, stack in prims.items():
+        try:
+            out[str(key)] = EditStack.from_dict(stack)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"primitives.{key}: {e}") from None
+    return out
