@@ -58,6 +58,22 @@ class SurfaceSamples:
     key: PrimitiveKey
     faces: np.ndarray        # (N,) int
     barycentrics: np.ndarray  # (N,3) float64, rows sum to 1
+    mesh_id: int = -1        # the renderer's mesh id of the primitive (engine.input.picking.SurfacePoint)
+
+    def positions(self, character: Any) -> np.ndarray:
+        """World positions (N,3) of the samples on the character's current deformed mesh: the stroke stays on
+        the skin while the character moves (research 7.4)."""
+        from engine.skinning.roi import surface_positions
+
+        topo = character.topology(self.key)
+        x = np.asarray(character.vertices()[self.key], np.float64)[np.asarray(topo.display_of_control)]
+        return surface_positions(x, topo.triangles, self.faces, self.barycentrics)
+
+    def surface_points(self) -> list[Any]:
+        """The samples as renderer-independent SurfacePoints (mesh id, triangle, barycentric)."""
+        from engine.input.picking import SurfacePoint
+
+        return [SurfacePoint(self.mesh_id, int(f), tuple(b)) for f, b in zip(self.faces, self.barycentrics)]
 
 
 def densify(points: np.ndarray, step: float = 1.0) -> np.ndarray:
@@ -101,7 +117,7 @@ def stroke_samples(session: Any, window_points: np.ndarray, where: str = "stroke
     bary = np.array([hit.barycentric for hit in used], np.float64)
     bary = np.clip(bary, 0.0, None)
     bary /= np.maximum(bary.sum(1, keepdims=True), 1e-12)
-    return SurfaceSamples(entity, key, np.array([hit.triangle for hit in used], np.int64), bary)
+    return SurfaceSamples(entity, key, np.array([hit.triangle for hit in used], np.int64), bary, used[0].mesh_id)
 
 
 def _plane_points(session: Any, window_points: np.ndarray, point: np.ndarray) -> np.ndarray:
