@@ -120,7 +120,8 @@ def bake(session: Session, character: Character, times: Sequence[float] | np.nda
                 topo = sp.topology()
                 b = _block_size(topo.n_display, topo.n_control, f, memory_mb)
                 blocks = [list(range(i, min(i + b, f))) for i in range(0, f, b)]
-                handles = [add_to_graph(graph, sp, loaded, settings) for _ in range(b)]
+                with graph.deferred_layout():  # one layout for the whole block
+                    handles = [add_to_graph(graph, sp, loaded, settings) for _ in range(b)]
             for block in blocks:
                 for h, i in zip(handles, block):
                     g = g_all[i]

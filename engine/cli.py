@@ -35,10 +35,13 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from engine.skinning import registry
+
 __all__ = ["DEFORMERS", "DEMO_DEFAULTS", "EXIT_USAGE", "ArgumentParser", "UsageError", "build_parser", "main",
            "run", "version"]
 
-DEFORMERS = ("lbs", "dqs", "rigid", "irs", "spring", "arap")
+#: the public deformer names (engine/skinning/registry.py is the table)
+DEFORMERS = registry.names()
 EXIT_USAGE = 2
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command whose reader went away
 
@@ -102,7 +105,7 @@ def _add_demo_options(p: argparse.ArgumentParser, *, dest_prefix: str = "") -> N
     add("--height", type=int, metavar="PX", help=f"window / frame height in pixels (default {d['height']})")
     add("--characters", type=int, metavar="N", help=f"number of characters in the scene (default {d['characters']})")
     add("--asset", metavar="GLTF", help="play this glTF file instead of the generated cast")
-    add("--deformer", choices=("auto",) + DEFORMERS[:-1],
+    add("--deformer", choices=("auto",) + registry.names(device="gpu"),
         help="demo deformer: %(choices)s (default auto: spring on a GPU, lbs on a software rasteriser)")
     add("--device", choices=("gpu", "cpu"),
         help="deform on the GPU deformer graph (default) or with numpy (lbs/dqs)")
@@ -169,7 +172,14 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     p = sub.add_parser("export-frame", parents=[common], help="write deformed world-space vertices of one frame")
     p.add_argument("asset", help="glTF / GLB file")
     _add_clip_time(p, clip_default="0")
-    p.add_argument("--out", required=True, metavar="FILE", help="output .npz (or .obj)")
+    p.add_argument("--out", required=True, metavar="FILE",
+                   help="output .npz (or .obj); with --times/--frames an .npz with a leading frame axis or DIR/ "
+                        "for one OBJ per frame")
+    bake = p.add_mutually_exclusive_group()
+    bake.add_argument("--times", default=None, metavar="START:STOP:STEP",
+                      help="bake the frames at these clip seconds in one process (STOP included on a step)")
+    bake.add_argument("--frames", type=int, default=None, metavar="N",
+                      help="bake N frames evenly from 0 to the clip's end in one process")
     _add_deform_options(p)
 
     p = sub.add_parser("render", parents=[common], help="render one frame headless to PNG (+ G-buffer npz)")

@@ -41,10 +41,11 @@ stage :mod:`engine.skinning.gpu.stages` (each taking a typed context built by
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import time
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from typing import Any
 
 import moderngl
@@ -53,6 +54,8 @@ import numpy as np
 from engine.gpu.layouts import MAX_JOINTS
 from engine.gpu.resources import GpuResources
 from engine.gpu.shaderlib import ProgramCache
+from engine.math.mesh import csr
+from engine.skinning import registry
 from engine.skinning.gpu import layouts as L
 from engine.skinning.gpu import records as R
 from engine.skinning.gpu import spring as gpu_spring
@@ -67,7 +70,8 @@ from engine.skinning.types import Binding, MeshTopology
 __all__ = ["DeformerGraph", "DeformHandle", "GraphConfig", "default_config", "plan", "METHODS",
            "ssbo_offset_alignment"]
 
-METHODS = ("lbs", "dqs", "rigid", "irs", "spring", "spring-feedback")
+#: the methods the graph runs: every GPU row of the deformer table (engine/skinning/registry.py)
+METHODS = registry.names(device="gpu", public_only=False)
 
 # names kept importable from here (tests, older callers); they live in the modules named
 _dual_quats = upload_dual_quats
@@ -98,16 +102,6 @@ def ssbo_offset_alignment(ctx: moderngl.Context) -> int:
 
 # ----------------------------------------------------------------------------------------------------------
 # CPU-side packing helpers (vectorised; set-up time or once per frame for the whole pose)
-def _csr_from_pairs(rows: np.ndarray, cols: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """((n,2) offset/count, flat cols sorted by row) for the given (row, col) pairs."""
-    order = np.argsort(rows, kind="stable")
-    count = np.bincount(rows, minlength=n).astype(np.int32)
-    offset = np.zeros(n, np.int32)
-    if n:
-        offset[1:] = np.cumsum(count)[:-1]
-    return np.stack([offset, count], 1).astype(np.int32), cols[order].astype(np.int32)
-
-
 class DeformerGraph:
     """Runs deformer graphs for many skinned meshes on the GPU.
 
@@ -131,6 +125,10 @@ class DeformerGraph:
         self._batches: dict[str, Batch] = {}
         self._instances: dict[int, Instance] = {}
         self._batch_of: dict[int, Batch] = {}  # handle id -> the batch of its instance
+        #: batches whose instances changed inside ``deferred_layout()``: laid out once, on leaving it or on
+        #: first use (one re-layout for many adds or removes: a bake's block of instances, a release)
+        self._stale: dict[int, Batch] = {}
+        self._deferring = 0
         self._assets: dict[tuple[str, Hashable], R.Asset] = {}
         #: program(name, defines): the deform compute shaders over this graph's ProgramCache
         self._program: gpu_stages.ProgramSource = functools.partial(gpu_stages.program, self.programs)
@@ -220,7 +218,8 @@ class DeformerGraph:
         if asset is None:
             skin_opts = next((n.options for n in cfg.nodes if n.stage == "skin"), {})
             dtri = topology.display_triangles.astype(np.int64)
-            dfaces = _csr_from_pairs(dtri.reshape(-1), np.repeat(np.arange(dtri.shape[0]), 3), nd)
+            off, cnt, idx = csr(dtri.reshape(-1), np.repeat(np.arange(dtri.shape[0]), 3), nd)
+            dfaces = (np.stack([off, cnt], 1), idx)
             asset = R.make_asset(key[1], topology, binding, joints, weights, ib, par,
                                  skin_opts.get("influence", (0.5, 0.5)), dfaces,
                                  normals if batch.bind_normals else None, skinned_normals=batch.bind_normals,
@@ -238,12 +237,13 @@ class DeformerGraph:
         batch.instances.append(inst)
         self._instances[handle.id] = inst
         self._batch_of[handle.id] = batch
-        batch.layout()
+        self._changed(batch)
         return handle
 
     def remove_mesh(self, handle: DeformHandle) -> None:
-        """Remove a mesh (buffers it was given stay with the caller); the batch's pools are re-packed."""
-        inst, batch = self._where(handle)
+        """Remove a mesh (buffers it was given stay with the caller); the batch's pools are re-packed on its
+        next use."""
+        inst, batch = self._lookup(handle)
         batch.instances.remove(inst)
         del self._instances[handle.id]
         del self._batch_of[handle.id]
@@ -251,17 +251,48 @@ class DeformerGraph:
         if inst.asset.users == 0:
             self._assets = {k: a for k, a in self._assets.items() if a is not inst.asset}
         if batch.instances:
-            batch.layout()
+            self._changed(batch)
         else:
+            self._stale.pop(id(batch), None)
             batch.release()
             self._batches = {k: b for k, b in self._batches.items() if b is not batch}
 
-    def _where(self, handle: DeformHandle) -> tuple[Instance, Batch]:
-        """(instance, its batch) of a live handle; ValueError naming the handle otherwise."""
+    def _lookup(self, handle: DeformHandle) -> tuple[Instance, Batch]:
+        """(instance, its batch) of a live handle, laid out or not; ValueError naming the handle otherwise."""
         inst = self._instances.get(getattr(handle, "id", None))
         if inst is None:
             raise ValueError(f"unknown deform handle {handle!r}; live handles: {sorted(self._instances)}")
         return inst, self._batch_of[inst.handle.id]
+
+    def _where(self, handle: DeformHandle) -> tuple[Instance, Batch]:
+        """(instance, its batch) of a live handle with the batch laid out; ValueError naming the handle."""
+        inst, batch = self._lookup(handle)
+        if id(batch) in self._stale:
+            self._settle()
+        return inst, batch
+
+    @contextlib.contextmanager
+    def deferred_layout(self) -> Iterator[None]:
+        """Inside, adds and removes only mark their batch; it is laid out once, on leaving (or on the first
+        use of a handle inside). Outside, every add or remove re-lays out its batch at once."""
+        self._deferring += 1
+        try:
+            yield
+        finally:
+            self._deferring -= 1
+            if not self._deferring:
+                self._settle()
+
+    def _changed(self, batch: Batch) -> None:
+        self._stale[id(batch)] = batch
+        if not self._deferring:
+            self._settle()
+
+    def _settle(self) -> None:
+        """Lay out every batch whose instances changed since its last layout."""
+        stale, self._stale = self._stale, {}
+        for batch in stale.values():
+            batch.layout()
 
     @property
     def handles(self) -> list[DeformHandle]:
@@ -312,6 +343,7 @@ class DeformerGraph:
         this waits for the GPU, so use it in benchmarks only). ``last_timings["upload"]`` is the CPU time of
         packing and writing the poses."""
         self.last_timings = {}
+        self._settle()
         for batch in self._batches.values():
             if not batch.instances:
                 continue
@@ -443,6 +475,7 @@ class DeformerGraph:
     def gpu_bytes(self) -> dict[str, int]:
         """Bytes of GPU memory the graph holds per buffer kind over all batches (for the benchmark)."""
         out: dict[str, int] = {}
+        self._settle()
         for b in self._batches.values():
             for name, buf in b.buffers.items():
                 out[name] = out.get(name, 0) + buf.size
@@ -452,8 +485,11 @@ class DeformerGraph:
 
     def release(self) -> None:
         """Release every GPU object the graph owns (output buffers given by the caller are left alone)."""
+        self._deferring += 1  # no re-layout between the removes
         for h in list(self._instances):
             self.remove_mesh(DeformHandle(h))
+        self._deferring -= 1
+        self._stale = {}
         for b in self._batches.values():
             b.release()
         self._batches = {}

@@ -20,6 +20,8 @@ and stages never see it: they get typed contexts (:mod:`engine.skinning.gpu.cont
 """
 from __future__ import annotations
 
+import bisect
+
 import moderngl
 import numpy as np
 
@@ -34,9 +36,10 @@ from engine.skinning.gpu.records import Asset, Instance
 
 
 def place(used: list[tuple[int, int]], n: int, step: int) -> int:
-    """First base (a multiple of ``step``) where ``n`` groups fit between the used (base, size) ranges."""
+    """First base (a multiple of ``step``) where ``n`` groups fit between the used (base, size) ranges
+    (``used`` sorted by base)."""
     pos = 0
-    for b, size in sorted(used):
+    for b, size in used:
         if b - pos >= n:
             return pos
         pos = max(pos, -(-(b + size) // step) * step)
@@ -171,12 +174,22 @@ class Batch:
             b += max(inst.asset.n_bones, 1)
         step = self.range_groups
         placed = [i for i in self.instances if i.laid_out]
+        used_d = sorted((i.dgroup_base, i.n_dgroups) for i in placed)
+        used_f = sorted((i.fgroup_base, i.n_fgroups) for i in placed)
+        # first fit into holes left by removed instances; past the last range, new instances pack in order
+        end_d = max((b + n for b, n in used_d), default=0)
+        end_f = max((b + n for b, n in used_f), default=0)
         for inst in self.instances:
             if inst.laid_out:
                 continue
-            inst.dgroup_base = place([(i.dgroup_base, i.n_dgroups) for i in placed], inst.n_dgroups, step)
-            inst.fgroup_base = place([(i.fgroup_base, i.n_fgroups) for i in placed], inst.n_fgroups, 1)
-            placed.append(inst)
+            nd, nf = inst.n_dgroups, inst.n_fgroups
+            inst.dgroup_base = place(used_d, nd, step) if used_d else -(-end_d // step) * step
+            inst.fgroup_base = place(used_f, nf, 1) if used_f else end_f
+            if used_d:
+                bisect.insort(used_d, (inst.dgroup_base, nd))
+                bisect.insort(used_f, (inst.fgroup_base, nf))
+            end_d = max(end_d, inst.dgroup_base + nd)
+            end_f = max(end_f, inst.fgroup_base + nf)
         dg = max((i.dgroup_base + i.n_dgroups for i in self.instances), default=0)
         fg = max((i.fgroup_base + i.n_fgroups for i in self.instances), default=0)
         self.total_groups, self.total_dgroups, self.total_fgroups = g, dg, fg
