@@ -136,11 +136,13 @@ def _plane_points(session: Any, window_points: np.ndarray, point: np.ndarray) ->
 
 def surface_edit(character: Any, samples: SurfaceSamples, *, rings: int | None = None, radius: float | None = None,
                  geodesic: bool = False, profile: Any = None, offset_window: np.ndarray | None = None,
-                 stiffness: float = DEFAULT_STIFFNESS, keys: Any = None, name: str = "") -> Any:
+                 session: Any = None, stiffness: float = DEFAULT_STIFFNESS, keys: Any = None,
+                 name: str = "") -> Any:
     """Build (not add) the SurfaceEdit of a surface stroke on ``character`` in its current pose: the region of
     interest of the samples (measured on the current deformed surface), the stroke fitted through their 3D
     places, and the kinematic targets from ``profile`` (engine.skinning.edits.Profile; "offset" needs
-    ``offset_window``, the offset stroke's window points)."""
+    ``offset_window``, the offset stroke's window points, and the ``session`` whose camera they were drawn
+    with)."""
     from engine.input.strokes import Stroke, StrokeError
     from engine.skinning import roi
     from engine.skinning.edits import SurfaceEdit, offset_targets
@@ -165,8 +167,10 @@ def surface_edit(character: Any, samples: SurfaceSamples, *, rings: int | None =
     if profile is not None and profile.type == "offset":
         if stroke is None:
             raise ValueError("an offset profile needs a stroke with a length, not a single point")
-        view = np.asarray(character._session.camera.target, np.float64) - np.asarray(character._session.camera.eye)
-        offset = Stroke.fit(_plane_points(character._session, np.asarray(offset_window), mid), epsilon=1e-3)
+        if session is None or offset_window is None:
+            raise ValueError("an offset profile needs offset_window (window points) and the session drawn in")
+        view = np.asarray(session.camera.target, np.float64) - np.asarray(session.camera.eye, np.float64)
+        offset = Stroke.fit(_plane_points(session, np.asarray(offset_window), mid), epsilon=1e-3)
         targets = offset_targets(x[kin], t, stroke, offset, reference=view)
         return SurfaceEdit.from_world(kin, targets, attach, rot, **common)
     face = int(samples.faces[len(samples.faces) // 2])
@@ -333,7 +337,7 @@ def edit_command(args: argparse.Namespace) -> int:
                 if offset is not None:
                     offset = _window(s, offset, spec.space)
                 try:
-                    made.append((smp.key, surface_edit(ch, smp, offset_window=offset, **opts)))
+                    made.append((smp.key, surface_edit(ch, smp, offset_window=offset, session=s, **opts)))
                 except ValueError as e:
                     raise ValueError(f"{spec.where}: {e}") from None
         for key, edit in made:
