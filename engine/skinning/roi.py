@@ -1,4 +1,4 @@
-"""Regions of interest of surface edits (research 7.4, Fig. 34; 7.3 for the silhouette tool's selection).
+"""Regions of interest of surface edits (research 7.4, Fig. 34) and silhouette selection (7.3, after SilSketch).
 
 A surface stroke is a list of samples (triangle, barycentric) on one mesh: what the G-buffer query returns
 under each window point. The region it selects, over the mesh's control points (welded display vertices, the
@@ -22,6 +22,12 @@ Radius growth is a flood fill from the kinematic set through vertices within the
 empty space to another limb): Euclidean measures the straight distance to the nearest kinematic vertex,
 geodesic the shortest path along mesh edges (Dijkstra; an upper bound of the true surface distance: at most
 about sqrt(2) times it on a grid split along one diagonal, less on irregular meshes).
+
+Silhouettes (7.3): a Laplacian edge filter over a G-buffer channel (normal by default; position or depth),
+masked by the mesh's id, marks the silhouette pixels (:func:`silhouette_pixels`, the numpy reference of the
+filter); each names its triangle's nearest corner (:func:`silhouette_vertices`). An accent stroke picks the
+silhouette vertices nearest its two ends; :func:`silhouette_chain` links them along the outline; the region
+grows from the chain by rings (:func:`region_around`).
 """
 from __future__ import annotations
 
@@ -35,7 +41,8 @@ import numpy as np
 from engine.skinning.types import MeshTopology
 
 __all__ = ["DEFAULT_RINGS", "Region", "crossed_faces", "face_adjacency", "grow_rings", "grow_radius",
-           "outer_ring", "region_of_interest", "surface_positions"]
+           "outer_ring", "region_of_interest", "surface_positions", "SILHOUETTE_THRESHOLDS", "laplacian_edges",
+           "silhouette_pixels", "silhouette_vertices", "silhouette_chain", "region_around"]
 
 DEFAULT_RINGS = 4
 _MAX_WALK = 4096  # faces one straight walk between two samples may cross before giving up on it
@@ -309,6 +316,24 @@ def outer_ring(topology: MeshTopology, region: np.ndarray) -> np.ndarray:
     return nb[~inside[nb]].astype(np.int32)
 
 
+def region_around(topology: MeshTopology, kinematic: np.ndarray, *, rings: int | None = None,
+                  radius: float | None = None, geodesic: bool = False, positions: np.ndarray | None = None,
+                  faces: np.ndarray | None = None) -> Region:
+    """The region grown around given kinematic vertices (a silhouette chain, a selection): passive by rings
+    (default :data:`DEFAULT_RINGS`) or radius, static the ring outside."""
+    if rings is not None and radius is not None:
+        raise ValueError(f"give rings or radius, not both (rings={rings!r}, radius={radius!r})")
+    if geodesic and radius is None:
+        raise ValueError("geodesic selects by radius: give radius= with geodesic=True")
+    kin = np.unique(_as_index(kinematic, topology.n_control, "kinematic")).astype(np.int32)
+    if radius is not None:
+        passive = grow_radius(topology, kin, radius, geodesic=geodesic, positions=positions)
+    else:
+        passive = grow_rings(topology, kin, DEFAULT_RINGS if rings is None else rings)
+    static = outer_ring(topology, np.concatenate([kin, passive]))
+    return Region(kin, passive, static, np.zeros(0, np.int32) if faces is None else np.asarray(faces, np.int32))
+
+
 def region_of_interest(topology: MeshTopology, faces: np.ndarray | Sequence[int],
                        barycentrics: np.ndarray | Sequence[Sequence[float]], *, rings: int | None = None,
                        radius: float | None = None, geodesic: bool = False,
@@ -318,15 +343,86 @@ def region_of_interest(topology: MeshTopology, faces: np.ndarray | Sequence[int]
     Passive growth: ``rings`` edges (default :data:`DEFAULT_RINGS` when no radius is given), or ``radius``
     metres (Euclidean, or along mesh edges with ``geodesic``), measured on ``positions`` (V,3) (default bind);
     giving both rings and radius is refused."""
-    if rings is not None and radius is not None:
+    if rings is not None and radius is not None:  # refused before the walk
         raise ValueError(f"give rings or radius, not both (rings={rings!r}, radius={radius!r})")
     if geodesic and radius is None:
         raise ValueError("geodesic selects by radius: give radius= with geodesic=True")
     crossed = crossed_faces(topology, faces, barycentrics, positions=positions)
-    kin = np.unique(np.asarray(topology.triangles, np.int64)[crossed]).astype(np.int32)
-    if radius is not None:
-        passive = grow_radius(topology, kin, radius, geodesic=geodesic, positions=positions)
+    kin = np.asarray(topology.triangles, np.int64)[crossed]
+    return region_around(topology, kin, rings=rings, radius=radius, geodesic=geodesic, positions=positions,
+                         faces=crossed)
+
+
+# ---- silhouettes (research 7.3, after SilSketch) ------------------------------------------------------------
+#: default thresholds of the Laplacian edge filter per G-buffer channel (normal: unit vectors; position: metres;
+#: depth: window depth)
+SILHOUETTE_THRESHOLDS = {"normal": 0.4, "position": 0.02, "depth": 0.002}
+
+
+def laplacian_edges(channel: np.ndarray) -> np.ndarray:
+    """(H,W) magnitude of the 4-neighbour Laplacian of a G-buffer channel (H,W) or (H,W,C), summed over its
+    components (edge pixels replicate their border): the research's edge filter, numpy reference."""
+    c = np.asarray(channel, np.float64)
+    if c.ndim == 2:
+        c = c[..., None]
+    p = np.pad(c, ((1, 1), (1, 1), (0, 0)), mode="edge")
+    lap = p[:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, :-2] + p[1:-1, 2:] - 4.0 * c
+    return np.abs(lap).sum(-1)
+
+
+def silhouette_pixels(channel: np.ndarray, surface: np.ndarray, *, threshold: float) -> np.ndarray:
+    """(H,W) bool: pixels of ``surface`` (a mask, e.g. one mesh's id) where the Laplacian of ``channel`` exceeds
+    ``threshold``: the silhouette (and creases) as the camera sees them."""
+    if not (math.isfinite(threshold) and threshold > 0):
+        raise ValueError(f"threshold must be a finite number > 0, got {threshold!r}")
+    return (laplacian_edges(channel) > threshold) & np.asarray(surface, bool)
+
+
+def silhouette_vertices(topology: MeshTopology, faces: np.ndarray, barycentrics: np.ndarray, *,
+                        positions: np.ndarray | None = None, eye: np.ndarray | None = None) -> np.ndarray:
+    """Control points of silhouette pixels given by their triangles (N,) and barycentrics (N,3), sorted unique
+    int32. With ``eye`` (the camera position) each pixel names the corner of its triangle whose normal is most
+    nearly perpendicular to the view ray (n . v = 0 defines the silhouette; a pixel is often wider than the
+    outermost facet), on ``positions`` (V,3) (default bind); without, the corner nearest the pixel."""
+    tri = np.asarray(topology.triangles, np.int64)
+    f = _as_index(faces, tri.shape[0], "faces")
+    if f.size == 0:
+        return np.zeros(0, np.int32)
+    if eye is None:
+        corner = np.argmax(np.asarray(barycentrics, np.float64).reshape(-1, 3), axis=1)
     else:
-        passive = grow_rings(topology, kin, DEFAULT_RINGS if rings is None else rings)
-    static = outer_ring(topology, np.concatenate([kin, passive]))
-    return Region(kin, passive, static, crossed)
+        from engine.math.mesh import vertex_normals
+
+        x = np.asarray(topology.positions if positions is None else positions, np.float64)
+        n = vertex_normals(x, tri)
+        v = x - np.asarray(eye, np.float64)
+        v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-300)
+        facing = np.abs(np.einsum("vi,vi->v", n, v))
+        corner = np.argmin(facing[tri[f]], axis=1)
+    return np.unique(tri[f, corner]).astype(np.int32)
+
+
+def silhouette_chain(topology: MeshTopology, silhouette: np.ndarray, start: int, end: int, *,
+                     positions: np.ndarray | None = None, detour: float = 10.0) -> np.ndarray:
+    """The vertices from ``start`` to ``end`` (in order, int32) along the silhouette: the shortest path over mesh
+    edges where an edge between two silhouette vertices costs its length and any other ``detour`` times it
+    (so the chain follows the outline and bridges its pixel gaps)."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import dijkstra
+
+    n = topology.n_control
+    sil = np.zeros(n, bool)
+    sil[_as_index(silhouette, n, "silhouette")] = True
+    a, b = (int(v) for v in _as_index([start, end], n, "start/end"))
+    x = np.asarray(topology.positions if positions is None else positions, np.float64)
+    g = _edge_graph(topology, x).tocoo()
+    both = sil[g.row] & sil[g.col]
+    w = np.where(both, g.data, g.data * float(detour))
+    graph = csr_matrix((w, (g.row, g.col)), shape=(n, n))
+    dist, pred = dijkstra(graph, indices=a, return_predecessors=True)
+    if not np.isfinite(dist[b]):
+        raise ValueError(f"silhouette vertices {a} and {b} are not connected on the mesh")
+    path = [b]
+    while path[-1] != a:
+        path.append(int(pred[path[-1]]))
+    return np.asarray(path[::-1], np.int32)

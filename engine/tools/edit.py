@@ -5,7 +5,7 @@
                    --export-frame OUT.npz [--screenshot S.png] [--save EDITS.json] [--load EDITS.json]
 
 FILE.json is the `pose` command's strokes file (engine/input/strokefile.py: version, camera) with strokes of
-role "surface" (or "silhouette", refused for now). A surface stroke's points are window pixels (row 0 at the
+role "surface" or "silhouette" (below). A surface stroke's points are window pixels (row 0 at the
 top) or world points (projected through the file's camera); either way they are densified to one sample per
 pixel and queried through the G-buffer rendered with the file's camera at that clip time: the samples are
 (mesh, triangle, barycentric) points of one skinned primitive. Its other keys:
@@ -16,6 +16,11 @@ pixel and queried through the G-buffer rendered with the file's camera at that c
              {"type": "sine", "height": METRES [, "waves": W, "speed": WAVES_PER_S, "direction": ...]}
              {"type": "offset", "points": [[px, py], ...]}   (the offset stroke, same space as the stroke)
   "stiffness": K (default 5), "keys": [[t, w], ...] (weight over clip time), "name": "..."
+
+A "silhouette" stroke is an accent stroke drawn near an outline of the character (research 7.3): the silhouette
+chain between the outline vertices nearest its two ends is moved onto it by parameter (each vertex keeps its
+depth), the region grows from the chain by "rings"/"radius" as above; optional "channel" ("normal", the default,
+"depth" or "position": the G-buffer channel the Laplacian edge filter runs on) and "threshold".
 
 A bulge's height is along the surface normal at the stroke's middle (outward by the triangle's winding); an
 offset stroke is drawn on the plane through the stroke's middle facing the camera and carries the kinematic
@@ -42,10 +47,13 @@ import numpy as np
 
 from engine.components import PrimitiveKey
 
-__all__ = ["edit_command", "EDIT_ROLES", "SurfaceSamples", "stroke_samples", "surface_edit"]
+__all__ = ["edit_command", "EDIT_ROLES", "SILHOUETTE_CHANNELS", "SurfaceSamples", "stroke_samples", "surface_edit",
+           "silhouette_edit"]
 
 EDIT_ROLES = ("surface", "silhouette")
 _STROKE_KEYS = ("rings", "radius", "geodesic", "profile", "stiffness", "keys", "name")
+_SILHOUETTE_KEYS = ("rings", "radius", "geodesic", "channel", "threshold", "stiffness", "keys", "name")
+SILHOUETTE_CHANNELS = ("normal", "depth", "position")
 DEFAULT_STIFFNESS = 5.0
 
 
@@ -181,15 +189,69 @@ def surface_edit(character: Any, samples: SurfaceSamples, *, rings: int | None =
     return SurfaceEdit.from_profile(kin, x[kin], t, profile, attach, rot, normal=normal, **common)
 
 
+def silhouette_edit(session: Any, character: Any, window_points: np.ndarray, *, channel: str = "normal",
+                    threshold: float | None = None, rings: int | None = None, radius: float | None = None,
+                    geodesic: bool = False, stiffness: float = DEFAULT_STIFFNESS, keys: Any = None,
+                    name: str = "") -> tuple[PrimitiveKey, Any]:
+    """Silhouette editing (research 7.3, after SilSketch): an accent stroke (window points, drawn near an
+    outline of ``character`` in the session's last frame) moves the silhouette chain between the silhouette
+    vertices nearest its ends onto itself, by parameter; the region grows from the chain by rings or radius.
+    The silhouette comes from a Laplacian filter of the G-buffer ``channel`` (normal, depth or position) masked
+    by each skinned primitive's id (engine.skinning.roi). Returns (primitive, SurfaceEdit), not added."""
+    from engine.input.strokes import Stroke
+    from engine.skinning import roi
+    from engine.skinning.edits import SurfaceEdit
+
+    if channel not in SILHOUETTE_CHANNELS:
+        raise ValueError(f"channel {channel!r} is unknown; valid: {', '.join(SILHOUETTE_CHANNELS)}")
+    thr = roi.SILHOUETTE_THRESHOLDS[channel] if threshold is None else float(threshold)
+    stroke_px = np.asarray(window_points, np.float64)
+    gb = session.gbuffer()
+    best: tuple[float, PrimitiveKey, np.ndarray] | None = None
+    for key in character.skinned_primitives:
+        surface = (gb["node"] == key.node) & (gb["mesh"] == key.mesh) & (gb["primitive"] == key.primitive)
+        mask = roi.silhouette_pixels(gb[channel], surface, threshold=thr)
+        if not mask.any():
+            continue
+        rows, cols = np.nonzero(mask)
+        near = float(np.min(np.hypot(cols + 0.5 - stroke_px[0, 0], rows + 0.5 - stroke_px[0, 1])))
+        if best is None or near < best[0]:
+            best = (near, key, mask)
+    if best is None:
+        raise ValueError("no silhouette of the character in view: nothing for the accent stroke to move")
+    _, key, mask = best
+    topo = character.topology(key)
+    x = np.asarray(character.vertices()[key], np.float64)[np.asarray(topo.display_of_control)]
+    sil = roi.silhouette_vertices(topo, gb["triangle"][mask], gb["barycentric"][mask], positions=x,
+                                  eye=np.asarray(session.camera.eye, np.float64))
+    px = _window(session, x[sil], "world")
+    start = int(sil[np.argmin(np.linalg.norm(px - stroke_px[0], axis=1))])
+    end = int(sil[np.argmin(np.linalg.norm(px - stroke_px[-1], axis=1))])
+    if start == end:
+        raise ValueError("the accent stroke's ends are nearest the same silhouette vertex: draw it along the outline")
+    chain = roi.silhouette_chain(topo, sil, start, end, positions=x)
+    seg = np.linalg.norm(np.diff(x[chain], axis=0), axis=1)
+    s = np.r_[0.0, np.cumsum(seg)] / max(float(seg.sum()), 1e-12)
+    accent = Stroke.fit(stroke_px, epsilon=0.5)
+    targets = np.array([_plane_points(session, accent.point(si)[None], x[v])[0] for si, v in zip(s, chain)])
+    region = roi.region_around(topo, chain, rings=rings, radius=radius, geodesic=geodesic, positions=x)
+    attach, rot = character.edit_frame(key)
+    edit = SurfaceEdit.from_world(chain, targets, attach, rot, passive=region.passive, static=region.static,
+                                  stiffness=stiffness, name=name,
+                                  keys=np.asarray(keys if keys is not None else np.zeros((0, 2)), np.float64))
+    return key, edit
+
+
 # ---- the command ---------------------------------------------------------------------------------------------
 def _stroke_options(spec: Any) -> dict[str, Any]:
     """The surface stroke's own keys, validated (ValueError naming ``strokes[i].key``)."""
     from engine.skinning.edits import Profile
 
     where, extra = spec.where, dict(spec.extra)
-    unknown = sorted(set(extra) - set(_STROKE_KEYS))
+    allowed = _SILHOUETTE_KEYS if spec.role == "silhouette" else _STROKE_KEYS
+    unknown = sorted(set(extra) - set(allowed))
     if unknown:
-        raise ValueError(f"{where}: unknown key {unknown[0]!r} (a surface stroke takes {', '.join(_STROKE_KEYS)})")
+        raise ValueError(f"{where}: unknown key {unknown[0]!r} (a {spec.role} stroke takes {', '.join(allowed)})")
     opts: dict[str, Any] = {}
     if "rings" in extra:
         r = extra["rings"]
@@ -218,6 +280,18 @@ def _stroke_options(spec: Any) -> dict[str, Any]:
         opts["keys"] = extra["keys"]
     if "name" in extra:
         opts["name"] = str(extra["name"])
+    if spec.role == "silhouette":
+        if "channel" in extra:
+            if extra["channel"] not in SILHOUETTE_CHANNELS:
+                raise ValueError(f"{where}.channel: unknown channel {extra['channel']!r}; valid: "
+                                 f"{', '.join(SILHOUETTE_CHANNELS)}")
+            opts["channel"] = extra["channel"]
+        if "threshold" in extra:
+            t = extra["threshold"]
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not (math.isfinite(t) and t > 0):
+                raise ValueError(f"{where}.threshold: expected a finite number > 0, got {t!r}")
+            opts["threshold"] = float(t)
+        return opts
     raw = extra.get("profile")
     if raw is None:
         raise ValueError(f"{where}: missing 'profile' (an object with type bulge, sine or offset)")
@@ -300,12 +374,8 @@ def edit_command(args: argparse.Namespace) -> int:
     sf = None
     if args.strokes is not None:
         sf = load_stroke_file(args.strokes, roles=EDIT_ROLES, brush_radius=False)
-        for spec in sf.strokes:
-            if spec.role == "silhouette":
-                raise ValueError(f"{spec.where}: silhouette strokes are not supported yet (issue 12 item 4); "
-                                 "use role 'surface'")
         if not sf.strokes:
-            raise ValueError(f"{Path(args.strokes).name}: strokes: no surface stroke")
+            raise ValueError(f"{Path(args.strokes).name}: strokes: no surface or silhouette stroke")
         if sf.camera is None:
             raise ValueError(f"{Path(args.strokes).name}: surface strokes are queried through the G-buffer: "
                              "the file needs a 'camera'")
@@ -329,8 +399,17 @@ def edit_command(args: argparse.Namespace) -> int:
         s.render()
         made = []
         if sf is not None:
-            found = [stroke_samples(s, _window(s, spec.points, spec.space), spec.where) for spec in sf.strokes]
-            for spec, opts, smp in zip(sf.strokes, options, found):
+            # every stroke sees the same unedited frame: the G-buffer queries first, then the edits
+            surface = [(spec, opts) for spec, opts in zip(sf.strokes, options) if spec.role == "surface"]
+            found = [stroke_samples(s, _window(s, spec.points, spec.space), spec.where) for spec, _ in surface]
+            for spec, opts in zip(sf.strokes, options):
+                if spec.role != "silhouette":
+                    continue
+                try:
+                    made.append(silhouette_edit(s, ch, _window(s, spec.points, spec.space), **opts))
+                except ValueError as e:
+                    raise ValueError(f"{spec.where}: {e}") from None
+            for (spec, opts), smp in zip(surface, found):
                 if smp.entity != ch.entity:
                     raise ValueError(f"{spec.where}: the stroke is not on the character")
                 offset = opts.pop("offset_points", None)

@@ -156,7 +156,7 @@ def _error(capsys, argv):
     (dict(profile={"type": "bulge", "height": float("inf")}), "finite"),
     (dict(profile={"type": "bulge", "height": "high"}), "finite"),
     (dict(rings=2, radius=0.1), "rings or radius"),
-    (dict(role="silhouette"), "silhouette"),
+    (dict(role="silhouette"), "unknown key 'profile'"),
     (dict(width=3), "unknown key"),
 ])
 def test_refusals(forearm, tmp_path, capsys, change, message):

@@ -175,3 +175,26 @@ def test_disconnected_samples_are_refused():
     topo = prepare_mesh(pos.astype(np.float32), tris)
     with pytest.raises(ValueError, match="left the surface"):
         roi.crossed_faces(topo, [0, len(a.triangles)], [[1 / 3] * 3, [1 / 3] * 3])
+
+
+def test_laplacian_marks_the_outline_of_a_disc():
+    yy, xx = np.mgrid[0:41, 0:41]
+    inside = (xx - 20) ** 2 + (yy - 20) ** 2 <= 15 ** 2
+    normal = np.where(inside[..., None], [0.0, 0.0, 1.0], 0.0)
+    edge = roi.silhouette_pixels(normal, inside, threshold=roi.SILHOUETTE_THRESHOLDS["normal"])
+    r = np.hypot(xx - 20, yy - 20)
+    assert edge.any() and np.all(r[edge] > 13.5)  # only the rim, never the flat interior
+    ring = inside & (r > 14.5)
+    assert edge[ring].mean() > 0.9
+
+
+def test_silhouette_chain_follows_the_outline(topo):
+    """Between two vertices of row 10, with row 10 marked as silhouette, the chain is that row in order; without
+    the preference it may cut across."""
+    x = np.asarray(topo.positions)[:, :2].astype(int).tolist()
+    vid = {tuple(p): k for k, p in enumerate(x)}
+    row = [vid[(i, 10)] for i in range(3, 16)]
+    chain = roi.silhouette_chain(topo, row, row[0], row[-1])
+    assert chain.tolist() == row
+    region = roi.region_around(topo, chain, rings=1)
+    assert set(region.kinematic.tolist()) == set(row) and region.static.size > 0
