@@ -180,3 +180,15 @@ def test_bad_files(tmp_path, capsys):
     assert "--strokes" in _error(capsys, ["edit", str(HUMANOID), "--export-frame", str(tmp_path / "x.npz")])
     assert "spring" in _error(capsys, ["edit", str(HUMANOID), "--strokes", str(broken), "--deformer", "lbs",
                                        "--export-frame", str(tmp_path / "x.npz")])
+
+
+@pytest.mark.parametrize("name, role", [("edit_forearm.json", "surface"), ("edit_belly.json", "silhouette")])
+def test_shipped_examples_run(tmp_path, name, role):
+    """The README's example strokes files: each edits the humanoid (its region moves, the rest stays)."""
+    path = ROOT / "examples" / name
+    assert json.loads(path.read_text())["strokes"][0]["role"] == role
+    assert name in (ROOT / "README.md").read_text()
+    out = tmp_path / "ex.npz"
+    assert run(["edit", str(HUMANOID), "--strokes", str(path), "--clip", "idle", "--export-frame", str(out)]) == 0
+    a = np.load(out)
+    assert a[f"{KEY}_kinematic"].size > 5 and a[f"{KEY}_static"].size > 5
