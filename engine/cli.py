@@ -223,6 +223,9 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     p.add_argument("--load", default=None, metavar="EDITS.json", help="add the edits of a file written by --save")
     p.add_argument("--deformer", default="spring", choices=("spring",),
                    help="surface edits are spring forces: spring (the default and only choice)")
+    p.add_argument("--solver", default="springs", choices=("springs", "laplacian"),
+                   help="springs: edit forces in the GPU spring stage (default); laplacian: the CPU baseline, "
+                        "solved once")
     _add_spring_options(p)
 
     p = sub.add_parser("bench", parents=[common], help="benchmarks (print tables; needs a checkout)")

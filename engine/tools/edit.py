@@ -28,6 +28,10 @@ vertices as posing carries joints. Misses at the stroke's ends are trimmed; a st
 leaves the surface in its middle or crosses to another mesh is refused, as are an unknown profile type and a
 non-finite height (exit 2, one `error:` line).
 
+``--solver laplacian`` solves the edits once by Laplacian surface editing on the CPU (the research's baseline,
+engine.skinning.laplacian) instead of the spring edit forces (``springs``, the default): the session then runs
+on the cpu device and shows the solved vertices.
+
 OUT.npz: the deformed world-space positions of every skinned primitive, float32 (N,3) under
 ``node{n}_mesh{m}_prim{p}`` (the `export-frame` contract), and per such key K the int32 glTF vertex indices of
 the regions of interest of its edits: ``K_kinematic``, ``K_passive``, ``K_static`` (the union over its edits;
@@ -38,6 +42,7 @@ versioned JSON file (engine.skinning.edits.edits_document), which ``--load`` (he
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -334,10 +339,9 @@ def _camera(spec: Any, lo: np.ndarray, hi: np.ndarray) -> Any:
     return spec.camera(near=near, far=max(near * 10, 3.0 * (dist + radius)))
 
 
-def _region_indices(character: Any) -> dict[str, np.ndarray]:
+def _region_indices(character: Any, stacks: dict[PrimitiveKey, Any]) -> dict[str, np.ndarray]:
     """Per skinned primitive, the export keys K_kinematic / K_passive / K_static (int32 glTF vertex indices)."""
     out: dict[str, np.ndarray] = {}
-    stacks = character.edits
     for key in character.skinned_primitives:
         topo = character.topology(key)
         n = topo.n_control
@@ -355,10 +359,47 @@ def _region_indices(character: Any) -> dict[str, np.ndarray]:
     return out
 
 
+def laplacian_positions(character: Any, stacks: dict[PrimitiveKey, Any], time: float = 0.0
+                        ) -> dict[PrimitiveKey, np.ndarray]:
+    """The edits solved by Laplacian surface editing instead of the springs (the research's baseline for
+    silhouette edits; engine.skinning.laplacian, prefactorised, CPU): per primitive, display positions (D,3)
+    float32 with the kinematic vertices at their targets (overlapping edits averaged; each displacement scaled
+    by its edit's keyed weight), the static and outside vertices where the character's deformer put them, and
+    the passive ones solved."""
+    from engine.skinning.laplacian import LaplacianEditor
+    from engine.skinning.meshprep import copy_to_display
+
+    out = {}
+    current = character.vertices()
+    for key, stack in stacks.items():
+        if not len(stack):
+            continue
+        topo = character.topology(key)
+        n = topo.n_control
+        base = np.asarray(current[key], np.float64)[np.asarray(topo.display_of_control)]
+        attach, rot = character.edit_frame(key)
+        total, count = np.zeros((n, 3)), np.zeros(n)
+        passive = np.zeros(n, bool)
+        for e in stack:
+            w = e.weight(time)
+            total[e.kinematic] += base[e.kinematic] + w * (e.targets(attach, rot, time) - base[e.kinematic])
+            count[e.kinematic] += 1
+            passive[e.passive] = True
+        kin = np.flatnonzero(count > 0)
+        passive &= count == 0
+        static = stack.held(n)
+        solver = LaplacianEditor(base, topo.triangles, kinematic=kin, passive=np.flatnonzero(passive),
+                                 static=np.flatnonzero(static))
+        x = solver.solve(total[kin] / count[kin, None], base=base)
+        out[key] = copy_to_display(topo, x).astype(np.float32)
+    return out
+
+
 def edit_command(args: argparse.Namespace) -> int:
     from engine import Session
     from engine.input.strokefile import load_stroke_file
     from engine.scene import quiet_load, require_finite
+    from engine.skinning.edits import EditStack, edits_document
     from engine.tools.export_frame import check_time, deformer_config
 
     out = Path(args.export_frame)
@@ -370,6 +411,9 @@ def edit_command(args: argparse.Namespace) -> int:
             raise ValueError(f"--{opt} must end in {suffix}, got {Path(v).name!r}")
     if args.strokes is None and args.load is None:
         raise ValueError("give --strokes FILE.json (strokes to turn into edits) or --load EDITS.json")
+    laplacian = args.solver == "laplacian"
+    if laplacian and args.load is not None:
+        raise ValueError("--load replays edits through the springs; it cannot be combined with --solver laplacian")
     check_time(args.time)
     sf = None
     if args.strokes is not None:
@@ -382,8 +426,8 @@ def edit_command(args: argparse.Namespace) -> int:
         options = [_stroke_options(spec) for spec in sf.strokes]
     loaded = quiet_load(args.asset)
     w, h = (sf.camera.width, sf.camera.height) if sf is not None and sf.camera is not None else (1280, 720)
-    with Session(device="gpu", width=w, height=h, deformer=args.deformer, config=deformer_config(args),
-                 strict=True) as s:
+    with Session(device="cpu" if laplacian else "gpu", width=w, height=h, deformer=args.deformer,
+                 config=deformer_config(args), strict=True) as s:
         ch = s.spawn(loaded, clip=args.clip, time=args.time, speed=0.0, mode="clamp")
         require_finite(ch.vertices())
         bounds, renderer = s.bounds(), s.renderer
@@ -419,22 +463,32 @@ def edit_command(args: argparse.Namespace) -> int:
                     made.append((smp.key, surface_edit(ch, smp, offset_window=offset, session=s, **opts)))
                 except ValueError as e:
                     raise ValueError(f"{spec.where}: {e}") from None
-        for key, edit in made:
-            ch.add_edit(key, edit)
-        if args.load is not None:
-            ch.load_edits(args.load)
+        stacks: dict[PrimitiveKey, EditStack] = {}
+        if laplacian:  # the CPU baseline: solved once, shown instead of the deformer's output
+            for key, edit in made:
+                stacks.setdefault(key, EditStack()).add(edit)
+            ch.show_vertices(laplacian_positions(ch, stacks, float(args.time)))
+        else:
+            for key, edit in made:
+                ch.add_edit(key, edit)
+            if args.load is not None:
+                ch.load_edits(args.load)
+            stacks = ch.edits
         s.render()
         frames = {k: v for k, v in ch.vertices().items() if k in set(ch.skinned_primitives)}
         require_finite(frames)
         arrays: dict[str, Any] = {k.export_key: np.asarray(v, np.float32) for k, v in frames.items()}
-        arrays.update(_region_indices(ch))
+        arrays.update(_region_indices(ch, stacks))
         out.parent.mkdir(parents=True, exist_ok=True)
         np.savez(out, **arrays)
         if args.screenshot is not None:
             s.save_png(args.screenshot)
         if args.save is not None:
-            ch.save_edits(args.save, clip=str(args.clip), time=float(args.time))
-        n_edits = sum(len(st) for st in ch.edits.values())
+            doc = edits_document({k.export_key: st for k, st in stacks.items() if len(st)}, asset=ch.name,
+                                 clip=str(args.clip), time=float(args.time))
+            Path(args.save).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.save).write_text(json.dumps(doc, indent=1) + "\n")
+        n_edits = sum(len(st) for st in stacks.values())
     extra = "".join(f" and {v}" for v in (args.screenshot, args.save) if v is not None)
     print(f"wrote {out}{extra}: {n_edits} surface edit(s) on {len(frames)} skinned primitive instance(s)")
     return 0

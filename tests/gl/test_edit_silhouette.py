@@ -75,6 +75,32 @@ def test_accent_stroke_moves_the_outline(tmp_path):
     assert saved["primitives"][key]["edits"][0]["kinematic"]
 
 
+def test_laplacian_solver_meets_the_stroke(tmp_path):
+    """--solver laplacian: the CPU baseline puts the chain on the accent stroke exactly, holds the static ring
+    and leaves the rest where the deformer put it."""
+    cam = Camera(eye=np.array(EYE), target=np.array(TARGET), aspect=W / H, near=0.1, far=10.0)
+    pts = [_project(cam, [0.12, y, 0.0]) for y in (0.35, 0.5, 0.65)]
+    doc = {"version": 1, "camera": {"eye": EYE, "target": TARGET, "fov": 45, "width": W, "height": H},
+           "strokes": [{"role": "silhouette", "space": "window", "points": pts, "rings": 2}]}
+    (tmp_path / "sil.json").write_text(json.dumps(doc))
+    out = tmp_path / "lap.npz"
+    assert run(["edit", str(CYLINDER), "--strokes", str(tmp_path / "sil.json"), "--solver", "laplacian",
+                "--export-frame", str(out), "--screenshot", str(tmp_path / "lap.png")]) == 0
+    assert run(["export-frame", str(CYLINDER), "--deformer", "spring", "--out", str(tmp_path / "plain.npz")]) == 0
+    a, plain = np.load(out), np.load(tmp_path / "plain.npz")
+    key = next(k for k in a.files if not k.endswith(("_kinematic", "_passive", "_static")))
+    kin, pas, static = (a[f"{key}_{s}"] for s in ("kinematic", "passive", "static"))
+    d = a[key] - plain[key]
+    # each chain vertex keeps its depth and lands on the stroke's vertical line x = 0.12 (seen from +Z)
+    z = a[key][kin, 2]
+    x_on_line = 0.12 * (EYE[2] - z) / EYE[2]
+    np.testing.assert_allclose(a[key][kin, 0], x_on_line, atol=2e-3)
+    assert np.abs(d[pas]).max() > 1e-3 and np.abs(d[static]).max() < 1e-6
+    outside = np.ones(len(d), bool)
+    outside[np.concatenate([kin, pas, static])] = False
+    assert np.abs(d[outside]).max() < 1e-6
+
+
 def test_silhouette_refusals(tmp_path, capsys):
     doc = {"version": 1, "camera": {"eye": EYE, "target": TARGET, "fov": 45, "width": W, "height": H},
            "strokes": [{"role": "silhouette", "space": "window", "points": [[150, 100], [150, 140]],
