@@ -99,8 +99,10 @@ def densify(points: np.ndarray, step: float = 1.0) -> np.ndarray:
     return np.concatenate(out)
 
 
-def stroke_samples(session: Any, window_points: np.ndarray, where: str = "stroke") -> SurfaceSamples:
-    """Query a window-space stroke (N,2) through the session's last frame: its samples on one skinned primitive.
+def stroke_samples(session: Any, window_points: np.ndarray, where: str = "stroke", *,
+                   layer: str | None = None) -> SurfaceSamples:
+    """Query a window-space stroke (N,2) through the session's last frame (or one renderer ``layer``, so a skin
+    under another mesh can be edited: research 7.4's layered meshes): its samples on one skinned primitive.
     ValueError (naming ``where``) when it hits no surface, leaves it in its middle, or crosses meshes."""
     pts = densify(window_points)
     w, h = session.renderer.width, session.renderer.height
@@ -108,7 +110,7 @@ def stroke_samples(session: Any, window_points: np.ndarray, where: str = "stroke
     if outside.any():
         x, y = pts[np.argmax(outside)]
         raise ValueError(f"{where}: window point ({x:g}, {y:g}) is outside the {w}x{h} frame")
-    hits = session.pick_many(pts)
+    hits = session.pick_many(pts, layer=layer)
     got = [i for i, hit in enumerate(hits) if hit is not None]
     if not got:
         raise ValueError(f"{where}: the stroke hits no surface (nothing under any of its window points)")

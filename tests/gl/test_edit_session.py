@@ -144,3 +144,21 @@ def test_refusals(walk):
         ch = cpu.spawn("cylinder")
         with pytest.raises(ValueError, match="device='gpu'"):
             ch.add_edit(ch.skinned_primitives[0], SurfaceEdit([0], [[0.0, 0.0, 0.1]]))
+
+
+def test_stroke_on_a_hidden_layer():
+    """Layered meshes (research 7.4): a cylinder hidden behind another is reached through its renderer layer."""
+    with Session(width=160, height=160, deformer="spring", strict=True) as s:
+        back = s.spawn("cylinder", clip=None)
+        front = s.spawn("cylinder", clip=None, position=(0.0, 0.0, 0.4))
+        s.renderer.add_layer("skin")
+        s.renderer.set_layer([i.handle for i in s.meshes.instances[back.entity]], "skin")
+        s.camera = Camera(eye=np.array([0.0, 0.5, 2.0]), target=np.array([0.0, 0.5, 0.0]), aspect=1.0,
+                          near=0.1, far=10.0)
+        s.render()
+        pts = np.array([[80.0, 70.0], [80.0, 90.0]])
+        assert stroke_samples(s, pts).entity == front.entity
+        hidden = stroke_samples(s, pts, layer="skin")
+        assert hidden.entity == back.entity
+        edit = surface_edit(back, hidden, rings=2, profile=Profile("bulge", 0.02))
+        assert edit.kinematic.size >= 3 and edit.static.size > 0
