@@ -7,6 +7,8 @@
     skinengine export-frame ASSET --clip C --time T [--deformer D] [--device gpu|cpu] --out F.npz|F.obj
     skinengine render ASSET [...] --out frame.png [--gbuffer frame.npz]
     skinengine compare ASSET --clip C --time T [--deformers lbs,dqs,irs,spring] --out sheet.png
+    skinengine pose ASSET --strokes FILE.json [--clip C --time T] [--deformer D] [--export-frame OUT.npz]
+                      [--out POSED.glb] [--screenshot S.png]      line-of-action posing from a strokes file
     skinengine edit ASSET --strokes FILE.json [--clip C --time T] --export-frame OUT.npz [--screenshot S.png]
     skinengine bench deform|render|reference|anim [...]    (needs a checkout: bench/ is not installed)
     skinengine --version
@@ -210,12 +212,25 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     p.add_argument("--height", type=int, default=480, metavar="PX", help="height of one panel (default 480)")
     _add_spring_options(p)
 
+    p = sub.add_parser("pose", parents=[common], help="pose an asset with line-of-action strokes from a file")
+    p.add_argument("asset", help="glTF / GLB file or a generated character's name")
+    p.add_argument("--strokes", required=True, metavar="FILE.json",
+                   help="strokes file: camera, brush_radius, baseline/offset strokes (see the README, Posing)")
+    _add_clip_time(p, clip_default=None)
+    p.add_argument("--export-frame", default=None, metavar="OUT.npz",
+                   help="write the posed frame's vertices (the export-frame npz contract)")
+    p.add_argument("--out", default=None, metavar="POSED.glb",
+                   help="write the asset with the pose keyed at t=0 into a new clip named 'pose'")
+    p.add_argument("--screenshot", default=None, metavar="S.png",
+                   help="render the posed frame with the file's camera, strokes drawn over it")
+    _add_deform_options(p)
+
     p = sub.add_parser("edit", parents=[common],
                        help="surface edits from strokes on the skin, applied by the springs (export-frame npz)")
     p.add_argument("asset", help="glTF / GLB file")
     _add_clip_time(p, clip_default="0")
     p.add_argument("--strokes", default=None, metavar="FILE.json",
-                   help="strokes file (version, camera, strokes with role surface; see the README)")
+                   help="strokes file (version, camera, strokes with role surface or silhouette; see the README)")
     p.add_argument("--export-frame", required=True, metavar="OUT.npz",
                    help="deformed vertices (export-frame contract) + K_kinematic/K_passive/K_static per primitive")
     p.add_argument("--screenshot", default=None, metavar="S.png", help="the edited frame seen by the file's camera")
@@ -289,6 +304,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "compare":
         from engine.tools.compare import compare
         return compare(args)
+    if args.command == "pose":
+        from engine.tools.pose import pose_command
+        return pose_command(args)
     if args.command == "edit":
         from engine.tools.edit import edit_command
         return edit_command(args)

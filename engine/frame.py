@@ -72,28 +72,27 @@ def animation_system(world: World) -> None:
     (no crossfade running) are sampled in one batch (one search and gather for all of them). A PoseLayer is
     then added on top of the sampled pose."""
     clock = world.resource(Clock)
-    groups: dict[int, list[Animator]] = {}
+    groups: dict[int, list[tuple[Animator, Playback]]] = {}
     for _e, (anim,) in world.query(Animator):
         pb = anim.playback
         pb.advance(clock.step)
         if isinstance(pb, Playback) and not pb.fading:
-            groups.setdefault(id(pb.samplers[pb.clip]), []).append(anim)
+            groups.setdefault(id(pb.samplers[pb.clip]), []).append((anim, pb))
         else:
             pb.evaluate(anim.pose)
     for rows in groups.values():
+        anim0, pb0 = rows[0]
         if len(rows) == 1:
-            rows[0].playback.evaluate(rows[0].pose)
+            pb0.evaluate(anim0.pose)
             continue
-        pb0 = rows[0].playback
-        assert isinstance(pb0, Playback)
         rig = pb0.rig
         n = len(rows)
         t = np.broadcast_to(rig.translation, (n, *rig.translation.shape)).copy()  # unanimated channels: rest
         q = np.broadcast_to(rig.rotation, (n, *rig.rotation.shape)).copy()
         sc = np.broadcast_to(rig.scale, (n, *rig.scale.shape)).copy()
-        times = np.array([r.playback.local_time for r in rows], np.float64)
+        times = np.array([pb.local_time for _, pb in rows], np.float64)
         pb0.samplers[pb0.clip].sample_batch(times, t, q, sc)
-        for i, anim in enumerate(rows):
+        for i, (anim, _) in enumerate(rows):
             anim.pose.translation[...] = t[i]
             anim.pose.rotation[...] = q[i]
             anim.pose.scale[...] = sc[i]
@@ -162,7 +161,7 @@ def extract_system(world: World) -> None:
     clock = world.try_resource(Clock)
     view = world.try_resource(View)
     interpolate = clock is not None and (view is None or view.interpolate)
-    _deform(world, meshes, clock.alpha if interpolate else 1.0)
+    _deform(world, meshes, clock.alpha if clock is not None and interpolate else 1.0)
 
 
 def render_system(world: World) -> None:

@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from engine.skinning.gpu.graph import DeformerGraph, DeformHandle
     from engine.skinning.gpu.plan import GraphConfig
 
-__all__ = ["LoadedAsset", "load_asset", "DeformSettings", "MeshInstance", "SceneMeshes", "add_to_graph", "require_finite",
-           "quiet_load"]
+__all__ = ["LoadedAsset", "load_asset", "DeformSettings", "MeshInstance", "SceneMeshes", "add_to_graph",
+           "require_finite", "quiet_load"]
 
 
 @dataclass(eq=False)
@@ -141,6 +141,7 @@ def add_to_graph(graph: DeformerGraph, sp: SkinnedPrimitive, loaded: LoadedAsset
     """Add one skinned primitive to a deformer graph with a character's deform settings (instances of one asset,
     primitive and binding share their static GPU data)."""
     prim = sp.primitive
+    assert prim.joints is not None and prim.weights is not None  # a skinned primitive
     cfg = settings.config
     spec = settings.spec
     needs_binding = settings.graph is not None or (spec is not None and spec.control_points)

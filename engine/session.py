@@ -510,12 +510,15 @@ class Session:
             if render:
                 from engine.render.renderer import LookSettings, SceneRenderer
 
+                assert self.ctx is not None and self.resources is not None  # needs_gl
+
                 self.renderer = SceneRenderer(self.ctx, self.resources, int(width), int(height),
                                               look=look if look is not None else LookSettings(),
                                               programs=self.programs)
             if device == "gpu":
                 from engine.skinning.gpu.graph import DeformerGraph
 
+                assert self.ctx is not None and self.resources is not None  # needs_gl
                 self.graph = DeformerGraph(self.ctx, self.resources, programs=self.programs)
         except BaseException:
             self._release_gpu()
@@ -529,7 +532,7 @@ class Session:
         self.world.insert_resource(self.meshes)
         from engine.render.camera import Camera
 
-        self.view = View(self.renderer, Camera(eye=(0.0, 1.2, 4.0), target=(0.0, 0.9, 0.0),
+        self.view = View(self.renderer, Camera(eye=np.array([0.0, 1.2, 4.0]), target=np.array([0.0, 0.9, 0.0]),
                                                aspect=int(width) / int(height)))
         self.world.insert_resource(self.view)
         self.schedule = build_schedule(strict=strict)

@@ -79,7 +79,7 @@ def frame_camera(session: Any) -> None:
     from engine.render.camera import OrbitCamera
 
     r = session.renderer
-    cam = OrbitCamera(target=(0.0, 0.9, 0.0), distance=7.0, yaw=20.0, pitch=16.0, aspect=r.width / r.height)
+    cam = OrbitCamera(target=np.array([0.0, 0.9, 0.0]), distance=7.0, yaw=20.0, pitch=16.0, aspect=r.width / r.height)
     session.camera = cam
     session.step()
     b = r.scene_bounds()
@@ -122,6 +122,7 @@ def run_demo(args: argparse.Namespace) -> int:
         raise ValueError("--graph needs --device gpu")
     with Session(device=device, width=args.width, height=args.height, window=not headless,
                  headless=headless, title="skinengine demo", graph=graph) as session:
+        assert session.ctx is not None  # the demo renders, so the session has a GL context
         gl_renderer = session.ctx.info.get("GL_RENDERER", "")
         deformer = session.default.deformer if graph is not None else demo_deformer(args.deformer, gl_renderer)
         if graph is None:

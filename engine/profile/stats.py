@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import numpy as np
 
@@ -117,7 +118,7 @@ def trace_export(frames: Iterable[FrameTimings] | TimingHistory, path: str | Pat
     are microseconds from the start of the first exported frame.
     """
     frames = list(frames)
-    events: list[dict] = [
+    events: list[dict[str, Any]] = [
         {"name": "process_name", "ph": "M", "pid": pid, "tid": 1, "args": {"name": "engine"}},
         {"name": "thread_name", "ph": "M", "pid": pid, "tid": 1, "args": {"name": "main"}},
     ]
@@ -133,7 +134,7 @@ def trace_export(frames: Iterable[FrameTimings] | TimingHistory, path: str | Pat
             "args": {"steps": f.steps, "errors": f.errors},
         })
         for e in f.events:
-            ev = {
+            ev: dict[str, Any] = {
                 "name": e.name, "cat": e.phase if e.kind == "system" else "scope", "ph": "X",
                 "pid": pid, "tid": 1, "ts": us(e.start_ns), "dur": e.dur_ns / 1000.0,
                 "args": {"depth": e.depth},

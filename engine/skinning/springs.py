@@ -18,7 +18,8 @@ F(i) = sum_j k(i,j) (Delta(i,j)_current - Delta(i,j)_bind), are:
        the bind direction of s_i carried by the bone's rotation (rest angle 0), which also holds the twist about
        the bone; "cone" uses the bone run c - p with the bind angle (the research's literal wording; it leaves
        the spin about the bone free, so a twisted limb can unwind).
-  F_r  (extension, k_r = 0 gives the research's exact force set) radial offset spring holding |s_i| at its bind length r_i.
+  F_r  (extension, k_r = 0 gives the research's exact force set) radial offset spring holding |s_i| at its bind
+       length r_i.
   F_e  surface edits: sum over edits of k_e k_edit w_edit (v'_i - v_i) (see edits.py). The static sets of
        the edits are held: their vertices get no force and no velocity, so they stay at the initial skinning.
 
@@ -470,7 +471,8 @@ def lambda_columns(rest: SpringRest) -> np.ndarray:
     """(V,4) per-vertex Gershgorin bounds of the force Jacobian per unit stiffness (linearised at bind), one
     column per group of LAMBDA_COLUMNS: edge/length springs 2 deg_i (each neighbour adds k on the diagonal and
     k off it), torsion sum_j w_ij (1/r_i^2 + 1/(r_i r_j)), bone (r_i / max(r_i, s_floor_i))^2 (1, or 0 for a
-    vertex on its bone), radial 1 (r_i: bind |s_i| floored like the force denominators). The surface-edit term k_e K_i changes per frame and is added by `lambda_per_vertex`."""
+    vertex on its bone), radial 1 (r_i: bind |s_i| floored like the force denominators). The surface-edit term
+    k_e K_i changes per frame and is added by `lambda_per_vertex`."""
     n = rest.n_vertices
     sref = np.maximum(rest.r, rest.s_floor)
     deg2 = 2.0 * rest.degree.astype(np.float64)
@@ -528,7 +530,7 @@ def safe_range(rest: SpringRest, params: SpringParams, edit: EditTerms | None = 
     is stable: vertices past the range move with their own smaller step (`step_sizes`) instead."""
     coef = _lambda_coefficients(rest, edit)
     ks = {p: params.stiffness(p) for p in _STIFFNESS}
-    lam_i = sum(ks[p] * coef[p] for p in _STIFFNESS)
+    lam_i = np.asarray(sum(ks[p] * coef[p] for p in _STIFFNESS))
     lam = float(lam_i.max()) if lam_i.size else 0.0
     explicit = params.integrator == "explicit"
     budget = 1.0 / params.dt if explicit else 2.0 / params.dt ** 2

@@ -77,7 +77,7 @@ def test_deferred_layout_lays_out_a_block_once(gl_ctx, monkeypatch):
     with Session(gl=GLContext(gl_ctx, None, True), render=False, deformer="lbs", strict=True) as s:
         ch = s.spawn(CYLINDER, clip="bend", speed=0.0, mode="clamp")
         calls.clear()
-        out = bake(s, ch, np.linspace(0.0, 1.0, 11), memory_mb=256.0)  # 0.5 is frame 5
+        out = bake(s, ch, np.linspace(0.0, 1.0, 11), memory_mb=256.0)  # one block; 0.5 is frame 5
         assert len(calls) == 1
         sp = ch.loaded.skinned[0]
         settings = s.meshes.settings[ch.entity]
@@ -97,5 +97,31 @@ def test_deferred_layout_lays_out_a_block_once(gl_ctx, monkeypatch):
             key = ch.skinned_primitives[0]
             for h in hs:
                 np.testing.assert_allclose(graph.download(h)[0], out[key][5], atol=1e-5)
+        finally:
+            graph.release()
+
+
+def test_add_instances_and_holes(gl_ctx):
+    """add_instances copies a mesh cheaply; removing some leaves holes the next adds reuse (first fit)."""
+    from engine.scene import add_to_graph
+    from engine.skinning.gpu.graph import DeformerGraph
+
+    with Session(gl=GLContext(gl_ctx, None, True), render=False, deformer="lbs", strict=True) as s:
+        ch = s.spawn(CYLINDER, clip="bend", speed=0.0, mode="clamp")
+        sp = ch.loaded.skinned[0]
+        graph = DeformerGraph(s.ctx, s.resources, programs=s.programs)
+        try:
+            first = add_to_graph(graph, sp, ch.loaded, s.meshes.settings[ch.entity])
+            hs = [first] + graph.add_instances(first, 5)
+            with pytest.raises(ValueError, match="count"):
+                graph.add_instances(first, -1)
+            ranges = [graph.output_ranges(h)[0][1] for h in hs]
+            assert len(set(ranges)) == 6 and ranges == sorted(ranges)
+            with graph.deferred_layout():
+                graph.remove_mesh(hs[1])
+                graph.remove_mesh(hs[3])
+                more = graph.add_instances(first, 2)
+            again = sorted(graph.output_ranges(h)[0][1] for h in more)
+            assert again == [ranges[1], ranges[3]]  # the holes, not the end of the pool
         finally:
             graph.release()

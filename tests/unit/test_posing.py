@@ -156,3 +156,32 @@ def test_apply_rotation_deltas(cylinder):
     np.testing.assert_array_equal(pose.rotation[1], [0, 0, 0, 1])  # the input is untouched
     with pytest.raises(ValueError, match="rotation deltas must be"):
         apply_rotation_deltas(pose, d[:2])
+
+
+def test_a_joint_with_several_selected_children_turns_them_together():
+    """Baseline up the humanoid's spine, offset the same line tilted 30 degrees: the chest's three selected
+    children (neck, both shoulders) are fitted at once (Kabsch) and the upper body turns rigidly about the
+    spine; the hips (11 cm below the baseline's start) and the legs stay."""
+    rig = quiet_load("humanoid").rig
+    pose = Pose.rest(rig)
+    p0 = _all_positions(rig, pose)
+    spine, head = p0[1], p0[4]
+    tilt = np.radians(30.0)
+    tilted = spine + np.linalg.norm(head - spine) * np.array([np.sin(tilt), np.cos(tilt), 0.0])
+    res = solve_line_of_action(rig, pose, _line(spine, head), _line(spine, tilted), 0.06)
+    names = [rig.names[i] for i in res.selected]
+    assert names[:3] == ["spine", "chest", "neck"] and {"shoulder_L", "shoulder_R", "head"} <= set(names)
+    assert "hips" not in names
+    p1 = _all_positions(rig, res.pose)
+    upper = list(range(1, 13))  # spine, chest, neck, head, both arms
+    d0 = np.linalg.norm(p0[upper][:, None] - p0[upper][None], axis=-1)
+    d1 = np.linalg.norm(p1[upper][:, None] - p1[upper][None], axis=-1)
+    np.testing.assert_allclose(d1, d0, atol=2e-4)  # turned as one rigid piece
+    assert _angle(p1[4] - p1[1], p0[4] - p0[1]) == pytest.approx(30.0, abs=2.0)
+    legs = [0, *range(13, 21)]
+    np.testing.assert_array_equal(p1[legs], p0[legs])
+    np.testing.assert_allclose(res.deltas[legs], [[0, 0, 0, 1]] * len(legs), atol=0)
+
+
+def _all_positions(rig, pose) -> np.ndarray:
+    return global_matrices(rig, pose)[:, :3, 3].astype(np.float64)

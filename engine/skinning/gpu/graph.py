@@ -240,6 +240,27 @@ class DeformerGraph:
         self._changed(batch)
         return handle
 
+    def add_instances(self, handle: DeformHandle, count: int) -> list[DeformHandle]:
+        """``count`` more instances of ``handle``'s mesh with its graph and spring parameters (no buffers of the
+        caller's: outputs stay in the pool); cheap (nothing re-validated) and laid out once. For bakes and
+        crowds of one character."""
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(f"count must be a non-negative integer, got {count!r}")
+        src, batch = self._lookup(handle)
+        out = []
+        for _ in range(count):
+            h = DeformHandle(self._next)
+            self._next += 1
+            inst = Instance(h, src.asset, src.params, {})
+            src.asset.users += 1
+            batch.instances.append(inst)
+            self._instances[h.id] = inst
+            self._batch_of[h.id] = batch
+            out.append(h)
+        if count:
+            self._changed(batch)
+        return out
+
     def remove_mesh(self, handle: DeformHandle) -> None:
         """Remove a mesh (buffers it was given stay with the caller); the batch's pools are re-packed on its
         next use."""
@@ -259,7 +280,8 @@ class DeformerGraph:
 
     def _lookup(self, handle: DeformHandle) -> tuple[Instance, Batch]:
         """(instance, its batch) of a live handle, laid out or not; ValueError naming the handle otherwise."""
-        inst = self._instances.get(getattr(handle, "id", None))
+        hid: Any = getattr(handle, "id", None)  # any object may be passed: it is looked up, never trusted
+        inst = self._instances.get(hid)
         if inst is None:
             raise ValueError(f"unknown deform handle {handle!r}; live handles: {sorted(self._instances)}")
         return inst, self._batch_of[inst.handle.id]
