@@ -839,5 +839,6 @@ def surface_edit_system(world: World, *, dependent: bool = False) -> None:
                 continue
             sp = inst.skinned
             binding = sp.binding(method=cfg.binding.method, smooth_passes=cfg.binding.smooth_passes)
-            attach, rot = edit_pose(binding, sp.bind_joints, skel.globals[sp.skin.joints])
+            kin = np.concatenate([e.kinematic for e in stack])  # decoded per frame: only the handles
+            attach, rot = edit_pose(binding, sp.bind_joints, skel.globals[sp.skin.joints], index=kin)
             meshes.graph.set_edits(inst.deform, stack.terms(sp.topology().n_control, attach, rot, t))

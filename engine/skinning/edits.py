@@ -190,19 +190,28 @@ def offset_targets(points: np.ndarray, t: np.ndarray, baseline: Any, offset: Any
     return np.asarray(offset.point(tt)).reshape(-1, 3) + np.einsum("kij,kj->ki", rot, d)
 
 
-def edit_pose(binding: Any, bind_joints: np.ndarray, posed_joints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def edit_pose(binding: Any, bind_joints: np.ndarray, posed_joints: np.ndarray, *,
+              index: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(attach (V,3), rot (V,3,3)): every control point's posed attachment and the rotation of its bone relative
     to bind, for joint world matrices ``posed_joints`` (J,4,4): what edits are encoded against and decoded in
-    (the same quantities as the spring deformer's `pose_frame`)."""
+    (the same quantities as the spring deformer's `pose_frame`). ``index``: only these rows are computed (the
+    others are zero), e.g. the kinematic vertices of the edits, per frame."""
     from engine.skinning.springs import joint_rotations
     from engine.skinning.types import bone_endpoints
 
     posed = np.asarray(posed_joints, np.float64)
     p, c = bone_endpoints(binding.bones, posed)
-    b = np.asarray(binding.bone)
-    t = np.asarray(binding.t, np.float64)[:, None]
-    attach = p[b].astype(np.float64) + t * (c[b].astype(np.float64) - p[b])
-    rot = joint_rotations(bind_joints, posed)[binding.bones.parent_joint][b]
+    bone = np.asarray(binding.bone)
+    n = bone.shape[0]
+    rows = np.arange(n) if index is None else np.unique(np.asarray(index, np.int64))
+    b = bone[rows]
+    t = np.asarray(binding.t, np.float64)[rows, None]
+    rot_bone = joint_rotations(bind_joints, posed)[binding.bones.parent_joint]
+    if index is None:
+        return p[b].astype(np.float64) + t * (c[b].astype(np.float64) - p[b]), rot_bone[b]
+    attach, rot = np.zeros((n, 3)), np.zeros((n, 3, 3))
+    attach[rows] = p[b].astype(np.float64) + t * (c[b].astype(np.float64) - p[b])
+    rot[rows] = rot_bone[b]
     return attach, rot
 
 

@@ -205,3 +205,8 @@ def test_edit_pose_matches_the_spring_frame(rig):
     attach, rot = edit_pose(rig.binding, rig.bind_joints, posed)
     np.testing.assert_allclose(attach, fr.attach, atol=1e-6)
     np.testing.assert_allclose(rot, fr.rot, atol=1e-12)
+    some = np.array([3, 40, 7])
+    a2, r2 = edit_pose(rig.binding, rig.bind_joints, posed, index=some)
+    np.testing.assert_array_equal(a2[some], attach[some])
+    np.testing.assert_array_equal(r2[some], rot[some])
+    assert not a2[np.setdiff1d(np.arange(len(a2)), some)].any()
