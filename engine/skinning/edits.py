@@ -61,6 +61,10 @@ __all__ = ["SurfaceEdit", "EditTerms", "EditStack", "encode_targets", "decode_ta
            "DIRECTIONS", "Profile", "offset_targets", "edit_pose", "EDITS_FORMAT", "EDITS_VERSION", "SurfaceEdits",
            "edits_document", "parse_edits_document"]
 
+MAX_STIFFNESS = 1e9  # per unit mass; far stiffer edits only overflow float32 on the GPU
+MAX_TARGET = 1e6     # metres: an encoded target farther from its attachment is a broken file, not an edit
+MAX_WEIGHT = 1e3     # keyed weights (negative ones invert an edit)
+MAX_HEIGHT = 1e3     # profile heights, metres
 EDITS_FORMAT = "skinengine-edits"
 EDITS_VERSION = 1
 PROFILE_TYPES = ("bulge", "sine", "offset")
@@ -93,6 +97,9 @@ def _finite(d: dict, key: str, default: float, where: str, *, positive: bool = F
     v = d.get(key, default)
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(float(v)):
         raise ValueError(f"{where}.{key} = {v!r}; valid: a finite number")
+    if abs(float(v)) > MAX_HEIGHT * 1e3 or (key == "height" and abs(float(v)) > MAX_HEIGHT):
+        raise ValueError(f"{where}.{key} = {v!r}; valid: a finite number of magnitude up to "
+                         f"{MAX_HEIGHT if key == 'height' else MAX_HEIGHT * 1e3:g}")
     if positive and not float(v) > 0.0:
         raise ValueError(f"{where}.{key} = {v!r}; valid: a number > 0")
     return float(v)
@@ -266,8 +273,9 @@ class SurfaceEdit:
         if tl.shape != (self.kinematic.size, 3):
             raise ValueError(f"SurfaceEdit.target_local has shape {tl.shape}; valid: ({self.kinematic.size}, 3), "
                              "one scale vector per kinematic vertex")
-        if not np.all(np.isfinite(tl)):
-            raise ValueError("SurfaceEdit.target_local holds non-finite values; valid: finite floats")
+        if not np.all(np.isfinite(tl)) or (tl.size and float(np.abs(tl).max()) > MAX_TARGET):
+            raise ValueError(f"SurfaceEdit.target_local holds non-finite values or values beyond {MAX_TARGET:g} m; "
+                             "valid: finite floats (metres)")
         self.target_local = tl
         for a, b, na, nb in ((self.kinematic, self.passive, "kinematic", "passive"),
                              (self.kinematic, self.static, "kinematic", "static"),
@@ -277,16 +285,17 @@ class SurfaceEdit:
                 raise ValueError(f"SurfaceEdit {na} and {nb} sets share vertices {both[:8].tolist()}; "
                                  "valid: disjoint sets")
         k = float(self.stiffness)
-        if not (math.isfinite(k) and k >= 0.0):
-            raise ValueError(f"SurfaceEdit.stiffness = {self.stiffness!r}; valid: finite and >= 0")
+        if not (math.isfinite(k) and 0.0 <= k <= MAX_STIFFNESS):
+            raise ValueError(f"SurfaceEdit.stiffness = {self.stiffness!r}; valid: in [0, {MAX_STIFFNESS:g}]")
         self.stiffness = k
         keys = np.asarray(self.keys, np.float64)
         if keys.size == 0:
             keys = np.zeros((0, 2), np.float64)
         if keys.ndim != 2 or keys.shape[1] != 2:
             raise ValueError(f"SurfaceEdit.keys has shape {keys.shape}; valid: (N, 2) rows of (time, weight)")
-        if not np.all(np.isfinite(keys)):
-            raise ValueError("SurfaceEdit.keys holds non-finite values; valid: finite (time, weight) pairs")
+        if not np.all(np.isfinite(keys)) or (keys.size and float(np.abs(keys[:, 1]).max()) > MAX_WEIGHT):
+            raise ValueError(f"SurfaceEdit.keys holds non-finite values or weights beyond +-{MAX_WEIGHT:g}; valid: "
+                             "finite (time, weight) pairs")
         if keys.shape[0] > 1 and np.any(np.diff(keys[:, 0]) <= 0.0):
             raise ValueError(f"SurfaceEdit.keys times {keys[:, 0].tolist()} are not strictly increasing")
         self.keys = keys

@@ -104,12 +104,14 @@ def stroke_samples(session: Any, window_points: np.ndarray, where: str = "stroke
     """Query a window-space stroke (N,2) through the session's last frame (or one renderer ``layer``, so a skin
     under another mesh can be edited: research 7.4's layered meshes): its samples on one skinned primitive.
     ValueError (naming ``where``) when it hits no surface, leaves it in its middle, or crosses meshes."""
-    pts = densify(window_points)
     w, h = session.renderer.width, session.renderer.height
-    outside = (pts[:, 0] < 0) | (pts[:, 0] >= w) | (pts[:, 1] < 0) | (pts[:, 1] >= h)
+    given = np.asarray(window_points, np.float64).reshape(-1, 2)
+    outside = ~np.isfinite(given).all(1) | (given[:, 0] < 0) | (given[:, 0] >= w) | (given[:, 1] < 0) | \
+        (given[:, 1] >= h)
     if outside.any():
-        x, y = pts[np.argmax(outside)]
+        x, y = given[np.argmax(outside)]
         raise ValueError(f"{where}: window point ({x:g}, {y:g}) is outside the {w}x{h} frame")
+    pts = densify(given)
     hits = session.pick_many(pts, layer=layer)
     got = [i for i, hit in enumerate(hits) if hit is not None]
     if not got:

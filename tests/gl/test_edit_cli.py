@@ -158,6 +158,9 @@ def _error(capsys, argv):
     (dict(rings=2, radius=0.1), "rings or radius"),
     (dict(role="silhouette"), "unknown key 'profile'"),
     (dict(width=3), "unknown key"),
+    (dict(points=[[1e30, 5.0], [3.0, 4.0]]), "outside"),
+    (dict(profile={"type": "bulge", "height": 1e9}), "magnitude"),
+    (dict(stiffness=1e300), "stiffness"),
 ])
 def test_refusals(forearm, tmp_path, capsys, change, message):
     doc = json.loads((forearm / "forearm.json").read_text())
