@@ -10,7 +10,7 @@
     skinengine pose ASSET --strokes FILE.json [--clip C --time T] [--deformer D] [--export-frame OUT.npz]
                       [--out POSED.glb] [--screenshot S.png]      line-of-action posing from a strokes file
     skinengine edit ASSET --strokes FILE.json [--clip C --time T] --export-frame OUT.npz [--screenshot S.png]
-    skinengine bench deform|render|reference|anim|scene [...]    (needs a checkout: bench/ is not installed)
+    skinengine bench deform|render|reference|anim|scene|bake|soak [...]    (needs a checkout: bench/ is not installed)
     skinengine --record FILE                 the editor window, recording the session to FILE (.jsonl)
     skinengine replay FILE [--headless] [--screenshot S.png] [--export-frame F.npz] [--save P.glb]
     skinengine --version
@@ -116,7 +116,7 @@ def _add_demo_options(p: argparse.ArgumentParser, *, dest_prefix: str = "") -> N
     add("--deformer", choices=("auto",) + registry.names(device="gpu"),
         help="demo deformer: %(choices)s (default auto: spring on a GPU, lbs on a software rasteriser)")
     add("--device", choices=("gpu", "cpu"),
-        help="deform on the GPU deformer graph (default) or with numpy (lbs/dqs)")
+        help="deform on the GPU deformer graph (default) or with the numpy reference")
     add("--graph", metavar="FILE", help="deformer graph file (TOML/JSON, see config/) for the skinned meshes")
     add("--compare", metavar="D1,D2,...", nargs="?", const="lbs,dqs,irs,spring",
         help="side-by-side comparison: the same character and clip once per deformer, labelled "
