@@ -373,7 +373,7 @@ class DeformerGraph:
         """Surface-edit forces of a mesh (engine.skinning.edits.EditTerms for this frame; None clears them)."""
         inst, batch = self._where(handle)
         if terms is None:
-            inst.edit, inst.edit_q = None, None
+            inst.edit, inst.edit_q, inst.edit_held = None, None, None
         else:
             n = inst.asset.topology.n_control
             k = np.asarray(terms.stiffness, np.float64).reshape(-1)
@@ -383,6 +383,8 @@ class DeformerGraph:
                 raise ValueError(f"edit terms must have {n} rows (control points), got {k.shape[0]}")
             inst.edit = np.concatenate([c, k[:, None]], 1).astype(np.float32)
             inst.edit_q = q.astype(np.float32)
+            held = getattr(terms, "held", None)  # static sets held in place (engine.skinning.edits)
+            inst.edit_held = None if held is None else np.asarray(held, bool).reshape(n).astype(np.float32)
         batch.write_edits()
 
     # ---- per frame ----------------------------------------------------------------------------------------
