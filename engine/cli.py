@@ -11,7 +11,7 @@
                       [--out POSED.glb] [--screenshot S.png]      line-of-action posing from a strokes file
     skinengine edit ASSET --strokes FILE.json [--clip C --time T] --export-frame OUT.npz [--screenshot S.png]
     skinengine bench deform|render|reference|anim|scene|bake|soak [...]    (needs a checkout: bench/ is not installed)
-    skinengine --record FILE                 the editor window, recording the session to FILE (.jsonl)
+    skinengine editor [--asset A] [--record FILE]   the editor window (pose with strokes); --record records it
     skinengine replay FILE [--headless] [--screenshot S.png] [--export-frame F.npz] [--save P.glb]
     skinengine --version
 
@@ -180,6 +180,11 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     p = sub.add_parser("demo", parents=[common], help="play the demo scene (the default command)")
     _add_demo_options(p)
 
+    p = sub.add_parser("editor", parents=[common],
+                       help="the editor window on the humanoid (or --asset): pose with strokes, undo, panels; "
+                            "needs a display; --record FILE records the session")
+    _add_demo_options(p)
+
     sub.add_parser("doctor", parents=[common], help="report the GL stack, compute limits, display and OpenVR")
 
     p = sub.add_parser("inspect", parents=[common], help="print meshes, skins and clips of an asset")
@@ -287,7 +292,7 @@ def parse(argv: Sequence[str] | None = None, *, prog: str = "main.py") -> argpar
         if k.startswith(_TOP):
             delattr(args, k)
     command = args.command
-    if command not in (None, "demo"):
+    if command not in (None, "demo", "editor"):
         stray = [_demo_flag(k) for k in top] + [a.split("=")[0] for a in extra
                                                  if a.split("=")[0] in {_demo_flag(k) for k in DEMO_DEFAULTS}]
         if stray:
@@ -295,11 +300,11 @@ def parse(argv: Sequence[str] | None = None, *, prog: str = "main.py") -> argpar
                              f"(use `{prog} demo {stray[0]} ...`)")
     if extra:
         raise UsageError(f"unrecognized arguments: {' '.join(extra)}")
-    if command in (None, "demo"):
+    if command in (None, "demo", "editor"):
         for name, default in DEMO_DEFAULTS.items():
-            if not hasattr(args, name):  # the demo sub-command's own value wins over one given before it
+            if not hasattr(args, name):  # the sub-command's own value wins over one given before it
                 setattr(args, name, top.get(name, default))
-        args.command = None if command is None else "demo"
+        args.command = command
     args.verbose = int(args.verbose or 0)
     args.quiet = bool(args.quiet)
     return args
@@ -378,7 +383,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "replay":
         from engine.editor.commands import replay_command
         return replay_command(args)
-    if args.record is not None:
+    if args.command == "editor" or args.record is not None:
         from game.editor import run_editor
         return run_editor(args)
     from game.demo import run_demo
