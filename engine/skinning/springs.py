@@ -21,6 +21,16 @@ F(i) = sum_j k(i,j) (Delta(i,j)_current - Delta(i,j)_bind), are:
   F_r  (extension, k_r = 0 gives the research's exact force set) radial offset spring holding |s_i| at its bind length r_i.
   F_e  surface edits: sum over edits of k_e k_edit w_edit (v'_i - v_i) (see edits.py).
 
+Joint blending (`SpringParams.joint_blend`, on by default; off is the research's per-bone frames): near an
+interior joint (one bone ending where another starts) a vertex's posed attachment, its bone reference and its
+rigid start are turned about the joint by a share of the rotation between its own bone and the bone across the
+joint: own weight w_i = 1/2 at the joint rising smoothly (smoothstep) to 1 at JOINT_BLEND x its bind |s_i| from
+it (at most half the bone). Without it the attachment path is the skeleton polyline, so the surface a_i + s_i
+inherits the polyline's corner at the joint (on the inner side of a bend, where the surface compresses, the
+corner becomes a fold), and the bone springs pull every scale vector to its own bone's frame, so the rotation
+and the twist change within one or two rings whatever the mesh resolution. At bind the blend is the identity
+(the bind pose stays a fixed point); the blended rigid start is rotation about the joint with smooth weights.
+
 As in Algorithm 1 the neighbour forces (F_t, F_l, F_s) of a vertex that is a kinematic handle of an active edit
 are multiplied by `handle_weight`, then F_e is added, then the per-vertex bone (and radial) forces. The
 position update is eq. 23, v += dt F ("explicit"), or semi-implicit Euler with velocity damping.
@@ -65,6 +75,7 @@ __all__ = [
     "SpringParams", "SpringRest", "PoseFrame", "SpringStats", "SpringState", "SpringDeformer",
     "csr_slots", "build_rest", "joint_rotations", "pose_frame", "spring_forces", "integrate", "spring_step",
     "safe_range", "STEP_SAFETY", "LAMBDA_COLUMNS", "lambda_columns", "lambda_per_vertex", "step_sizes",
+    "JOINT_BLEND", "joint_blend_weights", "blend_rotations",
 ]
 
 INTEGRATORS = ("explicit", "semi_implicit")
@@ -77,6 +88,8 @@ _SIN_EPS = 1e-9  # below this sine, the rotation direction of a torsion force is
 STEP_SAFETY = 0.9
 """Step limiting keeps dt_i lambda_i <= STEP_SAFETY (explicit; semi-implicit dt_i^2 lambda_i <= 2 STEP_SAFETY):
 a margin below the monotone bound 1 (instability starts at 2; semi-implicit 4)."""
+JOINT_BLEND = 2.0
+"""Joint blending reaches JOINT_BLEND x the bind |s_i| of a vertex from its joint (capped at half the bone)."""
 LAMBDA_COLUMNS: tuple[tuple[str, ...], ...] = (("k_s", "k_l"), ("k_t",), ("k_b",), ("k_r",))
 """Stiffnesses multiplying each column of `lambda_columns` (edge and length springs share one coefficient)."""
 
@@ -107,7 +120,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 }
 _STIFFNESS = ("k_s", "k_l", "k_t", "k_b", "k_r", "k_e")
 _SWITCH = {"k_s": "use_s", "k_l": "use_l", "k_t": "use_t", "k_b": "use_b", "k_r": "use_r", "k_e": "use_e"}
-_BOOLS = ("step_limit",)  # switches besides the use_* ones
+_BOOLS = ("step_limit", "joint_blend")  # switches besides the use_* ones
 
 
 def _range_text(lo: float, hi: float, lo_inc: bool, hi_inc: bool) -> str:
@@ -124,6 +137,9 @@ class SpringParams:
     step_limit (default on) moves each vertex by its own step dt_i = min(dt, STEP_SAFETY / lambda_i) (see the
     module docstring), which makes any dt and stiffness stable on any mesh (no set-up warning then); off gives
     the research's plain update x += dt F, warned about at set-up when dt is past the stable range.
+
+    joint_blend (default on) turns attachments, bone references and the rigid start near an interior joint by a
+    share of the rotation across it (see the module docstring); off gives the research's per-bone frames.
     """
 
     k_s: float = 0.5
@@ -152,6 +168,7 @@ class SpringParams:
     handle_weight: float = 0.5
     divergence_rel: float = 0.25  # a step moving a vertex further than this x bbox diagonal is divergence
     step_limit: bool = True  # per-vertex steps dt_i = min(dt, STEP_SAFETY / lambda_i); False: plain dt
+    joint_blend: bool = True  # attachments, bone references and rigid start blended across joints
 
     def validate(self) -> "SpringParams":
         """Raise ValueError naming the first bad parameter, its value and the valid range; return self."""
@@ -218,6 +235,9 @@ class SpringRest:
     s_floor    (V,)  floor of |s_i| in denominators
     degree     (V,)  neighbour count
     lam_cols   (V,4) Gershgorin coefficients per unit stiffness, columns as LAMBDA_COLUMNS (`lambda_columns`)
+    blend_other (V,) joint blending: the bone across the nearer interior joint, -1 for none
+    blend_end   (V,) 0 when that joint is the parent end of the vertex's bone, 1 the child end
+    blend_w     (V,) own weight in [1/2, 1] (1: no blending)
     """
 
     rows: np.ndarray
@@ -233,6 +253,9 @@ class SpringRest:
     degree: np.ndarray
     tiny: float
     lam_cols: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
+    blend_other: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    blend_end: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    blend_w: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def n_vertices(self) -> int:
@@ -241,12 +264,24 @@ class SpringRest:
 
 @dataclass
 class PoseFrame:
-    """Per-vertex pose data for one frame: posed attachments (V,3), rotation of each vertex's bone relative to
-    bind (V,3,3), and the bone reference direction the bone springs pull towards (V,3, unit)."""
+    """Per-vertex pose data for one frame: posed attachments (V,3), the rotation of each vertex's frame relative
+    to bind (V,3,3; its bone's, turned by the joint blend), and the bone reference direction the bone springs
+    pull towards (V,3, unit). bone_attach / bone_rot: the plain attachment on the bone and the bone's rotation
+    (what the frame-dependent start carries the last output with); None when equal to attach / rot."""
 
     attach: np.ndarray
     rot: np.ndarray
     bone_ref: np.ndarray
+    bone_attach: np.ndarray | None = None
+    bone_rot: np.ndarray | None = None
+
+    @property
+    def plain_attach(self) -> np.ndarray:
+        return self.attach if self.bone_attach is None else self.bone_attach
+
+    @property
+    def plain_rot(self) -> np.ndarray:
+        return self.rot if self.bone_rot is None else self.bone_rot
 
 
 @dataclass
@@ -338,7 +373,60 @@ def build_rest(topology: MeshTopology, binding: Binding, bind_joints: np.ndarray
         tiny=tiny,
     )
     rest.lam_cols = lambda_columns(rest)
+    rest.blend_other, rest.blend_end, rest.blend_w = joint_blend_weights(binding, bind_joints, r)
     return rest
+
+
+def joint_blend_weights(binding: Binding, bind_joints: np.ndarray, r: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per vertex (other bone or -1, joint end 0 = parent / 1 = child, own weight) of joint blending.
+
+    The nearer end of a vertex's bone is an interior joint when another bone ends there (parent end: a bone whose
+    child joint is this bone's parent joint; child end: exactly one bone starting at the child joint). A vertex at
+    distance d from that joint along its bone, with rho = min(JOINT_BLEND r_i, half the bone), gets the own
+    weight w = 1/2 + 1/2 smoothstep(d / rho) (1 at and past rho)."""
+    bones = binding.bones
+    nb = bones.count
+    p, c = bone_endpoints(bones, np.asarray(bind_joints, np.float64))
+    length = _norm((c - p).astype(np.float64))
+    pj, cj = np.asarray(bones.parent_joint), np.asarray(bones.child_joint)
+    parent_bone = np.full(nb, -1, np.int64)
+    child_bone = np.full(nb, -1, np.int64)
+    for k in range(nb):  # set-up only, per bone
+        m = np.nonzero((cj == pj[k]) & (cj >= 0))[0]
+        if m.size:
+            parent_bone[k] = m[0]
+        if cj[k] >= 0:
+            m = np.nonzero(pj == cj[k])[0]
+            if m.size == 1:
+                child_bone[k] = m[0]
+    b = np.asarray(binding.bone, np.int64)
+    t = np.asarray(binding.t, np.float64)
+    end = (t >= 0.5).astype(np.int64)
+    other = np.where(end == 0, parent_bone[b], child_bone[b])
+    d = np.where(end == 0, t, 1.0 - t) * length[b]
+    rho = np.minimum(JOINT_BLEND * np.asarray(r, np.float64), 0.5 * length[b])
+    u = np.clip(d / np.where(rho > 0, rho, 1.0), 0.0, 1.0)
+    w = np.where((other >= 0) & (rho > 0), 0.5 + 0.5 * u * u * (3.0 - 2.0 * u), 1.0)
+    other = np.where(w < 1.0, other, -1)
+    return other, end, w
+
+
+def blend_rotations(own: np.ndarray, other: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """(V,3,3) rotations turning by the share 1 - w of the rotation from `own` to `other` (both (V,3,3)): the
+    axis-angle of other own^T, its angle times (1 - w), by Rodrigues' formula (identity where w = 1)."""
+    rel = np.einsum("vij,vkj->vik", other, own)
+    cos = np.clip(0.5 * (np.trace(rel, axis1=1, axis2=2) - 1.0), -1.0, 1.0)
+    v = np.stack([rel[:, 2, 1] - rel[:, 1, 2], rel[:, 0, 2] - rel[:, 2, 0], rel[:, 1, 0] - rel[:, 0, 1]], 1)
+    sin2 = _norm(v)  # 2 sin(angle)
+    ok = sin2 > _SIN_EPS
+    axis = v * (ok / np.where(ok, sin2, 1.0))[:, None]
+    ang = np.arctan2(0.5 * sin2, cos) * (1.0 - np.asarray(w, np.float64))
+    k = np.zeros(rel.shape)
+    k[:, 0, 1], k[:, 0, 2], k[:, 1, 2] = -axis[:, 2], axis[:, 1], -axis[:, 0]
+    k[:, 1, 0], k[:, 2, 0], k[:, 2, 1] = axis[:, 2], -axis[:, 1], axis[:, 0]
+    kk = np.einsum("vij,vjk->vik", k, k)
+    return np.eye(3)[None] + np.sin(ang)[:, None, None] * k + (1.0 - np.cos(ang))[:, None, None] * kk
 
 
 def joint_rotations(bind_joints: np.ndarray, posed_joints: np.ndarray) -> np.ndarray:
@@ -352,8 +440,10 @@ def joint_rotations(bind_joints: np.ndarray, posed_joints: np.ndarray) -> np.nda
 
 
 def pose_frame(binding: Binding, bind_joints: np.ndarray, posed_joints: np.ndarray, rest: SpringRest,
-               bone_mode: str = "frame") -> PoseFrame:
-    """Posed attachments a_i = p + t_i (c - p), per-vertex bone rotations and bone reference directions."""
+               bone_mode: str = "frame", joint_blend: bool = False) -> PoseFrame:
+    """Posed attachments a_i = p + t_i (c - p), per-vertex bone rotations and bone reference directions; with
+    joint_blend, attachments, rotations and references near interior joints turned about the joint J by
+    `blend_rotations` (a_i = J + B (a_i - J), rot = B R, ref = B ref)."""
     posed = np.asarray(posed_joints, np.float64)
     p, c = bone_endpoints(binding.bones, posed)
     p = p.astype(np.float64)
@@ -367,7 +457,15 @@ def pose_frame(binding: Binding, bind_joints: np.ndarray, posed_joints: np.ndarr
     else:
         bdir, _, _ = _unit(c - p, rest.tiny)
         ref = bdir[b]
-    return PoseFrame(attach=attach, rot=rot, bone_ref=ref)
+    if not joint_blend or rest.blend_w.shape[0] != b.shape[0] or not np.any(rest.blend_other >= 0):
+        return PoseFrame(attach=attach, rot=rot, bone_ref=ref)
+    has = rest.blend_other >= 0
+    jrot = joint_rotations(bind_joints, posed)[binding.bones.parent_joint]
+    turn = blend_rotations(rot, jrot[np.where(has, rest.blend_other, b)], np.where(has, rest.blend_w, 1.0))
+    joint = np.where((rest.blend_end == 0)[:, None], p[b], c[b])
+    return PoseFrame(attach=joint + np.einsum("vij,vj->vi", turn, attach - joint),
+                     rot=np.einsum("vij,vjk->vik", turn, rot), bone_ref=np.einsum("vij,vj->vi", turn, ref),
+                     bone_attach=attach, bone_rot=rot)
 
 
 def spring_forces(x: np.ndarray, attach: np.ndarray, bone_ref: np.ndarray, rest: SpringRest,
@@ -658,11 +756,14 @@ class SpringDeformer:
         posed = np.asarray(posed_joints, np.float64)
         if posed.shape != self.bind_joints.shape:
             raise ValueError(f"posed_joints has shape {posed.shape}; valid: {self.bind_joints.shape}")
-        return pose_frame(self.binding, self.bind_joints, posed, self.rest, self.params.bone_mode)
+        return pose_frame(self.binding, self.bind_joints, posed, self.rest, self.params.bone_mode,
+                          self.params.joint_blend)
 
-    def rigid(self, frame: PoseFrame) -> np.ndarray:
-        """Attachment-based rigid skinning (research 4.1, first stage): v = a' + R(parent joint) s, (V,3)."""
-        return frame.attach + np.einsum("vij,vj->vi", frame.rot, np.asarray(self.binding.scale, np.float64))
+    def rigid(self, frame: PoseFrame, *, plain: bool = False) -> np.ndarray:
+        """Attachment-based rigid skinning (research 4.1, first stage): v = a' + R s, (V,3), in the vertex's
+        (joint-blended) frame; plain: on the bone itself, a' + R(parent joint) s (what `skinning.rigid` does)."""
+        a, r = (frame.plain_attach, frame.plain_rot) if plain else (frame.attach, frame.rot)
+        return a + np.einsum("vij,vj->vi", r, np.asarray(self.binding.scale, np.float64))
 
     def edit_terms(self, edits: EditStack | EditTerms | None, frame: PoseFrame, time: float = 0.0) -> EditTerms | None:
         if edits is None or isinstance(edits, EditTerms):
@@ -682,14 +783,18 @@ class SpringDeformer:
 
     def initial_positions(self, posed_joints: np.ndarray, frame: PoseFrame) -> np.ndarray:
         """Where iteration starts: the chosen initial skinning ("independent", or first "dependent" frame), or
-        last frame's output moved by the differential bone transforms ("dependent")."""
+        last frame's output moved by the differential bone transforms ("dependent"). Rigid is the joint-blended
+        rigid skinning (`rigid`) in "independent" mode, plain rigid on the bones in "dependent" mode (the GPU's
+        frame-dependent loop carries its output on the bones)."""
         st = self.state
-        if self.params.mode == "dependent" and st.positions is not None and st.frame is not None:
-            delta = np.einsum("vij,vkj->vik", frame.rot, st.frame.rot)  # R_now R_prev^T
-            return frame.attach + np.einsum("vij,vj->vi", delta, st.positions - st.frame.attach)
+        dependent = self.params.mode == "dependent"
+        if dependent and st.positions is not None and st.frame is not None:
+            # carried on the bones (as the GPU's differential skinning does), not in the blended frames
+            delta = np.einsum("vij,vkj->vik", frame.plain_rot, st.frame.plain_rot)  # R_now R_prev^T
+            return frame.plain_attach + np.einsum("vij,vj->vi", delta, st.positions - st.frame.plain_attach)
         method = self.params.initial_skinning
         if method == "rigid":
-            return self.rigid(frame)
+            return self.rigid(frame, plain=dependent)
         if self.skinner is None:
             raise ValueError(f"initial_skinning = {method!r} needs a skinner(method, posed_joints) or "
                              "solve(..., initial=positions); valid without one: 'rigid'")

@@ -3,10 +3,28 @@
 // attachment a_i = p' + t_i (c' - p') and the bone reference direction (reference springs.pose_frame), and the
 // initial state S0 = (skinned position, initial velocity). Both go to the images the iterations read
 // (SpringFrame, SpringState: gpu_layouts, "spring stage images").
+// Joint blending (reference springs.pose_frame / blend_rotations, on when inst.k2.z > 0): a control point near an
+// interior joint J (SpringVertex.rest.z = +-(other bone + 1), + the parent end of its bone, - the child end; 0
+// none; rest.w its own weight w) turns its attachment, frame and bone reference about J by the share 1 - w of
+// the rotation from its bone to the other one. inst.k2.w > 0 (rigid initial skinning, independent mode): the
+// start is the blended rigid skinning, i.e. the plain rigid output of the skin stage moved by
+// (a_b - a) + (B - I) R s with s = r * s_dir (reference SpringDeformer.rigid).
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "deform_common.glsl"
 #include "deform_images.glsl"
+
+// Rotation by the share f of the rotation `rel` (axis-angle scaled, Rodrigues; reference springs.blend_rotations).
+mat3 rotation_share(mat3 rel, float f) {
+    // rel is column-major: rel[c][r] is row r, column c
+    vec3 v = vec3(rel[1][2] - rel[2][1], rel[2][0] - rel[0][2], rel[0][1] - rel[1][0]);
+    float sin2 = length(v);
+    float cosa = clamp(0.5 * (rel[0][0] + rel[1][1] + rel[2][2] - 1.0), -1.0, 1.0);
+    vec3 axis = sin2 > 1e-9 ? v / sin2 : vec3(0.0);
+    float ang = atan(0.5 * sin2, cosa) * f;
+    mat3 k = mat3(0.0, axis.z, -axis.y, -axis.z, 0.0, axis.x, axis.y, -axis.x, 0.0);
+    return mat3(1.0) + sin(ang) * k + (1.0 - cos(ang)) * (k * k);
+}
 
 // SpringVertex (static per control point) comes from generated/deform_layouts.glsl (gpu_layouts.SPRING_VERTEX)
 
@@ -36,9 +54,25 @@ void main() {
     } else {
         ref = mat3(b.rot_now) * vstatic[sidx].sdir.xyz;
     }
+    vec3 shift = vec3(0.0);
+    float code = vstatic[sidx].rest.z;
+    if (inst.k2.z > 0.0 && code != 0.0) {
+        int other = int(abs(code) + 0.5) - 1;
+        mat3 own = mat3(b.rot_now);
+        mat3 rel = mat3(bones[inst.bone_base + other].rot_now) * transpose(own);
+        mat3 turn = rotation_share(rel, 1.0 - vstatic[sidx].rest.w);
+        vec3 joint = code > 0.0 ? b.p.xyz : b.c.xyz;
+        vec3 ab = joint + turn * (a - joint);
+        ref = turn * ref;
+        if (inst.k2.w > 0.0) {
+            vec3 rs = own * (vstatic[sidx].sdir.w * vstatic[sidx].sdir.xyz);
+            shift = (ab - a) + (turn * rs - rs);
+        }
+        a = ab;
+    }
     imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_ATTACH), vec4(a, 0.0));
     imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_BONE_REF), vec4(ref, 0.0));
     vec3 v0 = (inst.flags & uint(FLAG_KEEP_VELOCITY)) != 0u ? vel_final[didx].xyz : vec3(0.0);
-    imageStore(s0, record_texel(didx, SPRING_STATE_TEXELS, SPRING_STATE_X), vec4(skinned[didx].xyz, 1.0));
+    imageStore(s0, record_texel(didx, SPRING_STATE_TEXELS, SPRING_STATE_X), vec4(skinned[didx].xyz + shift, 1.0));
     imageStore(s0, record_texel(didx, SPRING_STATE_TEXELS, SPRING_STATE_V), vec4(v0, 0.0));
 }

@@ -191,7 +191,9 @@ def fan():
 
 
 def fan_deformer(rig, params: SpringParams) -> SpringDeformer:
-    return SpringDeformer(rig.topology, rig.binding, rig.bind_joints, rig.parents, params)
+    """The fan's deformer with joint blending off: the step-limiting tests measure stability from the research's
+    plain rigid start (the blended start is much closer to equilibrium, so the plain update need not diverge)."""
+    return SpringDeformer(rig.topology, rig.binding, rig.bind_joints, rig.parents, params.replace(joint_blend=False))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -447,7 +449,7 @@ def test_safe_range_rule(tube):
 def test_huge_dt_diverges_keeps_last_good_state_and_warns(tube):
     posed = tube.pose([0, 0, 1], 120)
     with pytest.warns(RuntimeWarning, match="`dt`"):
-        d = tube.deformer(dt=5.0, max_iterations=50, step_limit=False)
+        d = tube.deformer(dt=5.0, max_iterations=50, step_limit=False, joint_blend=False)
     fr = d.frame(posed)
     with pytest.warns(RuntimeWarning, match=r"diverged.*last good state.*`dt` \(now 5"):
         x, st = d.solve(posed)
