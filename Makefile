@@ -1,5 +1,7 @@
 # Two commands for a newcomer: `make demo` and `make test`.
 # Both create .venv, install the project into it, and make sure a headless OpenGL >= 4.3 stack exists.
+# `make test` = `make lint` (ruff, mypy; settings in pyproject.toml) + the whole pytest suite (the packaging
+# test builds the wheel and installs it into a fresh venv outside the checkout).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -8,7 +10,7 @@ GL_PACKAGES := libegl1 libgl1-mesa-dri libegl-mesa0
 # ldconfig lives in /sbin, which a normal user's PATH may lack
 LDCONFIG := $(shell command -v ldconfig 2>/dev/null || echo /sbin/ldconfig)
 
-.PHONY: demo test setup gl venv assets bench clean
+.PHONY: demo test lint setup gl venv assets bench wheel clean
 
 setup: venv gl
 
@@ -48,11 +50,19 @@ assets: setup
 demo: setup
 	$(PY) main.py
 
-test: setup
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(PY) -m mypy
+
+test: setup lint
 	$(PY) -m pytest -q
+
+# the installable tool: dist/skinengine-*.whl (console script `skinengine`; shaders and characters inside)
+wheel: venv
+	$(PY) -m pip wheel --no-deps --no-build-isolation --quiet -w dist .
 
 bench: setup
 	$(PY) main.py bench deform
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist

@@ -17,10 +17,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere without installing
 
-from engine.assets.gen.characters import SPECS  # noqa: E402
-from engine.assets.library import expected_path  # noqa: E402
-from engine.assets.gen.characters import write  # noqa: E402
+from engine.assets.gen.characters import (
+    SPECS,  # noqa: E402
+    write,  # noqa: E402
+)
 from engine.assets.gen.meshutil import weld_by_position  # noqa: E402
+from engine.assets.library import expected_path  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

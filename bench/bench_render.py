@@ -3,9 +3,12 @@
 For N = 1, 8, 32 copies of CesiumMan (../shared/gltf-samples, looping its clip, desynchronised, laid out on a
 grid 1 m apart) at 1280x720 and 1920x1080 it prints, per frame (median over the timed frames, milliseconds):
 
-``anim``    CPU: clip sampling of all N instances in one batch, batched FK, skin matrices;
-``deform``  the GPU deformer graph (LBS -> copy -> face normals -> vertex normals) writing the vec4 buffers the
-            renderer pulls, wall time to ``ctx.finish()``;
+Every case runs the engine's frame through an :class:`engine.Session` (the demo's frame), timed per system
+from the schedule's timings in frames where each system ends with a ``ctx.finish()``:
+
+``anim``    ``animation_system`` + ``skeleton_system``: clip sampling of all N instances in one batch, batched FK;
+``deform``  ``extract_system``: skin matrices and the GPU deformer graph (LBS + skinned normals as one fused
+            dispatch) writing the vec4 buffers the renderer pulls, wall time to ``ctx.finish()``;
 ``gbuffer`` / ``compose``  wall time of the renderer's passes (``render(profile=True)``: GPU work finished
             around each pass; compose includes the contact shadows);
 ``render``  the renderer's whole frame in those profiled frames;
@@ -45,7 +48,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -167,8 +169,8 @@ def _panda_asset(tmp: Path) -> tuple[Path, np.ndarray]:
 def panda_frame_ms(w: int, h: int, n: int, frames: int, png: Path | None = None) -> tuple[float, dict] | str:
     """(median frame ms, info) of Panda3D with n Actors, or a reason string."""
     try:
-        import panda3d  # noqa: F401
         import gltf  # noqa: F401  (panda3d-gltf)
+        import panda3d  # noqa: F401
     except ImportError:
         return "panda3d not installed"
     offsets = grid_offsets(n)
@@ -194,108 +196,68 @@ def panda_frame_ms(w: int, h: int, n: int, frames: int, png: Path | None = None)
 
 
 class Crowd:
-    """N CesiumMan instances: batched CPU animation, one GPU deformer graph (LBS), renderer meshes pulling
-    the graph's output buffers (single-sided as the glTF material says, so back faces are culled)."""
+    """N CesiumMan characters in one :class:`engine.Session` on a shared context: the engine's frame (batched
+    clip sampling per clip, batched FK, one GPU deformer graph (LBS) whose output ranges the renderer pulls;
+    single-sided as the glTF material says, so back faces are culled)."""
 
-    def __init__(self, ctx, res, renderer, n: int) -> None:
-        from engine.anim import ClipSampler, Pose, Rig
-        from engine.anim.fk import global_matrices_batched
-        from engine.assets import load
-        from engine.skinning.gpu.graph import DeformerGraph
-        from engine.skinning.instances import skinned_primitives
-        from engine.tools.render_frame import material_kwargs
+    def __init__(self, ctx, w: int, h: int, n: int, *, look=None) -> None:
+        from engine import Session
+        from engine.gpu.context import GLContext
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            self.asset = load(ASSET)
-        self.rig = Rig.from_asset(self.asset)
-        self.prims = skinned_primitives(self.asset, self.rig)
-        self.sampler = ClipSampler(self.rig, self.asset.clips[0])
-        self.duration = max(float(self.asset.clips[0].duration), 1e-3)
-        rest = Pose.rest(self.rig)
+        self.session = Session(gl=GLContext(ctx, None, True), width=w, height=h, deformer="lbs", look=look,
+                               strict=True)
         self.n = n
-        self._T = np.repeat(rest.translation[None], n, axis=0)
-        self._R = np.repeat(rest.rotation[None], n, axis=0)
-        self._S = np.repeat(rest.scale[None], n, axis=0)
-        self._fk = global_matrices_batched
-        self.graph = DeformerGraph(ctx, res, programs=renderer.programs)
         self.offsets = grid_offsets(n)
-        self._offset_mats = np.repeat(np.eye(4)[None], n, axis=0)
-        self._offset_mats[:, :3, 3] = self.offsets
-        self.items = []  # (instance, SkinnedPrimitive, deform handle)
-        g0 = self._globals(0.0)
-        for i in range(n):
-            for sp in self.prims:
-                prim = sp.primitive
-                dh = self.graph.add_mesh(sp.topology(), None, prim.joints, prim.weights,
-                                         np.asarray(sp.skin.inverse_bind, np.float64), sp.parents, method="lbs",
-                                         normals=prim.normals, asset_key=sp.key)
-                kw = material_kwargs(self.asset, prim)  # base colour, texture, double_sided
-                rest_pos = sp.deform(g0[0], "lbs") + self.offsets[i].astype(np.float32)
-                mh = renderer.add_mesh(prim.indices, prim.vertex_count, buffers=self.graph.output_ranges(dh),
-                                       entity=i, node=sp.node, mesh_index=sp.mesh, primitive=sp.prim, **kw)
-                mh.bounds = (rest_pos.min(axis=0) - 0.1, rest_pos.max(axis=0) + 0.1)
-                self.items.append((i, sp, dh))
+        loaded = self.session.load(ASSET)
+        self.characters = [self.session.spawn(loaded, clip=0, time=PHASE_S * i, position=self.offsets[i])
+                           for i in range(n)]
+        self.session.camera = crowd_camera(w, h, self.offsets)
 
-    def _globals(self, t: float) -> np.ndarray:
-        """(N, nodes, 4, 4) world matrices of every instance at clip times t + i * PHASE_S (one batch)."""
-        times = np.mod(t + PHASE_S * np.arange(self.n), self.duration)
-        self.sampler.sample_batch(times, self._T, self._R, self._S)
-        return self._fk(self.rig, self._T, self._R, self._S)
+    @property
+    def renderer(self):
+        return self.session.renderer
 
-    def animate(self, t: float) -> None:
-        g = self._offset_mats[:, None].astype(np.float32) @ self._globals(t)
-        for i, sp, dh in self.items:
-            posed = g[i, sp.skin.joints]
-            self.graph.set_pose(dh, posed @ sp.skin.inverse_bind, posed)
+    def frame(self, *, render: bool = True) -> None:
+        """One fixed step: animation, skeleton, deformation, drawing (as the demo runs it)."""
+        self.session.step(render=render)
 
-    def deform(self) -> None:
-        self.graph.run()
+    def parts_ms(self) -> dict[str, float]:
+        """The last frame's CPU+GPU time per part, from the schedule's per-system timings (run with
+        ``sync(True)`` so that each system's time includes the GPU work it submitted)."""
+        last = self.session.schedule.history.last
+        return {"anim": (last.system_ms("animation_system") + last.system_ms("skeleton_system")),
+                "deform": last.system_ms("extract_system"), "render": last.system_ms("render_system")}
+
+    def sync(self, on: bool) -> None:
+        self.session.schedule.after_system = self.session.ctx.finish if on else None
 
     def release(self) -> None:
-        self.graph.release()
+        self.session.release()
 
 
 def run_case(ctx, w: int, h: int, n: int, frames: int, png: Path | None = None) -> dict:
-    from engine.render.renderer import SceneRenderer
-    from engine.gpu.resources import GpuResources
-
     same = same_content_total(ctx, w, h, n, frames, png.with_name(png.stem + "_same.png") if png else None)
-    res = GpuResources(ctx)
-    r = SceneRenderer(ctx, res, w, h)
-    crowd = Crowd(ctx, res, r, n)
-    cam = crowd_camera(w, h, crowd.offsets)
-    dt = 1.0 / 60.0
-    f = 0
+    crowd = Crowd(ctx, w, h, n)
+    r = crowd.renderer
 
     def frame() -> None:  # one whole frame, finished once
-        nonlocal f
-        crowd.animate(f * dt)
-        crowd.deform()
-        r.render(cam)
+        crowd.frame()
         ctx.finish()
-        f += 1
 
     for _ in range(5):  # warm-up: programs, allocations, timer ring
         frame()
     rows: dict[str, list[float]] = {k: [] for k in ("anim", "deform", "render", "total")}
     gpu: dict[str, list[float]] = {}  # per renderer pass
+    crowd.sync(True)
+    crowd.session.view.profile = True
     for _ in range(frames):  # parts, each finished
-        t0 = time.perf_counter()
-        crowd.animate(f * dt)
-        t1 = time.perf_counter()
-        crowd.deform()
-        ctx.finish()
-        t2 = time.perf_counter()
-        r.render(cam, profile=True)
-        ctx.finish()
-        t3 = time.perf_counter()
-        f += 1
-        rows["anim"].append((t1 - t0) * 1e3)
-        rows["deform"].append((t2 - t1) * 1e3)
-        rows["render"].append((t3 - t2) * 1e3)
+        crowd.frame()
+        for k, v in crowd.parts_ms().items():
+            rows[k].append(v)
         for k, v in r.last_wall_ms.items():
             gpu.setdefault(k, []).append(v)
+    crowd.sync(False)
+    crowd.session.view.profile = False
     for _ in range(frames):  # whole frames
         t0 = time.perf_counter()
         frame()
@@ -304,32 +266,30 @@ def run_case(ctx, w: int, h: int, n: int, frames: int, png: Path | None = None) 
     out.update({k: float(np.median(v)) for k, v in gpu.items()})
     out["same"] = same
     if png is not None:
-        r.save_png(png)
+        crowd.session.save_png(png)
 
     # queries on the last frame
+    s = crowd.session
     cx, cy = w // 2, h // 2
     stroke = np.c_[np.linspace(cx - 100, cx + 100, 64), cy + 30 * np.sin(np.linspace(0, 3, 64))].astype(int)
-    out["query1"] = _best_ms(lambda: r.query(cx, cy))
-    out["stroke64"] = _best_ms(lambda: r.query_many(stroke))
+    out["query1"] = _best_ms(lambda: s.pick(cx, cy))
+    out["stroke64"] = _best_ms(lambda: s.pick_many(stroke))
     # asynchronous: issue inside a frame, map after the next one; the stall is the frame's extra time
     issue, result, lat, with_q, without_q = [], [], [], [], []
     for k in range(2 * max(3, frames // 2)):
         t0 = time.perf_counter()
-        crowd.animate(f * dt)
-        crowd.deform()
-        r.render(cam)
+        crowd.frame()
         pending = None
         if k % 2:
             t_i = time.perf_counter()
-            pending = r.query_async(stroke)
+            pending = s.pick_async(stroke)
             issue.append((time.perf_counter() - t_i) * 1e3)
         ctx.finish()
         (with_q if k % 2 else without_q).append((time.perf_counter() - t0) * 1e3)
-        f += 1
         if pending is not None:
             frames_waited = 0
             while not pending.ready:
-                r.render(cam)
+                s.settle()
                 frames_waited += 1
             lat.append(frames_waited)
             t_r = time.perf_counter()
@@ -340,34 +300,24 @@ def run_case(ctx, w: int, h: int, n: int, frames: int, png: Path | None = None) 
     out["async_latency"] = int(max(lat))
     out["async_stall"] = float(np.median(with_q) - np.median(without_q))
     crowd.release()
-    r.release()
-    res.release_all()
     return out
 
 
 def same_content_total(ctx, w: int, h: int, n: int, frames: int, png: Path | None = None) -> float:
     """Median ms of a whole frame (as ``total``) drawing what the Panda3D frame shows: no ground, no shadows."""
-    from engine.render.renderer import LookSettings, SceneRenderer
-    from engine.gpu.resources import GpuResources
+    from engine.render.renderer import LookSettings
 
-    res = GpuResources(ctx)
-    r = SceneRenderer(ctx, res, w, h, look=LookSettings(ground=False, shadows="off"))
-    crowd = Crowd(ctx, res, r, n)
-    cam = crowd_camera(w, h, crowd.offsets)
+    crowd = Crowd(ctx, w, h, n, look=LookSettings(ground=False, shadows="off"))
     times = []
     for f in range(5 + frames):
         t0 = time.perf_counter()
-        crowd.animate(f / 60.0)
-        crowd.deform()
-        r.render(cam)
+        crowd.frame()
         ctx.finish()
         if f >= 5:
             times.append((time.perf_counter() - t0) * 1e3)
     if png is not None:
-        r.save_png(png)
+        crowd.session.save_png(png)
     crowd.release()
-    r.release()
-    res.release_all()
     return float(np.median(times))
 
 

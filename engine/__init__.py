@@ -1,6 +1,28 @@
 """Expressive character-skinning engine.
 
-The runtime is importable and testable without a window: ``engine.assets`` loads glTF 2.0,
-``engine.anim`` samples clips and runs forward kinematics, ``engine.skinning`` holds the numpy
-reference deformers, ``engine.render`` owns every GL object, ``engine.ecs`` is the world and schedule.
+``from engine import Session`` is the scripting API (engine/session.py): load characters, play clips, deform on
+the GPU or with numpy, render, read the G-buffer, pick surface points, read deformed vertices back. THE frame
+is engine/frame.py; the deformer table is engine/skinning/registry.py.
+
+Packages: ``engine.assets`` loads glTF 2.0, ``engine.anim`` samples clips and runs forward kinematics,
+``engine.skinning`` holds the numpy reference deformers and (``engine.skinning.gpu``) the deformer graph,
+``engine.gpu`` the GL context and GPU resource owner below render and skinning, ``engine.render`` the renderer,
+``engine.ecs`` the world and schedule.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["Session", "Character"]
+
+if TYPE_CHECKING:
+    from engine.session import Character, Session
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: importing a submodule (engine.assets, engine.ecs) must not pull in moderngl and the renderer.
+    if name in __all__:
+        from engine import session
+
+        return getattr(session, name)
+    raise AttributeError(f"module 'engine' has no attribute {name!r}")

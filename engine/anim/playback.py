@@ -23,11 +23,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from engine.anim import quat
 from engine.anim.pose import Pose
 from engine.anim.rig import Rig
 from engine.anim.sampling import ClipSampler
 from engine.assets.model import Asset
+from engine.math import quat
+from engine.math.numerics import quiet_underflow
 
 __all__ = ["MODES", "RAMPS", "Playback", "blend_poses", "wrap_time"]
 
@@ -62,7 +63,7 @@ def wrap_time(time: np.ndarray | float, duration: float, mode: str) -> np.ndarra
     return float(out) if out.ndim == 0 else out
 
 
-@quat.quiet_underflow
+@quiet_underflow
 def blend_poses(a: Pose, b: Pose, w: float | np.ndarray, out: Pose | None = None) -> Pose:
     """``(1 - w) a + w b`` per node: lerp translation/scale, slerp rotation on the shortest arc.
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.anim.fk import compose_trs, decompose
 from engine.assets.model import Asset, Skin
+from engine.math.transform import compose_trs, decompose
 
 __all__ = ["Rig"]
 

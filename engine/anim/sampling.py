@@ -13,7 +13,7 @@ padded by repeating their last key). Sampling a group at times ``t`` (one per in
    ``u = 0`` at the last key. That is exactly glTF's rule (first value before, last value after), and a
    single-key channel is constant.
 3. **Interpolation**: STEP holds key k; LINEAR lerps translation/scale and slerps rotations on the shortest arc
-   (nlerp for tiny angles, as :func:`engine.anim.quat.slerp`; the per-segment angle, 1/sin and hemisphere flip
+   (nlerp for tiny angles, as :func:`engine.math.quat.slerp`; the per-segment angle, 1/sin and hemisphere flip
    are precomputed, so run time is two sines and a weighted sum); CUBICSPLINE is glTF's Hermite spline
 
        p(u) = (2u^3 - 3u^2 + 1) v_k + (u^3 - 2u^2 + u) dt b_k + (-2u^3 + 3u^2) v_{k+1} + (u^3 - u^2) dt a_{k+1}
@@ -30,10 +30,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.anim import quat
 from engine.anim.pose import Pose
 from engine.anim.rig import Rig
 from engine.assets.model import Clip
+from engine.math import quat
+from engine.math.numerics import quiet_underflow
 
 __all__ = ["ClipSampler", "PATHS", "INTERPOLATIONS"]
 
@@ -206,7 +207,7 @@ class ClipSampler:
                       grid=grid, seg=seg, values=values, out_scaled=out_scaled, in_scaled=in_scaled,
                       **slerp_tables)
 
-    @quat.quiet_underflow
+    @quiet_underflow
     def sample_batch(self, times: np.ndarray | float, translation: np.ndarray, rotation: np.ndarray,
                      scale: np.ndarray) -> None:
         """Write the clip at ``times`` (I,) into pose arrays ``(I, N, 3)``, ``(I, N, 4)``, ``(I, N, 3)``.

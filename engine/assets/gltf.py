@@ -37,6 +37,7 @@ from engine.assets.errors import AssetError, AssetWarning
 from engine.assets.glb import is_glb, parse_glb
 from engine.assets.model import Asset, Channel, Clip, Image, Material, Mesh, Node, Primitive, Scene, Skin
 from engine.assets.validate import validate_document
+from engine.math.transform import decompose
 
 DEFAULT_MAX_BYTES = 512 * 2**20
 BUFFER_MIME = ("application/octet-stream", "application/gltf-buffer")
@@ -305,7 +306,7 @@ class _Loader:
                 mat = np.asarray(node.matrix, np.float64).reshape(4, 4).T  # column-major in the file
                 _check_trs_matrix(mat, f"{where}.matrix")
                 m.matrix = mat.astype(np.float32)
-                t, r, s = _decompose(mat)
+                t, r, s = decompose(mat)
                 m.translation, m.rotation, m.scale = t, r, s
             else:
                 if node.translation is not None:
@@ -1002,32 +1003,3 @@ def _check_trs_matrix(m: np.ndarray, where: str) -> None:
     if np.abs(gram - np.eye(3)).max() > 1e-3:
         raise AssetError(where, "not decomposable to TRS: the 3x3 part has shear (columns not orthogonal)")
 
-
-def _decompose(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Translation (3,), rotation xyzw (4,), scale (3,) of an affine TRS matrix (negative det -> -x scale)."""
-    t = m[:3, 3].copy()
-    cols = m[:3, :3]
-    s = np.linalg.norm(cols, axis=0)
-    if np.linalg.det(cols) < 0:
-        s[0] = -s[0]
-    r = cols / s
-    q = _mat_to_quat(r)
-    return t.astype(np.float32), q.astype(np.float32), s.astype(np.float32)
-
-
-def _mat_to_quat(r: np.ndarray) -> np.ndarray:
-    """Unit quaternion (x, y, z, w) of a rotation matrix (Shepperd's method, numerically stable)."""
-    tr = np.trace(r)
-    if tr > 0:
-        k = 2.0 * np.sqrt(tr + 1.0)
-        q = np.array([(r[2, 1] - r[1, 2]) / k, (r[0, 2] - r[2, 0]) / k, (r[1, 0] - r[0, 1]) / k, 0.25 * k])
-    elif r[0, 0] > r[1, 1] and r[0, 0] > r[2, 2]:
-        k = 2.0 * np.sqrt(1.0 + r[0, 0] - r[1, 1] - r[2, 2])
-        q = np.array([0.25 * k, (r[0, 1] + r[1, 0]) / k, (r[0, 2] + r[2, 0]) / k, (r[2, 1] - r[1, 2]) / k])
-    elif r[1, 1] > r[2, 2]:
-        k = 2.0 * np.sqrt(1.0 + r[1, 1] - r[0, 0] - r[2, 2])
-        q = np.array([(r[0, 1] + r[1, 0]) / k, 0.25 * k, (r[1, 2] + r[2, 1]) / k, (r[0, 2] - r[2, 0]) / k])
-    else:
-        k = 2.0 * np.sqrt(1.0 + r[2, 2] - r[0, 0] - r[1, 1])
-        q = np.array([(r[0, 2] + r[2, 0]) / k, (r[1, 2] + r[2, 1]) / k, 0.25 * k, (r[1, 0] - r[0, 1]) / k])
-    return q / np.linalg.norm(q)

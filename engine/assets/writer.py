@@ -35,11 +35,14 @@ from __future__ import annotations
 import json
 import os
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
+
+from engine.assets.glb import CHUNK_BIN, CHUNK_JSON, GLB_MAGIC
 
 # glTF componentType codes and their numpy dtypes.
 BYTE, UNSIGNED_BYTE, SHORT, UNSIGNED_SHORT, UNSIGNED_INT, FLOAT = 5120, 5121, 5122, 5123, 5125, 5126
@@ -56,11 +59,6 @@ _TARGETS = {None: None, "vertex": ARRAY_BUFFER, "index": ELEMENT_ARRAY_BUFFER}
 _TYPE_OF_SHAPE = {(): "SCALAR", (2,): "VEC2", (3,): "VEC3", (4,): "VEC4", (4, 4): "MAT4"}
 _PATH_WIDTH = {"translation": 3, "rotation": 4, "scale": 3}
 _INTERPOLATIONS = ("STEP", "LINEAR", "CUBICSPLINE")
-
-GLB_MAGIC = 0x46546C67  # "glTF"
-CHUNK_JSON = 0x4E4F534A  # "JSON"
-CHUNK_BIN = 0x004E4942  # "BIN\0"
-
 
 @dataclass
 class AnimChannel:
@@ -456,15 +454,3 @@ class GltfBuilder:
         tmp.write_bytes(data)
         os.replace(tmp, p)
         return p
-
-
-def read_glb_json(path: str | os.PathLike) -> dict:
-    """The JSON chunk of a GLB file (cheap: reads only the header and the JSON chunk)."""
-    with open(path, "rb") as f:
-        head = f.read(20)
-        if len(head) < 20:
-            raise ValueError(f"{path}: too short for a GLB header ({len(head)} bytes)")
-        magic, version, _total, jlen, jtype = struct.unpack("<IIIII", head)
-        if magic != GLB_MAGIC or version != 2 or jtype != CHUNK_JSON:
-            raise ValueError(f"{path}: not a GLB 2.0 file (magic {magic:#x}, version {version})")
-        return json.loads(f.read(jlen))

@@ -103,6 +103,9 @@ class Schedule:
         self._seq = 0
         self._order: dict[Phase, list[System]] | None = None
         self._frame_index = 0
+        #: called after every system, inside its timing (profiling: e.g. a GPU finish, so that each system's
+        #: time includes the GPU work it submitted); None in normal running
+        self.after_system: Callable[[], None] | None = None
 
     # ------------------------------------------------------------------ building
     def add_system(
@@ -257,6 +260,8 @@ class Schedule:
             t0 = clock()
             try:
                 s.fn(world)
+                if self.after_system is not None:
+                    self.after_system()
             except Exception as exc:
                 t1 = clock()
                 frame.record_system(s.name, pname, t0, t1 - t0, step)

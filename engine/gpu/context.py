@@ -190,7 +190,7 @@ def doctor_report(*, headless: bool | None = True) -> str:
             f"  SSBO block size max    : {info['max_ssbo_block_size']} bytes",
             f"  SSBO bindings max      : {info['max_ssbo_bindings']}",
             f"  colour attachments max : {info['max_color_attachments']}",
-            f"  OpenGL 4.3 core        : OK",
+            "  OpenGL 4.3 core        : OK",
         ]
     finally:
         gc.release()

@@ -9,9 +9,9 @@ are re-exported here (``Std430Struct``, ``MAX_JOINTS``, ``LOCAL_SIZE``, ``GLSL_C
 """
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from dataclasses import dataclass
-import logging
 
 import moderngl
 import numpy as np

@@ -27,20 +27,23 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 import moderngl
 
 from engine.gpu.layouts import layouts_glsl
+from engine.paths import data_dir
 
 if TYPE_CHECKING:
     from engine.gpu.resources import GpuResources
 
 log = logging.getLogger(__name__)
 
-SHADER_ROOT = Path(__file__).resolve().parents[2] / "shaders"
+#: The checkout's shaders/, or the copy installed with the package (engine.paths decides).
+SHADER_ROOT = data_dir("shaders")
 DEFAULT_VERSION = "#version 430 core"
 GENERATED_LAYOUTS = "generated/layouts.glsl"
 
@@ -129,7 +132,8 @@ def _define_value(key: str, value: object) -> str:
 
 
 class ShaderLibrary:
-    """Loads and preprocesses stage files below ``root`` (default: the repository's ``shaders/``)."""
+    """Loads and preprocesses stage files below ``root`` (default: SHADER_ROOT, the checkout's or the installed
+    ``shaders/``)."""
 
     def __init__(self, root: Path | str | None = None, *, default_version: str = DEFAULT_VERSION) -> None:
         self.root = Path(root) if root is not None else SHADER_ROOT

@@ -10,7 +10,8 @@ Passes can be added and removed between frames (the renderer's layers each get o
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from engine.gpu.resources import GpuResources
 
@@ -118,7 +119,7 @@ class GpuTimers:
         self._queries.clear()
 
 
-def record_gpu_timings(timings: "FrameTimings", gpu_ms: Mapping[str, float], *, prefix: str = "gpu:") -> None:
+def record_gpu_timings(timings: FrameTimings, gpu_ms: Mapping[str, float], *, prefix: str = "gpu:") -> None:
     """Copy per-pass GPU milliseconds (e.g. ``SceneRenderer.gpu_ms``, readings a few frames old) into a
     profiler frame as scopes named ``prefix + pass`` (depth 0, starting at the frame's start)."""
     for name, ms in gpu_ms.items():

@@ -1,6 +1,7 @@
-"""engine.input: input devices (desktop mouse/stylus, OpenVR controllers, replay) and strokes.
+"""engine.input: input devices (desktop mouse/stylus, OpenVR controllers, replay), strokes and picking.
 
-Not built yet: stroke input (Ramer-Douglas-Peucker reduction, composite Bezier fitting, Frenet frames) arrives
-with the stroke-tools issue. The demo reads the mouse and keyboard through its pyglet window (game/demo.py);
-surface queries for strokes already exist in the renderer (engine.render.renderer.SceneRenderer.query*).
+``rays`` turns window points into world rays and tests them against planes and boxes (pyrr, the one place its
+row-vector convention is converted). Stroke input (Ramer-Douglas-Peucker reduction, composite Bezier fitting,
+Frenet frames) arrives with the editor issue. input never imports render: the renderer implements the query
+interface surface strokes use.
 """

@@ -101,7 +101,7 @@ class Camera(_Perspective):
         return np.asarray(self.eye, np.float32)
 
     @classmethod
-    def from_string(cls, text: str, **kwargs) -> "Camera":
+    def from_string(cls, text: str, **kwargs) -> Camera:
         """Parse ``"EX,EY,EZ:TX,TY,TZ"`` (eye : target, metres) as the CLI gives it."""
         parts = text.split(":")
         try:
@@ -115,7 +115,7 @@ class Camera(_Perspective):
             raise ValueError(f"camera must look like 'EX,EY,EZ:TX,TY,TZ' (eye:target), got {text!r}") from None
         return cls(eye=np.array(eye), target=np.array(target), **kwargs)
 
-    def fit(self, bounds_min, bounds_max, *, margin: float = 1.1) -> "Camera":
+    def fit(self, bounds_min, bounds_max, *, margin: float = 1.1) -> Camera:
         """Aim at the centre of a box and move the eye back along the current view direction until the
         box's bounding sphere fits the narrower field of view (times ``margin``)."""
         centre, dist = _fit_distance(bounds_min, bounds_max, self.fov_y, self.aspect, margin)
@@ -200,7 +200,7 @@ class OrbitCamera(_Perspective):
         right, up = v[0, :3].astype(np.float64), v[1, :3].astype(np.float64)
         self.target = self.target - right * dx_pixels * m_per_px - up * dy_pixels * m_per_px
 
-    def fit(self, bounds_min, bounds_max, *, margin: float = 1.1) -> "OrbitCamera":
+    def fit(self, bounds_min, bounds_max, *, margin: float = 1.1) -> OrbitCamera:
         """Centre on a box and set the distance so its bounding sphere fits the view."""
         centre, dist = _fit_distance(bounds_min, bounds_max, self.fov_y, self.aspect, margin)
         self.target = centre

@@ -9,9 +9,11 @@ GLSL side of the same layout) and the hardware depth:
 
 World positions are not stored: they are reconstructed from the window depth and the inverse
 view-projection (:func:`unproject`), exact to the depth buffer's precision. A pixel's (mesh, triangle,
-barycentrics) names a point of the surface that does not depend on the pose: :class:`SurfacePoint`
-re-evaluates it on the current deformed vertices (:func:`interpolate_surface`), so strokes drawn on
-the skin stay on it while the character moves (research section 7.4).
+barycentrics) names a point of the surface that does not depend on the pose, kept as a
+:class:`~engine.input.picking.SurfacePoint` (plain data keyed by the mesh id; defined in engine.input, re-exported
+here) and re-evaluated on the current deformed vertices (:func:`interpolate_surface`), so strokes drawn on the
+skin stay on it while the character moves (research section 7.4). :class:`SurfaceHit` is what a renderer query
+returns: the point plus the renderer's mesh handle, position, normal and depth.
 """
 from __future__ import annotations
 
@@ -20,8 +22,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine.input.picking import SurfacePoint
+
 if TYPE_CHECKING:
-    from engine.render.renderer import MeshHandle
+    from engine.render.meshes import MeshHandle
 
 __all__ = ["SurfaceHit", "SurfacePoint", "decode_ids", "oct_decode", "oct_encode", "unproject",
            "interpolate_surface", "pixel_of"]
@@ -118,23 +122,13 @@ def interpolate_surface(positions: np.ndarray, triangles: np.ndarray, triangle: 
     return pts.astype(np.float32), n.astype(np.float32)
 
 
-@dataclass(frozen=True, eq=False)
-class SurfacePoint:
-    """A pose-independent point of a mesh surface: (mesh, triangle, barycentric). Evaluate it on the
-    current deformed vertices with ``SceneRenderer.evaluate`` (or :func:`interpolate_surface`)."""
-
-    mesh: "MeshHandle"
-    triangle: int
-    barycentric: tuple[float, float, float]
-
-
 @dataclass(eq=False)
 class SurfaceHit:
     """What a query finds under a pixel: the mesh (renderer handle, with its entity / glTF node, mesh
     and primitive tags), the triangle, barycentrics, world position and normal, window depth, and the
     layer it was read from (None: the composited frame)."""
 
-    mesh: "MeshHandle"
+    mesh: MeshHandle
     triangle: int
     barycentric: np.ndarray  # (3,) float32
     position: np.ndarray  # (3,) float32 world
@@ -159,5 +153,11 @@ class SurfaceHit:
         return self.mesh.primitive
 
     @property
+    def mesh_id(self) -> int:
+        return self.mesh.id
+
+    @property
     def surface_point(self) -> SurfacePoint:
-        return SurfacePoint(self.mesh, self.triangle, tuple(float(x) for x in self.barycentric))
+        """The pose-independent point hit: (mesh id, triangle, barycentric) as plain data."""
+        b0, b1, b2 = (float(x) for x in self.barycentric)
+        return SurfacePoint(self.mesh.id, self.triangle, (b0, b1, b2))

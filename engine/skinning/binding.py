@@ -41,9 +41,8 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from engine.numerics import quiet_underflow
-
-from engine.skinning.meshprep import bbox_diagonal
+from engine.math.mesh import bbox_diagonal
+from engine.math.numerics import quiet_underflow
 from engine.skinning.types import Binding, Bones, MeshTopology, bone_endpoints
 
 __all__ = [

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+
 from engine.skinning.laplacian import WEIGHTS
 from engine.skinning.radial import PROFILES
 from engine.skinning.springs import SpringParams
@@ -134,7 +136,7 @@ class DeformerConfig:
     laplacian: LaplacianConfig = field(default_factory=LaplacianConfig)
     radial: RadialConfig = field(default_factory=RadialConfig)
 
-    def validate(self) -> "DeformerConfig":
+    def validate(self) -> DeformerConfig:
         """Raise ValueError naming `section.key`, the value and the valid range; return self."""
         _check_choice("skinning", self.skinning, SKINNING)
         try:
@@ -154,7 +156,7 @@ class DeformerConfig:
         return out
 
     @classmethod
-    def from_dict(cls, d: dict) -> "DeformerConfig":
+    def from_dict(cls, d: dict) -> DeformerConfig:
         """Build and validate; unknown sections or keys raise ValueError naming them and the valid ones."""
         if not isinstance(d, dict):
             raise ValueError(f"a deformer config must be a table, got {type(d).__name__}")
@@ -181,14 +183,13 @@ class DeformerConfig:
     def to_toml(self) -> str:
         """TOML text of the whole configuration (None values, e.g. spring.force_tol = auto, are left out)."""
         d = self.to_dict()
-        lines = [f"skinning = {_toml_value(d['skinning'])}"]
+        doc: dict[str, Any] = {"skinning": d["skinning"]}
         for name in _SECTIONS:
-            lines += ["", f"[{name}]"]
-            lines += [f"{k} = {_toml_value(v)}" for k, v in d[name].items() if v is not None]
-        return "\n".join(lines) + "\n"
+            doc[name] = {k: v for k, v in d[name].items() if v is not None}
+        return tomli_w.dumps(doc)
 
     # -- overrides ------------------------------------------------------------------------------------------
-    def with_overrides(self, **overrides: Any) -> "DeformerConfig":
+    def with_overrides(self, **overrides: Any) -> DeformerConfig:
         """A validated copy with overrides applied; None values are ignored (unset CLI options).
         Names: OVERRIDE_ALIASES (spring_iterations, spring_dt) or `section_field` (spring_k_s, arap_iterations)."""
         d = self.to_dict()
@@ -208,18 +209,6 @@ class DeformerConfig:
             section, fname = path.split(".")
             d[section][fname] = value
         return DeformerConfig.from_dict(d)
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return repr(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    raise ValueError(f"cannot write {v!r} to TOML")
 
 
 def loads_config(text: str) -> DeformerConfig:

@@ -29,8 +29,9 @@ vertex on the GPU. Everything serialises to plain dicts of lists (JSON/TOML frie
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -112,7 +113,7 @@ class SurfaceEdit:
     @classmethod
     def from_world(cls, kinematic: np.ndarray, targets: np.ndarray, attach: np.ndarray, rot: np.ndarray, *,
                    passive: np.ndarray | None = None, static: np.ndarray | None = None, stiffness: float = 5.0,
-                   keys: np.ndarray | None = None, name: str = "") -> "SurfaceEdit":
+                   keys: np.ndarray | None = None, name: str = "") -> SurfaceEdit:
         """Make an edit from world-space targets (K,3) of `kinematic` vertices, given the pose the edit was
         made in as per-vertex posed attachments `attach` (V,3) and bone rotations `rot` (V,3,3)."""
         kin = _index_array(kinematic, "SurfaceEdit.kinematic")
@@ -160,7 +161,7 @@ class SurfaceEdit:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "SurfaceEdit":
+    def from_dict(cls, d: dict) -> SurfaceEdit:
         """Inverse of `to_dict`; raises ValueError naming a missing or unknown key."""
         if not isinstance(d, dict):
             raise ValueError(f"a surface edit must be a dict, got {type(d).__name__}")
@@ -192,7 +193,7 @@ class EditTerms:
     q: np.ndarray
 
     @classmethod
-    def empty(cls, n_vertices: int) -> "EditTerms":
+    def empty(cls, n_vertices: int) -> EditTerms:
         return cls(np.zeros(n_vertices), np.zeros((n_vertices, 3)), np.zeros(n_vertices))
 
     @property
@@ -245,7 +246,7 @@ class EditStack:
         return {"edits": [e.to_dict() for e in self.edits]}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "EditStack":
+    def from_dict(cls, d: dict) -> EditStack:
         if not isinstance(d, dict) or set(d) - {"edits"}:
             raise ValueError(f"an edit stack must be {{'edits': [...]}}, got keys {sorted(d) if isinstance(d, dict) else d!r}")
         return cls([SurfaceEdit.from_dict(e) for e in d.get("edits", [])])

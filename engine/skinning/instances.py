@@ -3,8 +3,9 @@
 An asset may instance one skinned mesh from several nodes (RecursiveSkeletons: 84 nodes share one mesh), so
 an instance is (node, mesh, primitive, skin). ``SkinnedPrimitive`` caches what a deformer needs once per
 instance (welded topology, attachment binding, skin hierarchy) and ``deform`` evaluates one pose with any
-method of the reference: lbs, dqs (per display vertex, exact glTF semantics), rigid, irs, spring, arap (on
-welded control points, copied back to display vertices).
+method of the numpy reference (engine/skinning/registry.py): lbs, dqs (per display vertex, exact glTF
+semantics), rigid, irs, spring, arap (on welded control points, copied back to display vertices). The GPU
+path is engine/skinning/gpu, reached through engine.Session; nothing here touches GL.
 """
 from __future__ import annotations
 
@@ -14,15 +15,10 @@ from typing import Any
 import numpy as np
 
 from engine.assets.model import Asset, Primitive, Skin
+from engine.components import PrimitiveKey
+from engine.skinning import registry
 
-__all__ = ["SkinnedPrimitive", "skinned_primitives", "instance_key", "CPU_METHODS"]
-
-CPU_METHODS = ("lbs", "dqs", "rigid", "irs", "spring", "arap")
-
-
-def instance_key(node: int, mesh: int, prim: int) -> str:
-    """The export key of one skinned primitive instance: ``node{n}_mesh{m}_prim{p}``."""
-    return f"node{node}_mesh{mesh}_prim{prim}"
+__all__ = ["SkinnedPrimitive", "skinned_primitives"]
 
 
 @dataclass(eq=False)
@@ -39,14 +35,26 @@ class SkinnedPrimitive:
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
-    def key(self) -> str:
-        return instance_key(self.node, self.mesh, self.prim)
+    def key(self) -> PrimitiveKey:
+        return PrimitiveKey(self.node, self.mesh, self.prim)
 
     @property
     def bind_joints(self) -> np.ndarray:
         if "bind_joints" not in self._cache:
             ib = np.asarray(self.skin.inverse_bind, np.float64)
-            self._cache["bind_joints"] = np.linalg.inv(ib).astype(np.float32)
+            with np.errstate(all="ignore"):
+                det = np.linalg.det(ib[:, :3, :3]) if len(ib) else np.ones(0)
+                bad = np.flatnonzero(~np.isfinite(det) | (np.abs(det) < 1e-12))
+                if bad.size == 0:
+                    inv = np.linalg.inv(ib)
+                    bad = np.flatnonzero(~np.isfinite(inv).all(axis=(1, 2)) | (np.abs(inv) > 3.0e38).any(axis=(1, 2)))
+            if bad.size:
+                from engine.assets.errors import AssetError
+
+                raise AssetError(f"skins[{self.skin_index}].inverseBindMatrices[{int(bad[0])}]",
+                                 "is singular or its inverse does not fit float32: the bind pose of that joint "
+                                 "cannot be recovered")
+            self._cache["bind_joints"] = inv.astype(np.float32)
         return self._cache["bind_joints"]
 
     def topology(self):
@@ -72,12 +80,12 @@ class SkinnedPrimitive:
 
     def skin_matrices(self, globals_: np.ndarray) -> np.ndarray:
         """(J,4,4) joint world @ inverse bind for node world matrices ``globals_`` (N,4,4)."""
-        return (globals_[self.skin.joints] @ self.skin.inverse_bind).astype(np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return (globals_[self.skin.joints] @ self.skin.inverse_bind).astype(np.float32)
 
     def deform(self, globals_: np.ndarray, method: str = "lbs", *, config=None) -> np.ndarray:
         """World-space display vertex positions (D,3) float32 for the pose ``globals_``."""
-        if method not in CPU_METHODS:
-            raise ValueError(f"deformer must be one of {', '.join(CPU_METHODS)}, got {method!r}")
+        registry.check(method, "cpu")
         prim = self.primitive
         if method in ("lbs", "dqs"):
             from engine.skinning.skinning import dqs, lbs
@@ -119,47 +127,6 @@ class SkinnedPrimitive:
             self._cache[key] = ScaleArap(self.topology(), binding, self.bind_joints, weights=cfg.arap.weights,
                                          anchor_weight=cfg.arap.anchor_weight)
         return self._cache[key].solve(posed, iterations=cfg.arap.iterations).astype(np.float32)
-
-
-def deform_gpu(prims: list["SkinnedPrimitive"], globals_: np.ndarray, method: str = "lbs", *, config=None,
-               ctx=None) -> dict[str, np.ndarray]:
-    """The same as ``{sp.key: sp.deform(...)}`` through the GPU deformer graph (compute shaders), read back
-    once. Creates a headless context when ``ctx`` is None. ``arap`` has no GPU stage: it is refused."""
-    from engine.gpu.resources import GpuResources
-    from engine.skinning.config import DeformerConfig
-    from engine.skinning.gpu.graph import METHODS, DeformerGraph
-
-    if method not in METHODS:
-        raise ValueError(f"--device gpu supports the deformers {', '.join(m for m in METHODS if '-' not in m)}; "
-                         f"got {method!r} (use --device cpu for it)")
-    cfg = config if config is not None else DeformerConfig()
-    own = ctx is None
-    if own:
-        from engine.gpu.context import create_context
-
-        gl = create_context(headless=True)
-        ctx = gl.ctx
-    res = GpuResources(ctx)
-    graph = DeformerGraph(ctx, res)
-    try:
-        handles = []
-        for sp in prims:
-            prim = sp.primitive
-            binding = None
-            if method not in ("lbs", "dqs"):
-                binding = sp.binding(method=cfg.binding.method, smooth_passes=cfg.binding.smooth_passes)
-            h = graph.add_mesh(sp.topology(), binding, prim.joints, prim.weights, sp.skin.inverse_bind,
-                               sp.parents, method=method, spring=cfg.spring, asset_key=(sp.mesh, sp.prim,
-                                                                                      sp.skin_index))
-            graph.set_pose(h, sp.skin_matrices(globals_), globals_[sp.skin.joints])
-            handles.append(h)
-        graph.run()
-        return {sp.key: graph.download(h)[0][:, :3].astype(np.float32) for sp, h in zip(prims, handles)}
-    finally:
-        graph.release()
-        res.release_all()
-        if own:
-            gl.release()
 
 
 def skinned_primitives(asset: Asset, rig=None) -> list[SkinnedPrimitive]:

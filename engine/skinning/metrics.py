@@ -24,11 +24,9 @@ Fold and quality metrics (issue 13), all against the bind pose where a reference
 """
 from __future__ import annotations
 
-from engine.numerics import quiet_underflow
-
-
 import numpy as np
 
+from engine.math.numerics import quiet_underflow
 from engine.skinning.binding import nearest_bone
 from engine.skinning.types import Bones, bone_endpoints
 

@@ -17,8 +17,8 @@ and amount = 0 changes nothing. Vectorised over vertices; optionally restricted 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -62,8 +62,9 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -170,7 +171,7 @@ class SpringParams:
     step_limit: bool = True  # per-vertex steps dt_i = min(dt, STEP_SAFETY / lambda_i); False: plain dt
     joint_blend: bool = True  # attachments, bone references and rigid start blended across joints
 
-    def validate(self) -> "SpringParams":
+    def validate(self) -> SpringParams:
         """Raise ValueError naming the first bad parameter, its value and the valid range; return self."""
         for f in fields(self):
             v = getattr(self, f.name)
@@ -196,7 +197,7 @@ class SpringParams:
                     raise ValueError(f"SpringParams.{f.name} = {v!r} is out of range; valid: {valid}")
         return self
 
-    def replace(self, **changes: Any) -> "SpringParams":
+    def replace(self, **changes: Any) -> SpringParams:
         """A validated copy with `changes` applied."""
         return replace(self, **changes).validate()
 
@@ -211,7 +212,7 @@ class SpringParams:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "SpringParams":
+    def from_dict(cls, d: dict) -> SpringParams:
         """Build and validate from a dict; unknown keys raise ValueError listing the valid ones."""
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - names)

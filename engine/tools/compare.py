@@ -1,6 +1,7 @@
 """`python main.py compare ASSET --clip C --time T [--deformers lbs,dqs,irs,spring] --out sheet.png`.
 
-Deforms the asset's first skinned primitive with every requested deformer (numpy reference), prints per
+Deforms the asset's first skinned primitive with every requested deformer (numpy reference, through an
+:class:`engine.Session`), prints per
 deformer the research's quality measures against the bind pose, and renders the results side by side
 headless (one panel per deformer, same camera) into a contact sheet:
 
@@ -14,13 +15,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import warnings
 from pathlib import Path
 
 import numpy as np
 
-from engine.assets import load
-from engine.skinning.instances import CPU_METHODS
+from engine.components import PrimitiveKey
 
 __all__ = ["compare", "compare_metrics", "most_rotated_joint"]
 
@@ -43,32 +42,46 @@ def most_rotated_joint(bind_joints: np.ndarray, posed_joints: np.ndarray, parent
     return int(np.argmax(ang)) if len(ang) else 0
 
 
-def compare_metrics(asset, clip, time: float, deformers: list[str], config=None) -> tuple[dict, dict, object]:
+def compare_metrics(asset, clip, time: float, deformers: list[str], config=None, *, session=None,
+                    primitive: int = 0) -> tuple[dict, dict, object]:
     """(metrics per deformer, display positions per deformer, (skinned primitive, posed joints, the joint
-    the normal measure centres on))."""
-    from engine.anim import Rig
-    from engine.skinning.instances import skinned_primitives
+    the normal measure centres on)) for the ``primitive``-th skinned primitive of ``asset``, each deformer
+    run through a Session on the numpy reference (``session``: one to reuse, device cpu)."""
+    from engine import Session
     from engine.skinning.metrics import quality_report
-    from engine.tools.export_frame import pose_globals
 
-    rig = Rig.from_asset(asset)
-    g = pose_globals(asset, rig, clip, time)
-    prims = skinned_primitives(asset, rig)
-    if not prims:
-        raise ValueError("compare needs an asset with a skinned mesh")
-    sp = prims[0]
-    topo = sp.topology()
-    posed = g[sp.skin.joints]
-    joint = most_rotated_joint(sp.bind_joints, posed, sp.parents)
-    binding = sp.binding()
-    metrics, positions = {}, {}
-    for d in deformers:
-        disp = sp.deform(g, d, config=config)
-        positions[d] = disp
-        ctrl = disp[topo.display_of_control]
-        metrics[d] = quality_report(ctrl, topo.positions, topo.triangles, edges=topo.edges, bones=binding.bones,
-                                    bind_joints=sp.bind_joints, posed_joints=posed, joint=joint)
-    return metrics, positions, (sp, posed, joint)
+    own = session is None
+    s = session if session is not None else Session(device="cpu", render=False, strict=True)
+    try:
+        loaded = s.load(asset)
+        if not loaded.skinned:
+            raise ValueError("compare needs an asset with a skinned mesh")
+        if not 0 <= primitive < len(loaded.skinned):
+            raise ValueError(f"primitive must be in [0, {len(loaded.skinned) - 1}], got {primitive}")
+        sp = loaded.skinned[primitive]
+        key = PrimitiveKey(sp.node, sp.mesh, sp.prim)
+        topo = sp.topology()
+        binding = sp.binding()
+        metrics, positions = {}, {}
+        posed = joint = None
+        for d in deformers:
+            ch = s.spawn(loaded, clip=clip, time=time, speed=0.0, mode="clamp", deformer=d, config=config)
+            try:
+                if posed is None:
+                    posed = ch.joints()[sp.skin.joints]
+                    joint = most_rotated_joint(sp.bind_joints, posed, sp.parents)
+                disp = ch.vertices()[key]
+            finally:
+                ch.remove()
+            positions[d] = disp
+            ctrl = disp[topo.display_of_control]
+            metrics[d] = quality_report(ctrl, topo.positions, topo.triangles, edges=topo.edges,
+                                        bones=binding.bones, bind_joints=sp.bind_joints, posed_joints=posed,
+                                        joint=joint)
+        return metrics, positions, (sp, posed, joint)
+    finally:
+        if own:
+            s.release()
 
 
 def _view_direction(sp, posed: np.ndarray, joint: int) -> np.ndarray:
@@ -95,64 +108,59 @@ def _view_direction(sp, posed: np.ndarray, joint: int) -> np.ndarray:
 
 def _render_sheet(asset, sp, positions: dict, out: Path, width: int, height: int, *, view_dir=None,
                   wireframe: bool = False) -> None:
+    """One panel per deformer: the primitive's deformed vertices drawn through a Session's renderer with the
+    same camera, side by side, each labelled."""
     from PIL import Image, ImageDraw
 
+    from engine import Session
     from engine.render.camera import Camera
-    from engine.gpu.context import create_context
-    from engine.render.renderer import SceneRenderer
-    from engine.gpu.resources import GpuResources
 
-    gl = create_context(headless=True)
-    res = GpuResources(gl.ctx)
-    renderer = SceneRenderer(gl.ctx, res, width, height)
-    try:
-        prim = sp.primitive
-        allp = np.concatenate(list(positions.values()))
-        lo, hi = allp.min(0), allp.max(0)
-        centre = (lo + hi) / 2
-        diag = float(np.linalg.norm(hi - lo))
+    allp = np.concatenate(list(positions.values()))
+    lo, hi = allp.min(0), allp.max(0)
+    centre = (lo + hi) / 2
+    diag = float(np.linalg.norm(hi - lo))
+    with Session(device="cpu", width=width, height=height, strict=True) as s:
+        ch = s.spawn(asset, clip=None)  # its skinned vertices are replaced by each deformer's result below
+        key = PrimitiveKey(sp.node, sp.mesh, sp.prim)
+        for k in ch.primitives:
+            ch.set_visible(k == key, primitive=k)
+        ch.hold()
         d = view_dir if view_dir is not None else np.array([0.55, 0.35, 1.0]) / np.linalg.norm([0.55, 0.35, 1.0])
         eye = centre + d * diag
         cam = Camera(eye=eye, target=centre, fov_y=40.0, aspect=width / height, near=diag * 0.01, far=diag * 10)
-        cam.fit(lo, hi, margin=1.15)
-        renderer.look.ground_height = float(lo[1]) - 0.02 * diag
+        s.camera = cam.fit(lo, hi, margin=1.15)
+        s.renderer.look.ground_height = float(lo[1]) - 0.02 * diag
+        s.renderer.wireframe = wireframe
         panels = []
-        from engine.tools.render_frame import material_kwargs
-
-        handle = renderer.add_mesh(prim.indices, prim.vertex_count, **material_kwargs(asset, prim))
-        renderer.wireframe = wireframe
         for name, pos in positions.items():
-            renderer.update_vertices(handle, pos)
-            renderer.render(cam)
-            img = Image.fromarray(renderer.read_pixels()[:, :, :3])
+            ch.show_vertices({key: pos})
+            img = Image.fromarray(s.render()[:, :, :3])
             ImageDraw.Draw(img).text((8, 6), name, fill=(20, 20, 20))
             panels.append(img)
-        sheet = Image.new("RGB", (width * len(panels), height), (255, 255, 255))
-        for i, p in enumerate(panels):
-            sheet.paste(p, (i * width, 0))
-        out.parent.mkdir(parents=True, exist_ok=True)
-        sheet.save(out)
-    finally:
-        renderer.release()
-        res.release_all()
-        gl.release()
+    sheet = Image.new("RGB", (width * len(panels), height), (255, 255, 255))
+    for i, p in enumerate(panels):
+        sheet.paste(p, (i * width, 0))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    sheet.save(out)
 
 
 def compare(args: argparse.Namespace) -> int:
-    from engine.tools.export_frame import load_deformer_config
+    from engine.scene import quiet_load
+    from engine.skinning import registry
+    from engine.tools.export_frame import check_time, deformer_config
 
     deformers = [d.strip() for d in args.deformers.split(",") if d.strip()]
-    bad = [d for d in deformers if d not in CPU_METHODS]
+    valid = registry.names(device="cpu")
+    bad = [d for d in deformers if d not in valid]
     if not deformers or bad:
-        raise ValueError(f"--deformers takes a comma list of {', '.join(CPU_METHODS)}; got {args.deformers!r}")
+        raise ValueError(f"--deformers takes a comma list of {', '.join(valid)}; got {args.deformers!r}")
     if not (16 <= args.width <= 4096 and 16 <= args.height <= 4096):
         raise ValueError(f"--width/--height must be in [16, 4096], got {args.width}x{args.height}")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        asset = load(args.asset)
-    config = load_deformer_config(args)
+    check_time(args.time)
+    asset = quiet_load(args.asset).asset
+    config = deformer_config(args)
     metrics, positions, (sp, posed, joint) = compare_metrics(asset, args.clip, args.time, deformers, config)
-    print(f"compare {Path(args.asset).name} clip {args.clip!r} t={args.time:g}s on {sp.key} "
+    print(f"compare {Path(args.asset).name} clip {args.clip!r} t={args.time:g}s on {sp.key.export_key} "
           f"({sp.topology().n_control} control points)")
     print(f"{'deformer':<9} {'volume':>7} {'collapse':>9} {'edge mean':>10} {'edge max':>9} {'normals':>8}")
     for d, m in metrics.items():

@@ -1,55 +1,30 @@
 """`python main.py export-frame`: deformed world-space vertices of one frame, to .npz or .obj.
 
 Keys are ``node{n}_mesh{m}_prim{p}`` (glTF node of the instance, mesh index, primitive index), values float32
-(N,3) in glTF vertex order. ``--device cpu`` runs the numpy reference, ``--device gpu`` (default) the compute
-shader deformer graph and reads the result back once for export.
+(N,3) in glTF vertex order, for every skinned primitive instanced in the default scene. The character is
+spawned in a :class:`engine.Session` holding ``--clip`` at ``--time`` (clamped, as glTF players hold the first /
+last key), deformed once by ``--deformer`` on ``--device`` (the compute-shader graph, read back once, or the
+numpy reference) and read back.
+
+Baking (``--times START:STOP:STEP`` or ``--frames N``, N frames from 0 to the clip's end): every frame in one
+process (engine/bake.py: frame-independent deformers evaluate a block of frames per dispatch). ``--out F.npz``
+then holds, per key, float32 (F, N, 3) (a leading frame axis) and ``times`` float64 (F,) clip seconds;
+``--out DIR/`` writes ``DIR/frame_0000.obj`` ... (one OBJ per frame, as the single-frame OBJ).
 """
 from __future__ import annotations
 
 import argparse
-import warnings
+import math
 from pathlib import Path
 
 import numpy as np
 
-from engine.assets import load
-from engine.assets.model import Asset
+from engine.components import PrimitiveKey
+
+__all__ = ["export_frame", "deformer_config", "deformed_frame", "write_obj"]
 
 
-def pose_globals(asset: Asset, rig, clip: str | int | None, time: float) -> np.ndarray:
-    """Node world matrices (N,4,4) of ``clip`` sampled at ``time`` seconds (rest pose when no clip)."""
-    from engine.anim import ClipSampler, Pose, global_matrices
-
-    if time != time or time in (float("inf"), float("-inf")):
-        raise ValueError(f"--time must be a finite number of seconds, got {time}")
-    pose = Pose.rest(rig)
-    if clip is not None and asset.clips:
-        sampler = ClipSampler(rig, asset.clips[asset.clip_index(clip)])
-        sampler.sample(float(time), pose)
-    elif clip is not None and str(clip) not in ("0",):
-        raise ValueError(f"no clip {clip!r}; the asset has no animations")
-    return global_matrices(rig, pose)
-
-
-def deform_frame(asset: Asset, *, clip: str | int | None, time: float, deformer: str = "lbs",
-                 device: str = "cpu", config=None) -> dict[str, np.ndarray]:
-    """World-space display positions of every skinned primitive instance, keyed as export-frame writes them."""
-    from engine.anim import Rig
-    from engine.skinning.instances import skinned_primitives
-
-    rig = Rig.from_asset(asset)
-    globals_ = pose_globals(asset, rig, clip, time)
-    prims = skinned_primitives(asset, rig)
-    if device == "gpu":
-        from engine.skinning.instances import deform_gpu
-
-        return deform_gpu(prims, globals_, deformer, config=config)
-    if device != "cpu":
-        raise ValueError(f"--device must be gpu or cpu, got {device!r}")
-    return {sp.key: sp.deform(globals_, deformer, config=config) for sp in prims}
-
-
-def load_deformer_config(args: argparse.Namespace):
+def deformer_config(args: argparse.Namespace):
     """The deformer configuration from --config and the --spring-* overrides (None when all are default)."""
     overrides = {}
     if getattr(args, "spring_iterations", None) is not None:
@@ -64,34 +39,129 @@ def load_deformer_config(args: argparse.Namespace):
     return cfg.with_overrides(**overrides) if overrides else cfg
 
 
-def write_obj(path: Path, asset: Asset, frames: dict[str, np.ndarray]) -> None:
+def check_time(time: float) -> float:
+    if not math.isfinite(time):
+        raise ValueError(f"--time must be a finite number of seconds, got {time}")
+    return float(time)
+
+
+def deformed_frame(asset, *, clip, time: float, deformer: str = "lbs", device: str = "cpu",
+                   config=None) -> dict[PrimitiveKey, np.ndarray]:
+    """Deformed world-space display positions of every skinned primitive instance of ``asset`` (a path, a
+    generated character's name or a loaded Asset) holding ``clip`` at ``time`` seconds."""
+    from engine import Session
+
+    check_time(time)
+    with Session(device=device, render=False, deformer=deformer, config=config, strict=True) as s:
+        ch = s.spawn(s.load(asset), clip=clip, time=time, speed=0.0, mode="clamp")
+        skinned = set(ch.skinned_primitives)
+        return {k: v for k, v in ch.vertices().items() if k in skinned}
+
+
+def write_obj(path: Path, asset, frames: dict[PrimitiveKey, np.ndarray]) -> None:
     """One OBJ object per primitive instance, with its triangles (1-based, per object offsets)."""
     lines = ["# export-frame: deformed world-space vertices"]
     base = 1
     for key, pos in frames.items():
-        m, p = (int(s) for s in key.split("_mesh")[1].split("_prim"))
-        tris = asset.meshes[m].primitives[p].indices
-        lines.append(f"o {key}")
+        tris = asset.meshes[key.mesh].primitives[key.primitive].indices
+        lines.append(f"o {key.export_key}")
         lines.extend(f"v {x:.7g} {y:.7g} {z:.7g}" for x, y, z in pos.tolist())
         lines.extend(f"f {a + base} {b + base} {c + base}" for a, b, c in tris.tolist())
         base += pos.shape[0]
     path.write_text("\n".join(lines) + "\n")
 
 
-def export_frame(args: argparse.Namespace) -> int:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        asset = load(args.asset)
-    config = load_deformer_config(args)
-    frames = deform_frame(asset, clip=args.clip, time=args.time, deformer=args.deformer, device=args.device,
-                          config=config)
+def _progress(total: int, what: str):
+    """A tqdm bar on stderr when it is a terminal, else nothing (returns (update(done, total), close))."""
+    import sys
+
+    if not sys.stderr.isatty():
+        return (lambda done, tot: None), (lambda: None)
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return (lambda done, tot: None), (lambda: None)
+    bar = tqdm(total=total, desc=what, unit="frame", file=sys.stderr, leave=False)
+
+    def update(done: int, tot: int) -> None:
+        bar.update(done - bar.n)
+
+    return update, bar.close
+
+
+def frame_times(args: argparse.Namespace, asset) -> np.ndarray | None:
+    """The baked frames' clip times from ``--times START:STOP:STEP`` or ``--frames N`` (None: one frame)."""
+    from engine.bake import MAX_FRAMES, parse_times
+
+    times, count = getattr(args, "times", None), getattr(args, "frames", None)
+    if times is not None and count is not None:
+        raise ValueError("give --times or --frames, not both")
+    if times is not None:
+        return parse_times(times)
+    if count is None:
+        return None
+    if isinstance(count, bool) or not 1 <= int(count) <= MAX_FRAMES:
+        raise ValueError(f"--frames must be in [1, {MAX_FRAMES}], got {count}")
+    end = 0.0
+    if asset.clips:
+        end = float(asset.clips[asset.clip_index(args.clip)].duration)
+    return np.linspace(0.0, end, int(count)) if count > 1 else np.zeros(1)
+
+
+def export_frames(args: argparse.Namespace, loaded, times: np.ndarray) -> int:
+    """Many frames in one process (engine/bake.py): one .npz with a leading frame axis per key and the clip
+    times under ``times``, or one OBJ per frame into a folder (``--out DIR/``)."""
+    from engine import Session
+    from engine.bake import bake, describe_mode
+    from engine.scene import require_finite
+
     out = Path(args.out)
-    if out.suffix.lower() == ".obj":
-        write_obj(out, asset, frames)
-    elif out.suffix.lower() == ".npz":
-        np.savez(out, **{k: np.asarray(v, np.float32) for k, v in frames.items()})
+    to_dir = str(args.out).endswith(("/", "\\")) or out.is_dir()
+    if not to_dir and out.suffix.lower() != ".npz":
+        raise ValueError(f"with --times/--frames, --out must end in .npz or name a folder (DIR/), got {out.name!r}")
+    with Session(device=args.device, render=False, deformer=args.deformer, config=deformer_config(args),
+                 strict=True) as s:
+        ch = s.spawn(loaded, clip=args.clip, speed=0.0, mode="clamp")
+        update, close = _progress(len(times) * max(1, len(ch.skinned_primitives)), "baking")
+        try:
+            frames = bake(s, ch, times, progress=update)
+        finally:
+            close()
+        how = describe_mode(s, ch)
+    require_finite(frames)
+    if to_dir:
+        out.mkdir(parents=True, exist_ok=True)
+        width = max(4, len(str(len(times) - 1)))
+        for i in range(len(times)):
+            write_obj(out / f"frame_{i:0{width}d}.obj", loaded.asset, {k: v[i] for k, v in frames.items()})
+        where = f"{out}/frame_{'0' * width}.obj .. frame_{len(times) - 1:0{width}d}.obj"
     else:
+        np.savez(out, times=times.astype(np.float64), **{k.export_key: v for k, v in frames.items()})
+        where = str(out)
+    n = sum(v.shape[1] for v in frames.values())
+    print(f"wrote {where}: {len(times)} frames x {len(frames)} skinned primitive instance(s), {n} vertices "
+          f"({args.deformer}, {args.device}: {how})")
+    return 0
+
+
+def export_frame(args: argparse.Namespace) -> int:
+    from engine.scene import quiet_load, require_finite
+
+    loaded = quiet_load(args.asset)
+    times = frame_times(args, loaded.asset)
+    if times is not None:
+        return export_frames(args, loaded, times)
+    out = Path(args.out)
+    if out.suffix.lower() not in (".npz", ".obj"):
         raise ValueError(f"--out must end in .npz or .obj, got {out.name!r}")
+    check_time(args.time)
+    frames = deformed_frame(loaded.asset, clip=args.clip, time=args.time, deformer=args.deformer,
+                            device=args.device, config=deformer_config(args))
+    require_finite(frames)
+    if out.suffix.lower() == ".obj":
+        write_obj(out, loaded.asset, frames)
+    else:
+        np.savez(out, **{k.export_key: np.asarray(v, np.float32) for k, v in frames.items()})
     n = sum(v.shape[0] for v in frames.values())
     print(f"wrote {out}: {len(frames)} skinned primitive instance(s), {n} vertices "
           f"({args.deformer}, {args.device})")

@@ -1,12 +1,26 @@
 """`python main.py inspect ASSET`: what an asset holds, one block per meshes / skins / clips."""
 from __future__ import annotations
 
+import os
+import warnings
+
 from engine.assets.model import Asset
 
 
+def inspect_command(path: str | os.PathLike[str]) -> int:
+    """Load ``path`` and print describe() of it (loader warnings are listed there, not shown twice)."""
+    from engine.assets import load
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # warnings are listed by describe()
+        asset = load(path)
+    print(describe(asset))
+    return 0
+
+
 def describe(asset: Asset) -> str:
-    lines = [f"asset {asset.path.name if asset.path else '<memory>'}: {len(asset.nodes)} nodes, "
-             f"{len(asset.scenes)} scenes (default {asset.scene})"]
+    name = asset.path.name if asset.path else "<memory>"
+    lines = [f"asset {name}: {len(asset.nodes)} nodes, {len(asset.scenes)} scenes (default {asset.scene})"]
     lines.append(f"meshes: {len(asset.meshes)}")
     for m, mesh in enumerate(asset.meshes):
         for p, prim in enumerate(mesh.primitives):

@@ -1,6 +1,7 @@
 // Packing of the G-buffer's id attachment (RGBA32UI), shared by the mesh pass, the compositor and the
 // debug views; engine/render/surface.py (decode_ids) decodes the same layout with numpy:
-//   x = mesh id + 1 (0 = no surface), y = triangle index in the mesh's index buffer,
+//   x = mesh id + 1 (0 = no surface; the mesh's id in engine/render/meshes.py, a SurfacePoint's mesh_id),
+//   y = triangle index in the mesh's index buffer,
 //   z = packUnorm2x16(barycentric.yz) (x = 1 - y - z), w = packSnorm2x16(octahedral unit normal).
 // The albedo attachment (RGBA8) holds sqrt(linear albedo) (a cheap gamma 2 that keeps dark tones) and,
 // in alpha, the wireframe coverage of the fragment (1 on an edge, 0 inside the triangle).

@@ -2,7 +2,7 @@
 // Backdrop pass: the background gradient and the ground plane with its grid, lit by the scene lights,
 // fading with distance. It depends only on the camera, the lights and the look, so the renderer redraws
 // it only when one of those changes and the compose pass reads it (colour display-encoded, depth, and the
-// depth once more as an R32F colour).
+// depth once more as an R32F colour). Driven by engine/render/passes/backdrop.py.
 #include "color.glsl"
 #include "lighting.glsl"
 

@@ -1,6 +1,7 @@
 #version 430 core
 // Contact-shadow blobs, fragment stage: a soft elliptical darkening, multiplied into the frame colour
 // (blend: dst * (1 - alpha)) before the compositor overwrites the pixels that show a mesh.
+// Drawn by ContactShadows in engine/render/passes/compose.py.
 in vec2 v_local;
 flat in float v_dark;
 layout(location = 0) out vec4 o_color;

@@ -16,6 +16,7 @@
 // (on llvmpipe about 40% cheaper than texelFetch; image units are too few for 9 G-buffers, so layers
 // use texelFetch), and the view vector comes from an interpolated ray instead of unprojecting the
 // depth (the world position is reconstructed only for shadow-map taps and debug views).
+// Driven by engine/render/passes/compose.py.
 #include "color.glsl"
 #include "lighting.glsl"
 #include "gbuffer_codec.glsl"

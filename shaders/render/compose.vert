@@ -5,6 +5,7 @@
 // Skipping the rest of the screen matters on software rasterisers, where the early depth test of a
 // fullscreen triangle alone costs milliseconds (3.4 ms at 1280x720 on llvmpipe for 8 characters that
 // cover 6% of the frame inside a rectangle of 14%). An empty rectangle (hi <= lo) draws nothing.
+// Driven by engine/render/passes/compose.py.
 layout(std430, binding = BINDING_SCREEN_RECTS) readonly buffer ScreenRects { ivec4 screen_rects[]; };
 
 uniform int u_rect_slot;

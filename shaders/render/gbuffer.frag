@@ -14,7 +14,7 @@
 // (the renderer converts it when the mesh is added; llvmpipe filters it markedly faster than an sRGB
 // texture, which it decodes per texel) and is sampled bilinearly in one mip level; u_albedo_scale is
 // sqrt(linear baseColorFactor); no normalize (the octahedral encoding divides by the L1 norm anyway);
-// the wireframe coverage is computed only in the WIREFRAME variant.
+// the wireframe coverage is computed only in the WIREFRAME variant. Driven by engine/render/passes/gbuffer.py.
 #include "gbuffer_codec.glsl"
 #ifdef CORNERS
 in GBufferData {
@@ -35,7 +35,7 @@ in FragData {
 
 uniform vec3 u_albedo_scale;      // sqrt of the linear RGB glTF baseColorFactor
 uniform bool u_has_texture;
-uniform sampler2D u_base_texture; // RGBA8 UNORM: sqrt(linear albedo) (see SceneRenderer.add_mesh)
+uniform sampler2D u_base_texture; // RGBA8 UNORM: sqrt(linear albedo) (albedo_levels in engine/render/meshes.py)
 uniform uint u_mesh_id;           // written as id + 1 so 0 means "no mesh"
 
 layout(location = 0) out vec4 o_albedo;  // sqrt(linear rgb), a = wireframe edge coverage

@@ -1,16 +1,16 @@
 #version 430 core
-// Scene mesh pass, vertex stage of the G-buffer program (no tessellation): an indexed draw over the
-// mesh's CORNER VERTICES (engine/render/corners.py). Corner vertex i is display vertex in_corner.x with
-// a colour 0..2 that differs between the three corners of every triangle, so the unit vector of the
-// colour, interpolated, gives each fragment the barycentrics of its triangle (in colour order); the
-// provoking (last) corner of each triangle belongs to it alone and passes, flat, the triangle index and
-// the colours of its corners 1 and 2, with which the fragment stage restores the corner order.
-// This replaces gl_PrimitiveID (which sends llvmpipe's draw module down a slow primitive-assembly path)
-// and the earlier expanded draw of 3 vertices per triangle; the triangles' strip order lets llvmpipe's
-// vertex cache shade ~1.2 corner vertices per triangle (CesiumMan: 5.7k invocations, expanded: 14k).
-// The corner vertices' static data (info word, texcoords) arrive as vertex attributes, which llvmpipe
-// fetches several times faster than SSBO loads; the deformed positions and normals, written per display
-// vertex by the deformers, are pulled from the SSBOs through in_corner.x.
+// Scene mesh pass (engine/render/passes/gbuffer.py), vertex stage of the G-buffer program (no
+// tessellation): an indexed draw over the mesh's CORNER VERTICES (engine/render/corners.py). Corner vertex
+// i is display vertex in_corner.x with a colour 0..2 that differs between the three corners of every
+// triangle, so the unit vector of the colour, interpolated, gives each fragment the barycentrics of its
+// triangle (in colour order); the provoking (last) corner of each triangle belongs to it alone and passes,
+// flat, the triangle index and the colours of its corners 1 and 2, with which the fragment stage restores
+// the corner order. This replaces gl_PrimitiveID (which sends llvmpipe's draw module down a slow
+// primitive-assembly path) and the earlier expanded draw of 3 vertices per triangle; the triangles' strip
+// order lets llvmpipe's vertex cache shade ~1.2 corner vertices per triangle (CesiumMan: 5.7k invocations,
+// expanded: 14k). The corner vertices' static data (info word, texcoords) arrive as vertex attributes,
+// which llvmpipe fetches several times faster than SSBO loads; the deformed positions and normals, written
+// per display vertex by the deformers, are pulled from the SSBOs through in_corner.x.
 #include "mesh_buffers.glsl"
 
 uniform mat4 u_view_proj;

@@ -1,6 +1,7 @@
 #version 430 core
 // Key-light shadow map on the ground (shadows = "map"): darkens, by multiplication, the frame's ground
 // pixels (backdrop depth < 1, no mesh: frame depth 0) that the shadow map says are in shadow.
+// Drawn at the end of the compose pass (engine/render/passes/compose.py).
 
 in vec2 v_uv;
 uniform sampler2D u_frame_depth;

@@ -3,6 +3,7 @@
 // vertex from the SSBOs by gl_VertexID (the index buffer supplies it) and applies the view-projection;
 // positions are already world space. With TESSELLATION the projection is left to the evaluation stage.
 // The untessellated G-buffer pass uses render/gbuffer.vert instead (indexed draw over corner vertices).
+// Driven by engine/render/passes/shadow.py and gbuffer.py.
 #include "mesh_buffers.glsl"
 
 uniform mat4 u_view_proj;

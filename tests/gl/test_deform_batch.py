@@ -16,9 +16,9 @@ import pytest
 from engine.skinning import meshprep as M
 from engine.skinning import skinning as S
 from engine.skinning.binding import per_control
-from tests.helpers.tube_rig import pose, tube
 from engine.skinning.gpu.graph import DeformerGraph, GraphConfig, default_config, ssbo_offset_alignment
 from tests.conftest import count_dispatches
+from tests.helpers.tube_rig import pose, tube
 
 pytestmark = pytest.mark.gl
 TOL = 1e-5

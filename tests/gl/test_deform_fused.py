@@ -9,14 +9,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.skinning.gpu import layouts as L
-from engine.skinning.gpu import stages as gpu_stages
 from engine.skinning import meshprep as M
 from engine.skinning import skinning as S
-from engine.skinning.gpu.plan import COMPUTE_READ_BITS, GraphConfig, default_config, fusions, plan
-from tests.helpers.tube_rig import tube
+from engine.skinning.gpu import layouts as L
+from engine.skinning.gpu import stages as gpu_stages
 from engine.skinning.gpu.graph import DeformerGraph
+from engine.skinning.gpu.plan import COMPUTE_READ_BITS, GraphConfig, default_config, fusions, plan
 from tests.conftest import count_dispatches
+from tests.helpers.tube_rig import tube
 
 TOL = 1e-5
 

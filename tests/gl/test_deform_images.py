@@ -10,13 +10,13 @@ import warnings
 import numpy as np
 import pytest
 
-from engine.skinning.gpu import layouts as L
-from engine.skinning.gpu import stages as gpu_stages
 from engine.skinning import meshprep as M
 from engine.skinning import skinning as S
-from tests.helpers.tube_rig import pose, tube
+from engine.skinning.gpu import layouts as L
+from engine.skinning.gpu import stages as gpu_stages
 from engine.skinning.gpu.graph import DeformerGraph, GraphConfig, _padded_lists, default_config
 from engine.skinning.springs import SpringDeformer, SpringParams
+from tests.helpers.tube_rig import pose, tube
 
 TOL = 1e-5
 

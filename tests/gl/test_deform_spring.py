@@ -16,9 +16,9 @@ import pytest
 
 from engine.skinning import meshprep as M
 from engine.skinning.edits import EditStack, SurfaceEdit
-from tests.helpers.tube_rig import pose, tube
 from engine.skinning.gpu.graph import DeformerGraph
 from engine.skinning.springs import SpringDeformer, SpringParams
+from tests.helpers.tube_rig import pose, tube
 from tests.unit.test_skinning_springs import fan_rig
 
 pytestmark = pytest.mark.gl

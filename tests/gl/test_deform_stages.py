@@ -6,8 +6,8 @@ import pytest
 
 from engine.skinning import meshprep as M
 from engine.skinning import skinning as S
-from tests.helpers.tube_rig import pose, tube
 from engine.skinning.gpu.graph import DeformerGraph, GraphConfig, default_config
+from tests.helpers.tube_rig import pose, tube
 
 pytestmark = pytest.mark.gl
 TOL = 1e-5

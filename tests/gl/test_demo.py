@@ -30,48 +30,44 @@ def test_headless_demo_writes_screenshot_and_summary(tmp_path):
 
 @pytest.mark.parametrize("device", ["gpu", "cpu"])
 def test_demo_scene_animates(gl_ctx, device):
-    from game.components import DeformedMeshes
-    from game.demo import DemoScene
+    from engine import Session
+    from engine.components import SkeletonPose
+    from game.demo import frame_camera, spawn_cast
 
-    class _GL:  # the scene only needs .ctx from the context wrapper
+    class _GL:  # the session only needs .ctx from the context wrapper
         ctx = gl_ctx
 
-    scene = DemoScene(_GL(), width=96, height=64, count=2, device=device, deformer="lbs")
-    try:
-        inst = next(i for i in scene.instances if i.skinned is not None)
-
-        def current():
-            if device == "gpu":  # the graph writes the renderer's SSBOs; read back only for the test
-                return scene.graph.download(inst.deform)[0][:, :3].copy()
-            return scene.world.get(inst.entity, DeformedMeshes).positions[inst.key].copy()
-
-        before = current()
-        scene.run_frames(10)
-        after = current()
+    with Session(gl=_GL(), width=96, height=64, device=device, deformer="lbs", strict=True) as s:
+        chars = spawn_cast(s, 2)
+        frame_camera(s)
+        ch = chars[0]
+        key = ch.skinned_primitives[0]
+        before = ch.vertices()[key].copy()  # the GPU path reads the graph's output back only for the test
+        s.step(10)
+        after = ch.vertices()[key]
         assert np.isfinite(after).all()
         assert np.abs(after - before).max() > 1e-3  # the clip moved the mesh
         # The GPU graph and the numpy reference agree on the pose the scene holds.
-        skel = scene.world.get(inst.entity, __import__("game.components", fromlist=["SkeletonPose"]).SkeletonPose)
-        ref = inst.skinned.deform(skel.globals, "lbs")
+        skel = s.world.get(ch.entity, SkeletonPose)
+        sp = ch.loaded.skinned[0]
+        ref = sp.deform(skel.globals, "lbs")
         assert np.abs(after - ref).max() < 1e-4
-        assert scene.renderer.read_pixels().std() > 5.0
-    finally:
-        scene.release()
+        assert s.renderer.read_pixels().std() > 5.0
 
 
 def test_demo_runs_a_graph_file(gl_ctx):
-    from game.demo import DemoScene
+    from engine import Session
+    from game.demo import spawn_cast
 
     class _GL:
         ctx = gl_ctx
 
-    scene = DemoScene(_GL(), width=64, height=48, count=1, graph_file=str(ROOT / "config" / "graph_irs_springs.toml"))
-    try:
-        assert scene.graph_config.name == "irs-springs"
-        scene.run_frames(2)
-        inst = next(i for i in scene.instances if i.skinned is not None)
-        pos = scene.graph.download(inst.deform)[0][:, :3]
+    with Session(gl=_GL(), width=64, height=48, graph=ROOT / "config" / "graph_irs_springs.toml",
+                 strict=True) as s:
+        assert s.default.graph.name == "irs-springs"
+        (ch,) = spawn_cast(s, 1)
+        s.step(2)
+        inst = s.meshes.instances[ch.entity][0]
+        pos = s.graph.download(inst.deform)[0][:, :3]
         assert np.isfinite(pos).all()
-        assert scene.graph.spring_status(inst.deform)["iterations"] > 0  # the spring stage ran
-    finally:
-        scene.release()
+        assert s.graph.spring_status(inst.deform)["iterations"] > 0  # the spring stage ran

@@ -8,9 +8,10 @@ import warnings
 import numpy as np
 import pytest
 
+from engine import Session
 from engine.assets import load
 from engine.render.surface import interpolate_surface, pixel_of
-from engine.tools.render_frame import posed_meshes, render_frame
+from engine.tools.render_frame import render_frame
 from tests.conftest import ROOT, shared_dir
 
 pytestmark = pytest.mark.gl
@@ -46,8 +47,9 @@ def _check_npz(path, asset_path, clip, time):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         asset = load(asset_path)
-    meshes = {(n, m, p): pos for n, m, p, pos, _ in posed_meshes(asset, clip=clip, time=time, deformer="lbs",
-                                                                 device="cpu")}
+    with Session(device="cpu", render=False, strict=True) as s:
+        ch = s.spawn(asset, clip=clip, time=time, speed=0.0, mode="clamp")
+        meshes = {tuple(k): pos for k, pos in ch.vertices().items()}
     allp = np.concatenate(list(meshes.values()))
     size = float(np.linalg.norm(allp.max(0) - allp.min(0)))
     for key, pos in meshes.items():

@@ -346,8 +346,8 @@ def test_blob_shadow_darkens_the_ground_under_a_mesh(gl_ctx, res):
 
 
 def test_gpu_timings_reach_the_profiler(renderer):
-    from engine.profile.timings import FrameTimings
     from engine.gpu.timers import record_gpu_timings
+    from engine.profile.timings import FrameTimings
 
     p, t = _bumpy_sphere()
     renderer.add_mesh(t, len(p), positions=p)

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engine.gpu.resources import GpuResources
 from engine.render import shapes
 from engine.render.camera import OrbitCamera
 from engine.render.renderer import SceneRenderer
-from engine.gpu.resources import GpuResources
 
 pytestmark = pytest.mark.gl
 

@@ -9,11 +9,11 @@ import moderngl
 import numpy as np
 import pytest
 
+from engine.gpu.layouts import GLSL_CONSTANTS
+from engine.gpu.shaderlib import SHADER_ROOT, ProgramCache, ShaderLibrary
 from engine.render import shapes
 from engine.render.camera import Camera
-from engine.gpu.layouts import GLSL_CONSTANTS
 from engine.render.renderer import LookSettings, SceneRenderer, vertex_normals
-from engine.gpu.shaderlib import SHADER_ROOT, ProgramCache, ShaderLibrary
 
 pytestmark = pytest.mark.gl
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.anim import quat
-from engine.anim.fk import compose_trs
 from engine.assets.model import Asset, Channel, Clip, Node, Scene, Skin
+from engine.math import quat
+from engine.math.transform import compose_trs
 
 __all__ = ["make_asset"]
 

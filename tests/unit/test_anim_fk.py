@@ -4,13 +4,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.anim import quat
-from engine.anim.fk import (global_matrices, global_matrices_batched, joint_matrices, local_matrices,
-                            skin_matrices)
+from engine.anim.fk import global_matrices, global_matrices_batched, joint_matrices, local_matrices, skin_matrices
 from engine.anim.pose import Pose
 from engine.anim.rig import Rig
-from tests.helpers.synthetic_asset import make_asset
 from engine.assets.model import Asset, Node, Scene, Skin
+from engine.math import quat
+from tests.helpers.synthetic_asset import make_asset
 
 F = np.float32
 S2 = np.sqrt(0.5)

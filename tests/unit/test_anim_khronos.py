@@ -281,7 +281,7 @@ def _engine_positions(asset: m.Asset, g: np.ndarray) -> dict[tuple[int, int], np
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _raw(path: Path) -> Raw:
     """pygltflib parsing is slow on RecursiveSkeletons (~1 s); parse each file once per session (read-only)."""
     return Raw(path)

@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.anim import quat
 from engine.anim.playback import MODES, Playback, blend_poses, wrap_time
 from engine.anim.pose import Pose
 from engine.anim.rig import Rig
 from engine.assets.model import Asset, Channel, Clip, Node
+from engine.math import quat
 
 F = np.float32
 Y = np.array([0.0, 1.0, 0.0])

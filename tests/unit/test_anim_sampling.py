@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.anim import quat
 from engine.anim.pose import Pose
 from engine.anim.rig import Rig
 from engine.anim.sampling import ClipSampler
 from engine.assets.model import Asset, Channel, Clip, Node
+from engine.math import quat
 
 F = np.float32
 

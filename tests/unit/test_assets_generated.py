@@ -19,12 +19,14 @@ pygltflib = pytest.importorskip("pygltflib")
 from engine.assets.gen import humanoid as H  # noqa: E402
 from engine.assets.gen import shapes  # noqa: E402
 from engine.assets.gen.isosurface import make_manifold, surface_nets, triangulate_quads  # noqa: E402
-from engine.assets.gen.mathutil import quat_to_mat3, trs_matrix  # noqa: E402
 from engine.assets.gen.meshutil import topology_report, weld_by_position  # noqa: E402
 from engine.assets.gen.preview import pose, skin  # noqa: E402
 from engine.assets.gen.rig import GENERATOR_VERSION  # noqa: E402
+from engine.assets.glb import read_glb_json  # noqa: E402
 from engine.assets.library import CHARACTERS, character_path, expected_path, is_current  # noqa: E402
-from engine.assets.writer import AnimChannel, GltfBuilder, read_glb_json  # noqa: E402
+from engine.assets.writer import AnimChannel, GltfBuilder  # noqa: E402
+from engine.math.quat import to_matrix as quat_to_mat3  # noqa: E402
+from engine.math.transform import compose_trs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ["cylinder", "box", "plus", "humanoid"]
@@ -81,7 +83,8 @@ class Glb:
 
         def visit(i: int, parent: np.ndarray) -> None:
             n = self.g.nodes[i]
-            m = trs_matrix(n.translation or [0, 0, 0], n.rotation or [0, 0, 0, 1], n.scale or [1, 1, 1])
+            m = compose_trs(n.translation or [0, 0, 0], n.rotation or [0, 0, 0, 1], n.scale or [1, 1, 1],
+                            dtype=np.float64)
             world[i] = parent @ m
             for c in n.children or []:
                 visit(c, world[i])

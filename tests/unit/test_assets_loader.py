@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from engine.assets import AssetError, AssetWarning, load
-from engine.assets.glb import parse_glb
+from engine.assets.glb import parse_glb, read_glb_json
 
 # ------------------------------------------------------------------------------------------ builders
 COMPONENT = {np.dtype("float32"): 5126, np.dtype("uint8"): 5121, np.dtype("uint16"): 5123,
@@ -465,6 +465,21 @@ def test_glb_container_rules():
     with pytest.raises(AssetError, match="duplicate JSON chunk"):
         parse_glb(doubled)
     assert parse_glb(good + b"\0").warnings  # trailing bytes: warning only
+
+
+def test_read_glb_json_shares_the_container_checks(tmp_path):
+    doc, _ = assemble(base_parts())
+    good = glb_bytes(doc, b"\1\2\3\4")
+    p = tmp_path / "j.glb"
+    p.write_bytes(good)
+    assert read_glb_json(p) == json.loads(parse_glb(good).json)
+    for bad, reason in ((b"glTX" + good[4:], "bad magic"), (good[:4] + struct.pack("<I", 1) + good[8:], "version 1"),
+                        (good[:10], "unexpected end of header"), (good[:-8], "truncated file")):
+        p.write_bytes(bad)
+        with pytest.raises(AssetError, match=reason):
+            parse_glb(bad)
+        with pytest.raises(ValueError, match=reason):  # the same rule, as the ValueError of a file API
+            read_glb_json(p)
 
 
 def test_json_bom_and_literals_refused(tmp_path):

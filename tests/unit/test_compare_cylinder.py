@@ -87,13 +87,12 @@ def test_initial_skinning_reaches_the_same_equilibrium(cylinder):
 
 
 def test_most_rotated_joint_is_the_middle_joint(cylinder):
-    from engine.anim import Rig
-    from engine.skinning.instances import skinned_primitives
-    from engine.tools.export_frame import pose_globals
+    from engine import Session
 
-    rig = Rig.from_asset(cylinder)
-    g = pose_globals(cylinder, rig, "bend90", 0.5)
-    sp = skinned_primitives(cylinder, rig)[0]
+    with Session(device="cpu", render=False, strict=True) as s:
+        ch = s.spawn(cylinder, clip="bend90", time=0.5, speed=0.0)
+        g = ch.joints()
+        sp = ch.loaded.skinned[0]
     j = most_rotated_joint(sp.bind_joints, g[sp.skin.joints], sp.parents)
     assert sp.parents[j] >= 0  # a child joint, the one the clip bends
     names = [cylinder.nodes[int(n)].name.lower() for n in sp.skin.joints]

@@ -86,9 +86,8 @@ def test_timing_recorded_for_every_system_and_phase():
     names = [s.add_system(p, recorder([], f"sys_{p.name}")) for p in Phase]
 
     def scoped(world: World) -> None:
-        with cpu_scope("outer"):
-            with cpu_scope("inner"):
-                sum(range(1000))
+        with cpu_scope("outer"), cpu_scope("inner"):
+            sum(range(1000))
 
     s.add_system(Phase.RENDER, scoped, name="scoped")
     for _ in range(6):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.anim import quat as Q
+from engine.math import quat as Q
 from engine.skinning.binding import bind
 from engine.skinning.meshprep import prepare_mesh
 from engine.skinning.skinning import (

@@ -90,7 +90,7 @@ def _bump(tube: Tube, d, ring: int = 28, amount: float = 0.15) -> SurfaceEdit:
     kin = np.nonzero(tube.ring == ring)[0][:4]
     out = tube.x0[kin] - fr.attach[kin]
     target = tube.x0[kin] + amount * out / np.linalg.norm(out, axis=1, keepdims=True)
-    passive = np.nonzero((abs(tube.ring - ring) <= 3))[0]
+    passive = np.nonzero(abs(tube.ring - ring) <= 3)[0]
     return SurfaceEdit.from_world(kin, target, fr.attach, fr.rot, passive=np.setdiff1d(passive, kin),
                                   stiffness=8.0, name="bump")
 

@@ -2,9 +2,9 @@
 and assets/generate.py)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from engine.assets.gen import humanoid as _humanoid
 from engine.assets.gen import shapes as _shapes

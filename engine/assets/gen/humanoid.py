@@ -20,10 +20,19 @@ import numpy as np
 
 from engine.assets.gen import sdf
 from engine.assets.gen.isosurface import ambiguity_counts, make_manifold, surface_nets, triangulate_quads
-from engine.assets.gen.mathutil import quat_axis_angle, quat_between, quat_mul, quat_to_mat3
 from engine.assets.gen.meshutil import topology_report, vertex_adjacency
-from engine.assets.gen.rig import (Character, Rig, key_times, quat_track, rotation_track, scale_track, smoothstep,
-                                   top4, translation_track)
+from engine.assets.gen.rig import (
+    Character,
+    Rig,
+    key_times,
+    quat_track,
+    rotation_track,
+    scale_track,
+    smoothstep,
+    top4,
+    translation_track,
+)
+from engine.math import quat
 
 HEIGHT = 1.75
 ARM_ANGLE = np.radians(42.0)  # A-pose: arms this far from hanging straight down
@@ -204,20 +213,10 @@ def skin_weights(rig: Rig, prims: list[sdf.Primitive], positions: np.ndarray, tr
 # ------------------------------------------------------------------------------------------ clips
 
 
-def _axis_angle(q: np.ndarray) -> tuple[np.ndarray, float]:
-    q = q / np.linalg.norm(q)
-    if q[3] < 0:
-        q = -q
-    s = np.linalg.norm(q[:3])
-    if s < 1e-12:
-        return np.array([1.0, 0, 0]), 0.0
-    return q[:3] / s, 2.0 * np.arctan2(s, q[3])
-
-
 def _partial(q: np.ndarray, amount: np.ndarray) -> np.ndarray:
     """Rotations (K,4) doing ``amount`` (K,) of the rotation q (0: identity, 1: q)."""
-    axis, angle = _axis_angle(q)
-    return quat_axis_angle(axis, angle * amount)
+    axis, angle = quat.to_axis_angle(q)
+    return quat.from_axis_angle(axis, angle * amount)
 
 
 def clips(rig: Rig) -> dict:
@@ -273,14 +272,14 @@ def clips(rig: Rig) -> dict:
     t = key_times(3.0)
     env = smoothstep(0.0, 0.7, t) * (1.0 - smoothstep(2.3, 3.0, t))
     d_r = _arm_dir(-1.0)
-    raise_q = quat_between(d_r, np.array([-0.75, 0.5, 0.15]))
-    r_up = quat_to_mat3(raise_q)
-    fore_q = quat_between(d_r, r_up.T @ np.array([-0.12, 1.0, 0.12]))
-    wave_axis = r_up.T @ quat_to_mat3(fore_q).T @ z  # the forearm's own frontal-plane axis
+    raise_q = quat.between(d_r, np.array([-0.75, 0.5, 0.15]))
+    r_up = quat.to_matrix(raise_q)
+    fore_q = quat.between(d_r, r_up.T @ np.array([-0.12, 1.0, 0.12]))
+    wave_axis = r_up.T @ quat.to_matrix(fore_q).T @ z  # the forearm's own frontal-plane axis
     wiggle = np.radians(25) * np.sin(2 * np.pi * 1.5 * (t - 0.6)) * smoothstep(0.45, 0.8, t) * (1 - smoothstep(2.1, 2.45, t))
     out["wave"] = [
         quat_track(rig, "upper_arm_R", t, _partial(raise_q, env)),
-        quat_track(rig, "forearm_R", t, quat_mul(_partial(fore_q, env), quat_axis_angle(wave_axis, wiggle))),
+        quat_track(rig, "forearm_R", t, quat.multiply(_partial(fore_q, env), quat.from_axis_angle(wave_axis, wiggle))),
         rotation_track(rig, "hand_R", t, [(np.cross(d_r, z), np.radians(-10) * env)]),
         rotation_track(rig, "shoulder_R", t, [(z, np.radians(-8) * env)]),
         rotation_track(rig, "head", t, [(y, np.radians(-12) * env), (x, np.radians(-4) * env)]),
@@ -296,7 +295,7 @@ def clips(rig: Rig) -> dict:
         rotation_track(rig, "head", t, [(x, np.radians(-12) * env)]),
     ]
     for side, sgn in sides:
-        up = quat_between(_arm_dir(sgn), np.array([sgn * 0.28, 0.96, 0.0]))
+        up = quat.between(_arm_dir(sgn), np.array([sgn * 0.28, 0.96, 0.0]))
         stretch.append(quat_track(rig, f"upper_arm_{side}", t, _partial(up, env)))
         stretch.append(rotation_track(rig, f"shoulder_{side}", t, [(z, sgn * np.radians(12) * env)]))
         stretch.append(rotation_track(rig, f"hand_{side}", t, [(np.cross(_arm_dir(sgn), z), np.radians(-20) * env)]))

@@ -1,25 +1,24 @@
 """Mesh checks and helpers for the generators: weld by position, edge incidence, Euler characteristic,
-area-weighted vertex normals. All vectorised numpy."""
+adjacency. All vectorised numpy; the weld is engine.math.mesh's (the one the mesh preparation uses)."""
 from __future__ import annotations
 
 import numpy as np
 
+from engine.math.mesh import DEFAULT_WELD_TOLERANCE, bbox_diagonal, weld
 
-def weld_by_position(positions: np.ndarray, *, decimals: int = 6) -> tuple[np.ndarray, np.ndarray]:
-    """Merge display vertices with equal positions (rounded to ``decimals``).
+
+def weld_by_position(positions: np.ndarray, *,
+                     tolerance: float = DEFAULT_WELD_TOLERANCE) -> tuple[np.ndarray, np.ndarray]:
+    """Merge display vertices closer than ``tolerance`` times the bounding-box diagonal (engine.math.mesh.weld,
+    as the mesh preparation welds).
 
     Returns (welded_positions (V,3), control_of_display (D,)) so that
     ``welded_positions[control_of_display] ~= positions``. Control points are numbered in order of
-    first appearance, so the result does not depend on sort order of the keys.
+    first appearance and sit at their first display vertex.
     """
-    key = np.round(np.asarray(positions, np.float64), decimals)
-    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    order = np.argsort(first, kind="stable")  # unique rows sorted by first appearance
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    control = rank[inverse]
-    return np.asarray(positions)[first[order]], control.astype(np.int64)
+    pos = np.asarray(positions)
+    control, first = weld(pos, tolerance * bbox_diagonal(pos))
+    return pos[first], control
 
 
 def edge_incidence(triangles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -66,18 +65,6 @@ def _component_count(n: int, edges: np.ndarray) -> int:
         return n
     g = coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(n, n))
     return int(connected_components(g, directed=False)[0])
-
-
-def vertex_normals(positions: np.ndarray, triangles: np.ndarray) -> np.ndarray:
-    """Area-weighted vertex normals (N,3) float64 (zero-area neighbourhoods get +Y)."""
-    p = np.asarray(positions, np.float64)
-    t = np.asarray(triangles, np.int64).reshape(-1, 3)
-    fn = np.cross(p[t[:, 1]] - p[t[:, 0]], p[t[:, 2]] - p[t[:, 0]])
-    n = np.zeros_like(p)
-    for k in range(3):
-        np.add.at(n, t[:, k], fn)
-    length = np.linalg.norm(n, axis=1, keepdims=True)
-    return np.where(length > 1e-20, n / np.maximum(length, 1e-20), [0.0, 1.0, 0.0])
 
 
 def vertex_adjacency(n: int, triangles: np.ndarray):

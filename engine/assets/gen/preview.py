@@ -10,8 +10,33 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.assets.gen.mathutil import lerp_keys, slerp_keys
 from engine.assets.gen.rig import Character
+from engine.math import quat
+
+
+def _segments(times: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Key index (..,) of the segment holding each time ``t`` (clamped to the key range) and the fraction in it."""
+    t = np.clip(np.asarray(t, np.float64), times[0], times[-1])
+    if len(times) == 1:
+        return np.zeros(t.shape, np.intp), np.zeros(t.shape)
+    i = np.clip(np.searchsorted(times, t, side="right") - 1, 0, len(times) - 2)
+    return i, (t - times[i]) / (times[i + 1] - times[i])
+
+
+def slerp_keys(times: np.ndarray, quats: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Sample LINEAR rotation keys (glTF: slerp) at times ``t`` (clamped to the key range)."""
+    times, quats = np.asarray(times, np.float64), np.asarray(quats, np.float64)
+    i, u = _segments(times, t)
+    if len(times) == 1:
+        return np.broadcast_to(quats[0], (*u.shape, 4)).copy()
+    return quat.slerp(quats[i], quats[i + 1], u)
+
+
+def lerp_keys(times: np.ndarray, values: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Sample LINEAR vector keys at times ``t`` (clamped to the key range)."""
+    times = np.asarray(times, np.float64)
+    values = np.asarray(values, np.float64)
+    return np.stack([np.interp(t, times, values[:, c]) for c in range(values.shape[1])], axis=-1)
 
 
 def pose(ch: Character, clip: str | None, t: float) -> np.ndarray:

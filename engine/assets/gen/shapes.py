@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.assets.gen.mathutil import quat_between, quat_to_mat3
-from engine.assets.gen.rig import (Character, Rig, chain_weights, key_times, rotation_track, top4,
-                                   translation_track)
+from engine.assets.gen.rig import Character, Rig, chain_weights, key_times, rotation_track, top4, translation_track
+from engine.math import quat
 
 _AXES = np.eye(3)
 
@@ -203,7 +202,7 @@ def plus(*, width: int = 16, thickness: int = 8, arm: int = 24, cell: float = 0.
     names, parents, world, wrot = ["center"], [-1], [center], [np.array([0.0, 0, 0, 1])]
     for key, d in dirs.items():
         d = np.asarray(d)
-        q = quat_between([0, 1.0, 0], d)
+        q = quat.between([0, 1.0, 0], d)
         for k in range(arm_joints):
             names.append(f"arm_{key}_{k}")
             parents.append(0 if k == 0 else len(names) - 2)
@@ -230,7 +229,7 @@ def plus(*, width: int = 16, thickness: int = 8, arm: int = 24, cell: float = 0.
     w = _wave(t, 2.0)
     bend, wave = [], []
     for a, d in enumerate(dirs.values()):
-        r_world = quat_to_mat3(quat_between([0, 1.0, 0], d))
+        r_world = quat.to_matrix(quat.between([0, 1.0, 0], d))
         curl_axis = r_world.T @ np.cross(d, [0, 0, 1.0])  # rotates the arm toward +Z (the viewer)
         plane_axis = r_world.T @ np.array([0, 0, 1.0])  # in-plane swing
         for k in range(arm_joints):

@@ -5,7 +5,7 @@ through the virtual include ``generated/deform_layouts.glsl`` (registered with t
 deformer graph), and the binding points and limits reach GLSL as ``#define``s taken from :data:`BINDINGS` and
 :func:`defines_for`. No number below is typed again in a shader.
 
-Pool layout (see graph.py): control-domain data of every mesh instance of a batch is concatenated in one
+Pool layout (see pools.py): control-domain data of every mesh instance of a batch is concatenated in one
 *dynamic pool*; each instance's range starts at ``group_base * LOCAL_SIZE`` and is padded to a whole number of
 work groups, so a work group never spans two instances and ``group_instance[gl_WorkGroupID.x]`` names its
 instance. Static data (bind positions, weights, binding, the spring's per-vertex ``SpringVertex`` records with

@@ -131,7 +131,7 @@ class GraphConfig:
 
     # ---- construction -------------------------------------------------------------------------------
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "GraphConfig":
+    def from_dict(cls, d: dict[str, Any]) -> GraphConfig:
         if not isinstance(d, dict) or "nodes" not in d:
             raise ValueError(f"a graph config needs a 'nodes' list; got keys {sorted(d) if isinstance(d, dict) else d!r}")
         nodes = []
@@ -150,7 +150,7 @@ class GraphConfig:
         return cfg
 
     @classmethod
-    def load(cls, path: str | Path) -> "GraphConfig":
+    def load(cls, path: str | Path) -> GraphConfig:
         """Read a graph from a .toml or .json file (the layout of :meth:`to_dict`)."""
         p = Path(path)
         if p.suffix.lower() == ".toml":
@@ -171,7 +171,7 @@ class GraphConfig:
             d["fuse"] = False
         return d
 
-    def copy(self) -> "GraphConfig":
+    def copy(self) -> GraphConfig:
         return GraphConfig.from_dict(copy.deepcopy(self.to_dict()))
 
     def node(self, name: str) -> NodeConfig:
@@ -337,8 +337,8 @@ def fusions(config: GraphConfig) -> dict[str, NodeConfig]:
 
 
 def _fused_node(skin: NodeConfig, copy_node: NodeConfig) -> NodeConfig:
-    """The node of the internal stage ``skin_copy`` (never declared in a config; gpu_stages runs it): the skin's
-    input and options, the copy's outputs (positions, and the skinned normals where the copy has them)."""
+    """The node of the internal stage ``skin_copy`` (never declared in a config; stages.skin_copy runs it): the
+    skin's input and options, the copy's outputs (positions, and the skinned normals where the copy has them)."""
     return NodeConfig(name=f"{skin.name}+{copy_node.name}", stage="skin_copy", inputs=dict(skin.inputs),
                       outputs=dict(copy_node.outputs), options=dict(skin.options))
 

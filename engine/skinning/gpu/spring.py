@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from engine.skinning.gpu import layouts as L
-from engine.skinning.binding import nearest_bone
 from engine.anim.quat import from_matrix as quat_from_matrix
+from engine.skinning.binding import nearest_bone
+from engine.skinning.gpu import layouts as L
 from engine.skinning.skinning import bend_refs as _bend_refs
-from engine.skinning.skinning import irs_weights
+from engine.skinning.skinning import dual_quat_parts, irs_weights
 from engine.skinning.springs import SpringParams, build_rest
 from engine.skinning.types import Binding, MeshTopology, bone_endpoints
 
@@ -182,34 +182,13 @@ def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.concatenate([aw * bv + bw * av + np.cross(av, bv), aw * bw - (av * bv).sum(-1, keepdims=True)], -1)
 
 
-def dual_quats(mats: np.ndarray, segments: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per joint (qr (J,4), qd (J,4), stretch (J,4,4)) of skin matrices as skinning.dqs splits them: polar
-    M[:3,:3] = R S, qr = quat(R), qd = 0.5 (t, 0) qr; stretch is exactly the identity when every S is within
-    1e-6 of it (the reference then skips the stretch blend). ``segments``: first joint of each skin when
-    ``mats`` stacks the joints of several instances; the identity rule then applies per skin."""
-    m = np.asarray(mats, np.float64)
-    a = m[:, :3, :3]
-    u, _, vt = np.linalg.svd(a)
-    det = np.linalg.det(u @ vt)
-    u = u.copy()
-    u[:, :, 2] *= np.where(det < 0, -1.0, 1.0)[:, None]
-    r = u @ vt
-    s = np.swapaxes(r, 1, 2) @ a
-    s = 0.5 * (s + np.swapaxes(s, 1, 2))
-    qr = quat_from_matrix(r).astype(np.float32)
-    t = np.concatenate([m[:, :3, 3], np.zeros((m.shape[0], 1))], 1)
-    qd = (0.5 * _qmul(t, qr.astype(np.float64))).astype(np.float32)
-    stretch = np.broadcast_to(np.eye(4), m.shape).copy()
-    if m.shape[0] == 0:
-        return qr, qd, stretch
-    # np.allclose(s, I, atol=1e-6) per skin: |s - I| <= 1e-6 + 1e-5 |I|
-    eye = np.eye(3)
-    bad = (np.abs(s - eye) > 1e-6 + 1e-5 * eye).any(axis=(1, 2))
-    if segments is None:
-        keep = np.full(m.shape[0], bool(bad.any()))
-    else:
-        seg = np.asarray(segments, np.int64)
-        per_skin = np.logical_or.reduceat(bad, seg)
-        keep = np.repeat(per_skin, np.diff(np.append(seg, m.shape[0])))
-    stretch[keep, :3, :3] = s[keep].astype(np.float32)
+def dual_quats(mats: np.ndarray, segments: np.ndarray | None = None, *, fast: bool = False
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per joint (qr (J,4), qd (J,4), stretch (J,4,4)) of skin matrices as the GPU skin stages read them:
+    :func:`engine.skinning.skinning.dual_quat_parts` (the reference's split and its identity rule, per skin
+    when ``segments`` gives the first joint of each stacked skin), the stretch as a 4x4 that is exactly the
+    identity for rigid skins. ``fast``: Newton polar rotations (the per-frame upload)."""
+    qr, qd, s, stretched = dual_quat_parts(mats, segments, fast=fast)
+    stretch = np.broadcast_to(np.eye(4), (s.shape[0], 4, 4)).copy()
+    stretch[stretched, :3, :3] = s[stretched].astype(np.float32)
     return qr, qd, stretch

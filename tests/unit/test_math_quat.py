@@ -1,12 +1,12 @@
-"""engine.anim.quat and the TRS compose/decompose helpers, against closed forms (Rodrigues) and pyrr."""
+"""engine.math.quat and engine.math.transform (TRS compose/decompose) against closed forms (Rodrigues) and pyrr."""
 from __future__ import annotations
 
 import numpy as np
 import pyrr
 import pytest
 
-from engine.anim import quat
-from engine.anim.fk import compose_trs, decompose
+from engine.math import quat
+from engine.math.transform import compose_trs, decompose
 
 
 def _rand_quats(n: int) -> np.ndarray:
@@ -110,3 +110,50 @@ def test_compose_and_decompose_roundtrip_with_mirror():
     np.testing.assert_allclose(compose_trs(t2, r2, s2), m, atol=1e-5)
     np.testing.assert_allclose(t2, t, atol=1e-6)
     np.testing.assert_allclose(np.abs(s2), np.abs(s), atol=1e-5)
+
+
+def test_compose_trs_float64_and_shapes():
+    t, r, s = np.random.normal(size=(4, 3)), _rand_quats(4), np.random.uniform(0.5, 2, size=(4, 3))
+    m64 = compose_trs(t, r, s, dtype=np.float64)
+    assert m64.dtype == np.float64
+    expected = np.tile(np.eye(4), (4, 1, 1))
+    expected[:, :3, :3] = quat.to_matrix(r) * s[:, None, :]
+    expected[:, :3, 3] = t
+    np.testing.assert_allclose(m64, expected, atol=1e-14)
+    with pytest.raises(ValueError, match="compose_trs expects"):
+        compose_trs(t, r[:, :3], s)
+    with pytest.raises(TypeError, match="floating dtype"):
+        compose_trs(t, r, s, dtype=np.int32)
+
+
+def test_between_maps_a_onto_b_including_opposite():
+    for a, b in [((0, 1, 0), (1, 0, 0)), ((1, 2, 3), (-2, 0.5, 1)), ((0, 1, 0), (0, -1, 0)), ((1, 0, 0), (-3, 0, 0))]:
+        q = quat.between(a, b)
+        assert q.shape == (4,) and np.linalg.norm(q) == pytest.approx(1.0)
+        b_unit = np.asarray(b, float) / np.linalg.norm(b)
+        np.testing.assert_allclose(quat.rotate(q, np.asarray(a, float) / np.linalg.norm(a)), b_unit, atol=1e-12)
+    with pytest.raises(ValueError, match="non-zero"):
+        quat.between((0, 0, 0), (1, 0, 0))
+
+
+def test_continuous_keeps_rotations_and_removes_hemisphere_jumps():
+    q = _rand_quats(12)
+    flipped = q * np.where(np.random.uniform(size=12) < 0.5, -1.0, 1.0)[:, None]
+    before = flipped.copy()
+    c = quat.continuous(flipped)
+    np.testing.assert_array_equal(flipped, before)  # a copy: the input is left alone
+    assert np.all(np.einsum("ki,ki->k", c[1:], c[:-1]) >= 0)
+    np.testing.assert_allclose(np.abs(np.einsum("ki,ki->k", c, q)), 1.0, atol=1e-12)  # same rotations
+
+
+
+def test_to_axis_angle_inverts_from_axis_angle():
+    axis = np.random.normal(size=(8, 3))
+    axis /= np.linalg.norm(axis, axis=1, keepdims=True)
+    angle = np.random.uniform(0.01, np.pi - 0.01, size=8)
+    a2, ang2 = quat.to_axis_angle(-quat.from_axis_angle(axis, angle))  # -q: the same rotation
+    np.testing.assert_allclose(a2, axis, atol=1e-12)
+    np.testing.assert_allclose(ang2, angle, atol=1e-12)
+    a0, ang0 = quat.to_axis_angle(quat.identity((2,), np.float64))
+    np.testing.assert_array_equal(a0, [[1, 0, 0], [1, 0, 0]])
+    np.testing.assert_array_equal(ang0, [0, 0])

@@ -1,4 +1,4 @@
-"""Small numeric helpers shared by the engine's numpy code."""
+"""Small numeric helpers shared by the engine's numpy code (quaternions, transforms, meshes, skinning)."""
 from __future__ import annotations
 
 import functools

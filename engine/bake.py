@@ -1,0 +1,146 @@
+"""Baking: the deformed vertices of many frames of one character, in one process.
+
+``bake(session, character, times)`` returns ``{PrimitiveKey: (F, D, 3) float32}`` for every skinned primitive:
+the character's clip sampled at each time (one batched sampling and FK over all frames), then deformed
+
+* on the gpu device, frame-independent deformers (LBS, DQS, rigid, IRS, the springs' default mode): a BLOCK of
+  frames per dispatch, as instances of the mesh in a deformer graph of their own (static data shared, one pose
+  per instance), read back once per block; the block is sized so that the graph's pools stay under
+  ``memory_mb`` (default 256 MiB);
+* frame-dependent graphs (their state carries over from frame to frame): one frame per run, in time order;
+* on the cpu device: the numpy reference, frame by frame.
+
+Placement is the character's. The times are clip times (seconds, the clip's playback mode applied as the
+character's Playback does: ``clamp`` by default for baking) -- the same frames ``export-frame --time`` writes.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from engine.anim import global_matrices_batched, wrap_time
+from engine.components import PrimitiveKey
+
+if TYPE_CHECKING:
+    from engine.session import Character, Session
+
+__all__ = ["bake", "parse_times", "pose_matrices", "MAX_FRAMES"]
+
+#: frames one bake may produce (memory of the result: F x vertices x 12 bytes)
+MAX_FRAMES = 100_000
+
+
+def parse_times(text: str) -> np.ndarray:
+    """``START:STOP:STEP`` (seconds; STOP included when it falls on a step) -> the times, float64."""
+    parts = str(text).split(":")
+    try:
+        if len(parts) != 3:
+            raise ValueError
+        start, stop, step = (float(p) for p in parts)
+    except ValueError:
+        raise ValueError(f"--times must be START:STOP:STEP in seconds, e.g. 0:2:0.0333, got {text!r}") from None
+    if not all(np.isfinite([start, stop, step])) or step <= 0 or stop < start:
+        raise ValueError(f"--times needs finite START <= STOP and STEP > 0, got {text!r}")
+    n = int(np.floor((stop - start) / step + 1e-9)) + 1
+    if n > MAX_FRAMES:
+        raise ValueError(f"--times gives {n} frames; at most {MAX_FRAMES}")
+    return start + step * np.arange(n, dtype=np.float64)
+
+
+def pose_matrices(character: Character, times: Sequence[float] | np.ndarray, *, mode: str = "clamp"
+                  ) -> np.ndarray:
+    """Node world matrices (F, N, 4, 4) of the character's current clip at clip ``times`` (placement included;
+    the rest pose for a character without clips). One batched sampling and one batched FK for all frames."""
+    from engine.anim import Playback
+    from engine.components import Animator, Placement
+
+    t = np.asarray(times, np.float64).reshape(-1)
+    if t.size == 0 or not np.all(np.isfinite(t)):
+        raise ValueError("times must be a non-empty list of finite seconds")
+    s = character._session
+    rig = character.loaded.rig
+    f = t.shape[0]
+    tr = np.broadcast_to(rig.translation, (f, *rig.translation.shape)).copy()
+    q = np.broadcast_to(rig.rotation, (f, *rig.rotation.shape)).copy()
+    sc = np.broadcast_to(rig.scale, (f, *rig.scale.shape)).copy()
+    pb = s.world.get(character.entity, Animator).playback
+    if isinstance(pb, Playback):
+        sampler = pb.samplers[pb.clip]
+        sampler.sample_batch(np.atleast_1d(wrap_time(t, sampler.duration, mode)), tr, q, sc)
+    g = global_matrices_batched(rig, tr, q, sc)
+    return np.matmul(s.world.get(character.entity, Placement).matrix, g).astype(np.float32)
+
+
+def _block_size(n_display: int, n_control: int, frames: int, memory_mb: float) -> int:
+    # pools per instance, generously: display positions+normals (vec4 x2) and faces, control-point state of the
+    # spring stages (several vec4 per point) and images; static data is shared
+    per_instance = 64 * n_display + 256 * n_control + 4096
+    return int(max(1, min(frames, 1024, (memory_mb * 2**20) // per_instance)))
+
+
+def bake(session: Session, character: Character, times: Sequence[float] | np.ndarray, *,
+         memory_mb: float = 256.0, mode: str = "clamp",
+         progress: Callable[[int, int], None] | None = None) -> dict[PrimitiveKey, np.ndarray]:
+    """Deformed world-space display positions of every skinned primitive at each of ``times`` (see the
+    module doc). ``progress(done, total)`` is called after each block / frame."""
+    from engine.scene import add_to_graph
+
+    if not (memory_mb > 0 and np.isfinite(memory_mb)):
+        raise ValueError(f"memory_mb must be a positive number, got {memory_mb!r}")
+    character._check()
+    t = np.asarray(times, np.float64).reshape(-1)
+    g_all = pose_matrices(character, t, mode=mode)
+    f = g_all.shape[0]
+    settings = session.meshes.settings[character.entity]
+    loaded = character.loaded
+    out: dict[PrimitiveKey, np.ndarray] = {}
+    done = 0
+    total = f * len(loaded.skinned)
+    for sp in loaded.skinned:
+        key = PrimitiveKey(sp.node, sp.mesh, sp.prim)
+        res = np.empty((f, sp.primitive.vertex_count, 3), np.float32)
+        out[key] = res
+        if session.graph is None:  # numpy reference, frame by frame
+            for i in range(f):
+                res[i] = sp.deform(g_all[i], settings.deformer, config=settings.config)
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+            continue
+        from engine.skinning.gpu.graph import DeformerGraph
+
+        graph = DeformerGraph(session.ctx, session.resources, programs=session.programs)
+        try:
+            if settings.frame_dependent:  # state carries over: one instance, the frames in order
+                blocks = [[i] for i in range(f)]
+                handles = [add_to_graph(graph, sp, loaded, settings)]
+            else:
+                topo = sp.topology()
+                b = _block_size(topo.n_display, topo.n_control, f, memory_mb)
+                blocks = [list(range(i, min(i + b, f))) for i in range(0, f, b)]
+                handles = [add_to_graph(graph, sp, loaded, settings) for _ in range(b)]
+            for block in blocks:
+                for h, i in zip(handles, block):
+                    g = g_all[i]
+                    graph.set_pose(h, sp.skin_matrices(g), g[sp.skin.joints])
+                graph.run()
+                for h, i in zip(handles, block):
+                    res[i] = graph.download(h)[0]
+                done += len(block)
+                if progress is not None:
+                    progress(done, total)
+        finally:
+            graph.release()
+    return out
+
+
+def describe_mode(session: Session, character: Character) -> str:
+    """How a bake of this character runs, for the command's message."""
+    if session.graph is None:
+        return "numpy reference, frame by frame"
+    if session.meshes.settings[character.entity].frame_dependent:
+        return "frame-dependent graph, stepped in time order"
+    return "blocks of frames per dispatch"
+

@@ -1,0 +1,314 @@
+"""The engine's command line: ``skinengine`` (installed console script), ``python -m engine`` or ``python main.py``.
+
+    skinengine [demo]                        play the demo scene (window, or headless without a display)
+    skinengine --headless --frames N --screenshot out.png
+    skinengine doctor                        GL vendor/renderer/version, compute limits, display, OpenVR
+    skinengine inspect ASSET                 meshes, skins, clips
+    skinengine export-frame ASSET --clip C --time T [--deformer D] [--device gpu|cpu] --out F.npz|F.obj
+    skinengine render ASSET [...] --out frame.png [--gbuffer frame.npz]
+    skinengine compare ASSET --clip C --time T [--deformers lbs,dqs,irs,spring] --out sheet.png
+    skinengine bench deform|render|reference|anim [...]    (needs a checkout: bench/ is not installed)
+    skinengine --version
+
+This module owns the argument parsing; the command bodies live in engine.tools and game.demo and keep their
+signatures (``export_frame(args)``, ``render_frame(args)``, ``compare(args)``, ``run_bench(which, rest)``,
+``run_demo(args)``).
+
+Habits: errors in user input (a broken asset, a wrong parameter, an option argparse rejects) print one line
+``error: ...`` on stderr and exit with status 2, no usage block and no traceback; an engine bug prints one
+``error: internal error ...`` line and exits 1 (``SKINENGINE_DEBUG=1`` shows the traceback). ``-v``/``-q``
+set the logging level once (engine.log); a closed pipe (``skinengine inspect X | head -1``) ends the command
+quietly with status 141. The demo's options (``--frames``, ``--screenshot``, ``--characters``, ...) belong to
+the ``demo`` sub-command; for the documented ``main.py --headless --frames N`` they are also accepted with no
+sub-command, and refused, with a line saying so, next to any other sub-command. Values that look like negative
+numbers (``--time -inf``, ``--time -1e-3``) are read as values, not flags.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+__all__ = ["DEFORMERS", "DEMO_DEFAULTS", "EXIT_USAGE", "ArgumentParser", "UsageError", "build_parser", "main",
+           "run", "version"]
+
+DEFORMERS = ("lbs", "dqs", "rigid", "irs", "spring", "arap")
+EXIT_USAGE = 2
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command whose reader went away
+
+#: The demo's options and their defaults (the ``demo`` sub-command, or no sub-command at all).
+DEMO_DEFAULTS: dict[str, Any] = {"headless": False, "frames": None, "screenshot": None, "width": 1280,
+                                 "height": 720, "characters": 6, "asset": None, "deformer": "auto",
+                                 "device": "gpu", "graph": None}
+_TOP = "_top_"  # dest prefix of the demo options given before (or without) a sub-command
+
+# A float the way a user writes one: -1, -.5, -1e3, -inf, -nan (argparse alone reads only -1 and -1.5).
+_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
+
+
+class UsageError(Exception):
+    """A parameter the parser rejected; printed as one ``error:`` line, exit status 2."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with the house habits: a rejected parameter raises UsageError (one line, no usage block) and
+    negative numbers in any spelling (``-inf``, ``-1e3``) are values. Sub-parsers inherit the class."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = _NEGATIVE_NUMBER
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def version() -> str:
+    """pyproject.toml's version in a checkout, else the installed distribution's."""
+    import tomllib
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    from engine.paths import checkout_root
+
+    root = checkout_root()
+    if root is not None:
+        with open(root / "pyproject.toml", "rb") as f:
+            return str(tomllib.load(f)["project"]["version"])
+    try:
+        return dist_version("skinengine")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+# --------------------------------------------------------------------------------------------------- options
+def _add_demo_options(p: argparse.ArgumentParser, *, dest_prefix: str = "") -> None:
+    """The demo's options; every default is SUPPRESS so that run() can tell given from not given."""
+    d = DEMO_DEFAULTS
+
+    def add(*flags: str, **kw: Any) -> None:
+        name = flags[0].lstrip("-").replace("-", "_")
+        p.add_argument(*flags, dest=dest_prefix + name, default=argparse.SUPPRESS, **kw)
+
+    add("--headless", action="store_true", help="render offscreen (EGL), no window")
+    add("--frames", type=int, metavar="N", help="render N frames, then exit (headless default 120)")
+    add("--screenshot", metavar="PNG", help="write the last frame to this PNG (headless default out/demo.png)")
+    add("--width", type=int, metavar="PX", help=f"window / frame width in pixels (default {d['width']})")
+    add("--height", type=int, metavar="PX", help=f"window / frame height in pixels (default {d['height']})")
+    add("--characters", type=int, metavar="N", help=f"number of characters in the scene (default {d['characters']})")
+    add("--asset", metavar="GLTF", help="play this glTF file instead of the generated cast")
+    add("--deformer", choices=("auto",) + DEFORMERS[:-1],
+        help="demo deformer: %(choices)s (default auto: spring on a GPU, lbs on a software rasteriser)")
+    add("--device", choices=("gpu", "cpu"),
+        help="deform on the GPU deformer graph (default) or with numpy (lbs/dqs)")
+    add("--graph", metavar="FILE", help="deformer graph file (TOML/JSON, see config/) for the skinned meshes")
+
+
+def _add_verbosity(p: argparse.ArgumentParser, *, default: Any) -> None:
+    p.add_argument("-v", "--verbose", action="count", default=default,
+                   help="more log output (-v info, -vv debug)")
+    p.add_argument("-q", "--quiet", action="store_true", default=default,
+                   help="errors only: no warnings, no progress bars")
+
+
+def _add_clip_time(p: argparse.ArgumentParser, *, clip_default: str | None) -> None:
+    shown = "0, the first clip" if clip_default == "0" else "none, the rest pose"
+    p.add_argument("--clip", default=clip_default, metavar="NAME_OR_INDEX",
+                   help=f"clip name or index (default: {shown})")
+    p.add_argument("--time", type=float, default=0.0, metavar="SECONDS",
+                   help="seconds into the clip (default 0)")
+
+
+def _add_spring_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--spring-iterations", type=int, default=None, metavar="N",
+                   help="spring iterations per frame (default from the config)")
+    p.add_argument("--spring-dt", type=float, default=None, metavar="S",
+                   help="spring integration step (default from the config)")
+    p.add_argument("--config", default=None, metavar="TOML", help="TOML file with deformer parameters")
+
+
+def _add_deform_options(p: argparse.ArgumentParser, *, default: str = "lbs") -> None:
+    p.add_argument("--deformer", default=default, choices=DEFORMERS,
+                   help=f"deformation method: %(choices)s (default {default})")
+    p.add_argument("--device", default="gpu", choices=("gpu", "cpu"),
+                   help="gpu = compute shaders, cpu = numpy reference (default gpu)")
+    _add_spring_options(p)
+
+
+def build_parser(prog: str = "main.py") -> ArgumentParser:
+    """The full parser: global options, the demo's options (also accepted with no sub-command) and every
+    sub-command. ``parse_args`` raises UsageError for a rejected parameter."""
+    from engine.render.renderer import VIEWS
+    from engine.tools.bench import BENCHES
+
+    parser = ArgumentParser(prog=prog, description="Expressive character-skinning engine: glTF characters "
+                            "deformed on the GPU by compute shaders. With no command: the demo.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}",
+                        help="print the version and exit")
+    _add_verbosity(parser, default=None)
+    demo_top = parser.add_argument_group("demo options (also accepted without the `demo` command)")
+    _add_demo_options(demo_top, dest_prefix=_TOP)  # type: ignore[arg-type]
+
+    common = ArgumentParser(add_help=False)
+    _add_verbosity(common, default=argparse.SUPPRESS)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
+
+    p = sub.add_parser("demo", parents=[common], help="play the demo scene (the default command)")
+    _add_demo_options(p)
+
+    sub.add_parser("doctor", parents=[common], help="report the GL stack, compute limits, display and OpenVR")
+
+    p = sub.add_parser("inspect", parents=[common], help="print meshes, skins and clips of an asset")
+    p.add_argument("asset", help="glTF / GLB file")
+
+    p = sub.add_parser("export-frame", parents=[common], help="write deformed world-space vertices of one frame")
+    p.add_argument("asset", help="glTF / GLB file")
+    _add_clip_time(p, clip_default="0")
+    p.add_argument("--out", required=True, metavar="FILE", help="output .npz (or .obj)")
+    _add_deform_options(p)
+
+    p = sub.add_parser("render", parents=[common], help="render one frame headless to PNG (+ G-buffer npz)")
+    p.add_argument("asset", help="glTF / GLB file")
+    _add_clip_time(p, clip_default=None)
+    p.add_argument("--camera", default=None, metavar="EX,EY,EZ:TX,TY,TZ",
+                   help="eye and target (default: fit the asset)")
+    p.add_argument("--up", default="0,1,0", metavar="X,Y,Z", help="camera up vector (default 0,1,0)")
+    p.add_argument("--fov", type=float, default=45.0, metavar="DEG",
+                   help="vertical field of view in degrees (default 45)")
+    p.add_argument("--width", type=int, default=1280, metavar="PX", help="image width in pixels (default 1280)")
+    p.add_argument("--height", type=int, default=720, metavar="PX", help="image height in pixels (default 720)")
+    p.add_argument("--out", required=True, metavar="PNG", help="output PNG")
+    p.add_argument("--gbuffer", default=None, metavar="NPZ", help="also write the G-buffer as .npz")
+    # no choices=: render_frame names the valid views in its own error; the help lists them
+    p.add_argument("--view", default="color", metavar="CHANNEL",
+                   help=f"what the image shows: {', '.join(VIEWS)} (default color)")
+    _add_deform_options(p)
+
+    p = sub.add_parser("compare", parents=[common],
+                       help="render deformers side by side and print quality metrics")
+    p.add_argument("asset", help="glTF / GLB file")
+    _add_clip_time(p, clip_default="0")
+    p.add_argument("--deformers", default="lbs,dqs,irs,spring", metavar="D1,D2,...",
+                   help=f"comma-separated deformers out of {','.join(DEFORMERS)} (default lbs,dqs,irs,spring)")
+    p.add_argument("--out", default=None, metavar="PNG", help="contact sheet PNG")
+    p.add_argument("--width", type=int, default=480, metavar="PX", help="width of one panel (default 480)")
+    p.add_argument("--height", type=int, default=480, metavar="PX", help="height of one panel (default 480)")
+    _add_spring_options(p)
+
+    p = sub.add_parser("bench", parents=[common], help="benchmarks (print tables; needs a checkout)")
+    p.add_argument("which", choices=tuple(BENCHES), help="benchmark: %(choices)s")
+    p.add_argument("rest", nargs=argparse.REMAINDER, help="options passed to the benchmark (see bench WHICH -h)")
+    return parser
+
+
+def _demo_flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def parse(argv: Sequence[str] | None = None, *, prog: str = "main.py") -> argparse.Namespace:
+    """Parse ``argv`` (default sys.argv[1:]) into the namespace the commands take; UsageError on a rejected
+    parameter, including a demo option next to another sub-command."""
+    parser = build_parser(prog)
+    args, extra = parser.parse_known_args(argv)
+    top = {k[len(_TOP):]: v for k, v in vars(args).items() if k.startswith(_TOP)}
+    for k in list(vars(args)):
+        if k.startswith(_TOP):
+            delattr(args, k)
+    command = args.command
+    if command not in (None, "demo"):
+        stray = [_demo_flag(k) for k in top] + [a.split("=")[0] for a in extra
+                                                 if a.split("=")[0] in {_demo_flag(k) for k in DEMO_DEFAULTS}]
+        if stray:
+            raise UsageError(f"{stray[0]} is a demo option and cannot be combined with `{command}` "
+                             f"(use `{prog} demo {stray[0]} ...`)")
+    if extra:
+        raise UsageError(f"unrecognized arguments: {' '.join(extra)}")
+    if command in (None, "demo"):
+        for name, default in DEMO_DEFAULTS.items():
+            if not hasattr(args, name):  # the demo sub-command's own value wins over one given before it
+                setattr(args, name, top.get(name, default))
+        args.command = None if command is None else "demo"
+    args.verbose = int(args.verbose or 0)
+    args.quiet = bool(args.quiet)
+    return args
+
+
+# ----------------------------------------------------------------------------------------------------- run
+def _cli_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: Any = None, line: str | None = None) -> None:
+    """Warnings at the command line read as one line each, like errors (no source lines); -q hides them."""
+    logging.getLogger("py.warnings").warning("%s", message)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "doctor":
+        from engine.tools.doctor import doctor
+        return doctor()
+    if args.command == "inspect":
+        from engine.tools.inspect_asset import inspect_command
+        return inspect_command(args.asset)
+    if args.command == "export-frame":
+        from engine.tools.export_frame import export_frame
+        return export_frame(args)
+    if args.command == "render":
+        from engine.tools.render_frame import render_frame
+        return render_frame(args)
+    if args.command == "compare":
+        from engine.tools.compare import compare
+        return compare(args)
+    if args.command == "bench":
+        from engine.tools.bench import run_bench
+        return run_bench(args.which, args.rest)
+    from game.demo import run_demo
+    return run_demo(args)
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null so the interpreter's final flush stays silent."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def run(argv: Sequence[str] | None = None, *, prog: str = "main.py") -> int:
+    """Run one command line; returns the exit status (0 ok, 2 user error, 1 engine bug, 141 closed pipe)."""
+    from engine.assets.errors import AssetError
+    from engine.log import configure
+
+    try:
+        args = parse(argv, prog=prog)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    configure(-1 if args.quiet else args.verbose)
+    warnings.showwarning = _cli_warning
+    try:
+        status = _dispatch(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return status
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
+    except (UsageError, AssetError, ValueError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # an engine bug, not the user's input: say so, traceback on request
+        if os.environ.get("SKINENGINE_DEBUG"):
+            raise
+        print(f"error: internal error ({type(exc).__name__}: {exc}); "
+              f"rerun with SKINENGINE_DEBUG=1 for the traceback", file=sys.stderr)
+        return 1
+
+
+def main() -> NoReturn:
+    """Entry point of the ``skinengine`` console script."""
+    sys.exit(run(prog="skinengine"))

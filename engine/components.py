@@ -1,0 +1,85 @@
+"""The engine's components: plain data per entity (numpy arrays and references to shared, read-only asset data).
+
+No GPU handle lives here (STYLE.md 1): the deformer graph and the renderer keep their per-entity state in the
+scene's mesh table (engine/scene.py, a world resource), keyed by entity id.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from engine.anim import Playback, Pose, Rig
+from engine.assets.model import Asset
+
+__all__ = ["PrimitiveKey", "Placement", "AssetRef", "Animator", "SkeletonPose", "DeformedMeshes"]
+
+
+class PrimitiveKey(NamedTuple):
+    """One mesh primitive instanced in the default scene: (glTF node of the instance, mesh, primitive)."""
+
+    node: int
+    mesh: int
+    primitive: int
+
+    @property
+    def export_key(self) -> str:
+        """The ``export-frame`` npz key: ``node{n}_mesh{m}_prim{p}``."""
+        return f"node{self.node}_mesh{self.mesh}_prim{self.primitive}"
+
+
+@dataclass
+class Placement:
+    """Where the character stands: a world matrix applied on top of the asset's own scene graph."""
+
+    matrix: np.ndarray = field(default_factory=lambda: np.eye(4, dtype=np.float32))
+
+
+@dataclass
+class AssetRef:
+    """Which asset this entity plays; ``asset`` and ``rig`` are shared by every instance of the asset."""
+
+    name: str
+    asset: Asset
+    rig: Rig
+
+
+class StillPlayback:
+    """Stands in for a Playback on assets without clips (or a held pose): the pose stays as it is."""
+
+    def advance(self, dt: float) -> None:
+        pass
+
+    def evaluate(self, out: Pose | None = None) -> Pose | None:
+        return out
+
+
+@dataclass
+class Animator:
+    """Clip playback state; ``pose`` is the sampled local pose of the current fixed step."""
+
+    playback: Playback | StillPlayback
+    pose: Pose
+
+
+@dataclass
+class SkeletonPose:
+    """World matrices (N,4,4) of every node of the asset, placement included: ``globals`` of the last fixed
+    step and ``previous`` of the one before (rendering interpolates between them by the clock's alpha)."""
+
+    globals: np.ndarray
+    previous: np.ndarray
+
+    @classmethod
+    def of(cls, globals_: np.ndarray) -> SkeletonPose:
+        g = np.asarray(globals_, np.float32)
+        return cls(g.copy(), g.copy())
+
+
+@dataclass
+class DeformedMeshes:
+    """Deformed world-space display positions per primitive (CPU device and rigid node meshes); the GPU path
+    keeps skinned vertices on the GPU and leaves them out."""
+
+    positions: dict[PrimitiveKey, np.ndarray] = field(default_factory=dict)

@@ -1,0 +1,196 @@
+"""THE frame: the phases and the engine's systems, in the order they run (tests/unit/test_frame.py asserts it).
+
+Every way of running the engine -- the demo window, the headless loop, ``export-frame``, ``render``,
+``compare``, the benchmarks, and the editor to come -- runs this frame through :class:`engine.Session`:
+
+=========  ==============  ===========================================================================
+phase      runs            systems
+=========  ==============  ===========================================================================
+INPUT      once per frame  (devices -> input state -> strokes: the editor adds its systems here)
+TOOLS      once per frame  (tools consume strokes: posing, surface edits, UI actions)
+ANIMATION  per fixed step  ``animation_system``: advance each Animator by the fixed step, sample its pose
+SKELETON   per fixed step  ``skeleton_system``: forward kinematics batched per rig (placement included);
+                           keeps the previous step's matrices for interpolation
+DEFORM     per fixed step  ``deform_step_system``: frame-dependent deformers (GPU feedback graphs) step
+                           with the pose of the step
+RENDER     once per frame  ``extract_system``: the pose to draw, interpolated between the last two fixed
+                           steps by the clock's alpha, handed to the deformer (skin matrices -> one
+                           dispatch per stage for all meshes; numpy on the cpu device) and node transforms;
+                           ``render_system``: G-buffer -> compose -> present (engine/render)
+UI         once per frame  (overlays: the profiler and editor panels add their systems here)
+=========  ==============  ===========================================================================
+
+Frame-independent deformers (LBS, DQS, rigid, IRS, the springs in their default frame-independent mode) are
+functions of the pose, so deforming the interpolated pose once per displayed frame IS the interpolation, and
+costs one deformation per displayed frame however many fixed steps ran. A frame-dependent graph (its state
+carries over between frames) instead steps in DEFORM on the fixed step and is drawn as of the last step.
+
+Systems are plain functions over world queries; they reach the GPU owners through world resources
+(:class:`engine.scene.SceneMeshes`, :class:`View`), never through globals.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from engine.anim import Playback, global_matrices_batched
+from engine.components import Animator, AssetRef, DeformedMeshes, Placement, SkeletonPose
+from engine.ecs import Clock, Phase, Schedule, World
+from engine.gpu.timers import record_gpu_timings
+from engine.math.transform import compose_trs, decompose
+from engine.profile.timings import current_timings
+from engine.scene import SceneMeshes
+
+__all__ = ["View", "ENGINE_SYSTEMS", "build_schedule", "animation_system", "skeleton_system",
+           "deform_step_system", "extract_system", "render_system", "interpolate_matrices"]
+
+
+@dataclass
+class View:
+    """What RENDER draws: the renderer, the camera, the target framebuffer (None: the renderer's own frame),
+    and whether to draw at all this frame (``enabled``; export keeps it off). ``after_render`` callbacks run
+    right after the frame is drawn (GPU timings, screenshots)."""
+
+    renderer: Any
+    camera: Any
+    target: Any = None
+    enabled: bool = True
+    #: draw the pose interpolated by the clock's alpha (the real-time loops); False draws the last fixed
+    #: step exactly (scripted whole steps: ``Session.step``, export, the headless demo)
+    interpolate: bool = True
+    #: finish the GPU work around each renderer pass and record its wall time (``renderer.last_wall_ms``)
+    profile: bool = False
+    after_render: list[Callable[[World], None]] = field(default_factory=list)
+
+
+# ---- fixed step -------------------------------------------------------------------------------------------
+def animation_system(world: World) -> None:
+    """Advance every Animator by the fixed step and sample its local pose: characters playing the same clip
+    (no crossfade running) are sampled in one batch (one search and gather for all of them)."""
+    clock = world.resource(Clock)
+    groups: dict[int, list[Animator]] = {}
+    for _e, (anim,) in world.query(Animator):
+        pb = anim.playback
+        pb.advance(clock.step)
+        if isinstance(pb, Playback) and not pb.fading:
+            groups.setdefault(id(pb.samplers[pb.clip]), []).append(anim)
+        else:
+            pb.evaluate(anim.pose)
+    for rows in groups.values():
+        if len(rows) == 1:
+            rows[0].playback.evaluate(rows[0].pose)
+            continue
+        pb0 = rows[0].playback
+        assert isinstance(pb0, Playback)
+        rig = pb0.rig
+        n = len(rows)
+        t = np.broadcast_to(rig.translation, (n, *rig.translation.shape)).copy()  # unanimated channels: rest
+        q = np.broadcast_to(rig.rotation, (n, *rig.rotation.shape)).copy()
+        sc = np.broadcast_to(rig.scale, (n, *rig.scale.shape)).copy()
+        times = np.array([r.playback.local_time for r in rows], np.float64)
+        pb0.samplers[pb0.clip].sample_batch(times, t, q, sc)
+        for i, anim in enumerate(rows):
+            anim.pose.translation[...] = t[i]
+            anim.pose.rotation[...] = q[i]
+            anim.pose.scale[...] = sc[i]
+
+
+def skeleton_system(world: World) -> None:
+    """Forward kinematics batched per rig: every character sharing an asset is one stacked FK call."""
+    groups: dict[int, list[tuple[Animator, Placement, SkeletonPose]]] = {}
+    rigs = {}
+    for _e, (ref, anim, place, skel) in world.query(AssetRef, Animator, Placement, SkeletonPose):
+        groups.setdefault(id(ref.rig), []).append((anim, place, skel))
+        rigs[id(ref.rig)] = ref.rig
+    for key, rows in groups.items():
+        rig = rigs[key]
+        t = np.stack([r[0].pose.translation for r in rows])
+        q = np.stack([r[0].pose.rotation for r in rows])
+        sc = np.stack([r[0].pose.scale for r in rows])
+        g = global_matrices_batched(rig, t, q, sc)
+        g = np.matmul(np.stack([r[1].matrix for r in rows])[:, None], g)
+        for (_anim, _place, skel), gi in zip(rows, g):
+            skel.previous, skel.globals = skel.globals, skel.previous
+            skel.globals[...] = gi
+
+
+def deform_step_system(world: World) -> None:
+    """Frame-dependent deformers step here, on the fixed step, with the pose of the step."""
+    meshes = world.resource(SceneMeshes)
+    if meshes.frame_dependent:
+        _deform(world, meshes, alpha=1.0)
+
+
+# ---- once per displayed frame -------------------------------------------------------------------------------
+def interpolate_matrices(prev: np.ndarray, curr: np.ndarray, alpha: float) -> np.ndarray:
+    """World matrices (...,4,4) between two fixed steps: translation and scale lerped, rotation by normalised
+    quaternion lerp along the shorter arc (steps are small). ``alpha`` 0 gives ``prev``, 1 gives ``curr``."""
+    if alpha >= 1.0:
+        return curr
+    if alpha <= 0.0:
+        return prev
+    t0, q0, s0 = decompose(prev)
+    t1, q1, s1 = decompose(curr)
+    q1 = np.where((np.sum(q0 * q1, axis=-1) < 0)[..., None], -q1, q1)
+    q = q0 + (q1 - q0) * alpha
+    q /= np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), 1e-12)
+    return compose_trs(t0 + (t1 - t0) * alpha, q, s0 + (s1 - s0) * alpha).astype(np.float32)
+
+
+def _deform(world: World, meshes: SceneMeshes, alpha: float) -> None:
+    for e, (skel, out) in world.query(SkeletonPose, DeformedMeshes):
+        if e not in meshes.instances:
+            continue
+        g = skel.globals if alpha >= 1.0 else interpolate_matrices(skel.previous, skel.globals, alpha)
+        meshes.pose(e, g, out.positions)
+        meshes.upload(e, out.positions)
+    meshes.run_graph()
+
+
+def extract_system(world: World) -> None:
+    """The snapshot to draw: each character's pose interpolated by the clock's alpha, deformed (one graph run
+    for every mesh) unless a frame-dependent deformer already stepped in DEFORM."""
+    meshes = world.resource(SceneMeshes)
+    if meshes.frame_dependent:
+        return
+    clock = world.try_resource(Clock)
+    view = world.try_resource(View)
+    interpolate = clock is not None and (view is None or view.interpolate)
+    _deform(world, meshes, clock.alpha if interpolate else 1.0)
+
+
+def render_system(world: World) -> None:
+    """G-buffer -> compose -> present: draw the scene into the view's target (skipped when disabled)."""
+    view = world.try_resource(View)
+    if view is None or not view.enabled or view.renderer is None:
+        return
+    r = view.renderer
+    view.camera.aspect = r.width / r.height
+    r.render(view.camera, target=view.target, profile=view.profile)
+    timings = current_timings()
+    if timings is not None:  # GPU pass times (a few frames late) go next to the systems' CPU times
+        record_gpu_timings(timings, r.gpu_ms)
+    for fn in view.after_render:
+        fn(world)
+
+
+#: The engine's systems in run order: (phase, system). The editor, profiler and VR add theirs through
+#: ``Session.add_system`` with a phase (and before/after constraints); nothing else registers systems.
+ENGINE_SYSTEMS: tuple[tuple[Phase, Callable[[World], None]], ...] = (
+    (Phase.ANIMATION, animation_system),
+    (Phase.SKELETON, skeleton_system),
+    (Phase.DEFORM, deform_step_system),
+    (Phase.RENDER, extract_system),
+    (Phase.RENDER, render_system),
+)
+
+
+def build_schedule(*, strict: bool = False) -> Schedule:
+    """The one schedule: the engine's systems in the order of :data:`ENGINE_SYSTEMS`."""
+    schedule = Schedule(strict=strict)
+    for phase, fn in ENGINE_SYSTEMS:
+        schedule.add_system(phase, fn)
+    return schedule

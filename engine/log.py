@@ -1,0 +1,67 @@
+"""Console habits of the command line: logging configured once (``-v``/``-q``) and progress bars.
+
+``configure(verbosity)`` is called once by engine.cli: 0 shows warnings and errors, 1 (``-v``) adds info,
+2 (``-vv``) debug, -1 (``-q``) errors only and no progress bars. Records print as one line each on stderr,
+``level: message`` like the command line's ``error:`` lines. Library code only calls ``logging.getLogger``.
+
+``progress(...)`` wraps tqdm: the bar goes to stderr, only when stderr is a terminal, and never under ``-q``.
+
+    from engine.log import progress
+    for item in progress(items, desc="binding"):
+        ...
+"""
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+from tqdm import tqdm
+
+__all__ = ["LEVELS", "configure", "progress", "progress_enabled"]
+
+#: verbosity -> logging level (clamped to this range).
+LEVELS = {-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG}
+
+_HANDLER_NAME = "skinengine-cli"
+_state = {"progress": True}
+
+
+class _LineFormatter(logging.Formatter):
+    """``warning: message`` (the level in lower case, no logger name): one line per record."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = record.getMessage().replace("\n", " ")
+        return f"{record.levelname.lower()}: {text}"
+
+
+def configure(verbosity: int = 0) -> int:
+    """Set up the root logger once for a command-line run; returns the level used. Calling it again replaces
+    the handler it installed (no duplicate lines)."""
+    if isinstance(verbosity, bool) or not isinstance(verbosity, int):
+        raise TypeError(f"verbosity must be an int, got {verbosity!r}")
+    level = LEVELS[max(min(verbosity, max(LEVELS)), min(LEVELS))]
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if h.get_name() == _HANDLER_NAME]:
+        root.removeHandler(handler)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.set_name(_HANDLER_NAME)
+    handler.setFormatter(_LineFormatter())
+    root.addHandler(handler)
+    root.setLevel(level)
+    _state["progress"] = verbosity >= 0
+    return level
+
+
+def progress_enabled() -> bool:
+    """False after ``configure(-1)`` (``-q``); bars then never show."""
+    return _state["progress"]
+
+
+def progress(iterable: Iterable[Any] | None = None, *, enabled: bool = True, **kwargs: Any) -> tqdm[Any]:
+    """A tqdm bar on stderr, shown only when stderr is a terminal, ``enabled`` and not quiet. Use as an iterable
+    wrapper or as a context manager with ``update()``; ``kwargs`` go to tqdm (desc, total, unit, ...)."""
+    show = enabled and progress_enabled()
+    # disable=None: tqdm turns itself off when the stream is not a terminal
+    return tqdm(iterable, file=sys.stderr, disable=None if show else True, leave=False, **kwargs)

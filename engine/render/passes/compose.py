@@ -1,0 +1,247 @@
+"""The ``compose`` pass (research Stage 5): the G-buffers, lit and composited by depth with the backdrop,
+into the frame; contact-shadow blobs and the shadow-map ground darkening on the way.
+
+Per G-buffer one quad over its screen rectangle (built on the GPU from the rectangle SSBO,
+``shaders/render/compose.vert``) at the far plane, early-depth-tested against that G-buffer so the shader runs
+only on its surfaces: per pixel the nearest of the scene G-buffer and the layers wins, is lit (key + fill +
+back light, hemisphere ambient, rim; optional wireframe) or shown as a debug channel (``look.VIEWS``), and is
+composited by depth with the cached backdrop (copied into the frame first; a dark clear for debug views).
+With layers (or a shadow map) it also writes a scene-level id buffer and frame depth (0 where no mesh
+shows); without, the scene G-buffer is the scene-level id buffer and the queries apply the backdrop depth
+test compose applies (``queries.QueryReader.region_reads``), so the pass writes colour only and reads the
+G-buffer through image loads. Cost grows with the pixels the meshes cover and with the number of layers,
+not of meshes.
+
+Contact-shadow blobs (the default ``shadows="blob"``: :class:`ContactShadows`, one instanced draw of
+octagons) darken the ground under each entity, drawn in the same framebuffer just before the first quad.
+With ``shadows="map"`` the ground where the key light's shadow map says it is blocked is darkened after the
+quads (``render/ground_shadow.frag``, from the frame and backdrop depths).
+"""
+from __future__ import annotations
+
+import moderngl
+import numpy as np
+
+from engine.gpu.layouts import BLOB, GLSL_CONSTANTS
+from engine.gpu.resources import GpuResources
+from engine.render.framegraph import ATTACHMENT, COPY, IMAGE, SAMPLED, STORAGE, UNIFORM, PassSpec, uses
+from engine.render.look import VIEWS, linear_rgb
+from engine.render.meshes import MeshHandle
+from engine.render.passes.gbuffer import gbuffer_resource, rect_resource
+from engine.render.passes.shadow import ShadowPass
+from engine.render.programs import set_matrix, set_uniform
+from engine.render.state import Frame, RenderState
+
+__all__ = ["ComposePass", "ContactShadows", "compose_program"]
+
+
+def compose_program(state: RenderState) -> moderngl.Program:
+    """The compose variant of the current settings (light count, layers, frame ids, view, shadow taps)."""
+    look = state.look
+    map_taps = int(look.shadow_taps) if look.shadow_mode() == "map" else None
+    return state.programs.compose(light_count=state.lights.count, frame_ids=state.frame_ids_needed(),
+                                  layers=len(state.targets.layers), view=VIEWS.index(state.view),
+                                  shadow_taps=map_taps)
+
+
+class ContactShadows:
+    """Soft contact shadows: one ellipse on the ground under each entity's bounds (meshes without an
+    entity get one each), darker the closer the entity's lowest point is to the ground. Owns the blob
+    SSBO (``layouts.BLOB``), grown when there are more entities than it holds."""
+
+    def __init__(self, resources: GpuResources) -> None:
+        self.res = resources
+        self.capacity = 64
+        self.buffer = resources.buffer(BLOB.zeros(self.capacity), label="contact shadow blobs")
+
+    def draw(self, state: RenderState, lists: dict[str | None, list[MeshHandle]], fbo: moderngl.Framebuffer) -> None:
+        """Into the frame colour (attachment 0 of ``fbo``, the others masked) after the backdrop and before
+        the compose quads, which then overwrite the pixels that show a mesh: no depth test, no read of the
+        frame. (Where the ground hides part of a mesh the compositor writes the plain backdrop, without
+        the blob.)"""
+        hs = [h for meshes in lists.values() for h in meshes if h.bounds is not None]
+        if not hs:
+            return
+        keys = np.array([h.entity if h.entity >= 0 else -1 - h.id for h in hs])
+        lo = np.array([h.bounds[0] for h in hs], np.float64)
+        hi = np.array([h.bounds[1] for h in hs], np.float64)
+        uniq, inv = np.unique(keys, return_inverse=True)
+        glo = np.full((len(uniq), 3), np.inf)
+        ghi = np.full((len(uniq), 3), -np.inf)
+        np.minimum.at(glo, inv, lo)
+        np.maximum.at(ghi, inv, hi)
+        look = state.look
+        size = ghi - glo
+        height = np.maximum(size[:, 1], 1e-3)
+        lift = np.maximum(glo[:, 1] - look.ground_height, 0.0)
+        dark = look.blob_strength * np.clip(1.0 - lift / (0.5 * height), 0.0, 1.0)
+        n = len(uniq)
+        if n > self.capacity:
+            self.res.release(self.buffer)
+            self.capacity = max(n, 2 * self.capacity)
+            self.buffer = self.res.buffer(BLOB.zeros(self.capacity), label="contact shadow blobs")
+        blobs = BLOB.zeros(n)
+        blobs["ellipse"][:, 0] = (glo[:, 0] + ghi[:, 0]) / 2
+        blobs["ellipse"][:, 1] = (glo[:, 2] + ghi[:, 2]) / 2
+        blobs["ellipse"][:, 2] = 0.7 * size[:, 0] + 0.08 * height
+        blobs["ellipse"][:, 3] = 0.7 * size[:, 2] + 0.08 * height
+        blobs["params"][:, 0] = dark
+        self.buffer.write(blobs.tobytes())
+        ctx = state.ctx
+        prog = state.programs.program("blob")
+        attachments = len(fbo.color_attachments)
+        if attachments > 1:
+            fbo.color_mask = ((True,) * 4,) + ((False,) * 4,) * (attachments - 1)
+        fbo.use()
+        ctx.disable(moderngl.DEPTH_TEST)
+        ctx.enable(moderngl.BLEND)
+        ctx.blend_func = (moderngl.ZERO, moderngl.ONE_MINUS_SRC_ALPHA, moderngl.ZERO, moderngl.ONE)
+        set_matrix(prog, "u_view_proj", state.last_view_proj)
+        set_uniform(prog, "u_ground_height", float(look.ground_height))
+        self.buffer.bind_to_storage_buffer(GLSL_CONSTANTS["BINDING_BLOBS"])
+        state.programs.vao(prog, None).render(moderngl.TRIANGLES, vertices=18, instances=n)
+        ctx.disable(moderngl.BLEND)
+        ctx.blend_func = moderngl.DEFAULT_BLENDING
+        if attachments > 1:
+            fbo.color_mask = ((True,) * 4,) * attachments
+            fbo.use()
+
+    def release(self) -> None:
+        self.res.release(self.buffer)
+
+
+class ComposePass:
+    """The compositor; reads the shadow pass's map (``shadows="map"``) and owns the contact shadows."""
+
+    name = "compose"
+
+    def __init__(self, resources: GpuResources, shadow: ShadowPass) -> None:
+        self.shadow = shadow
+        self.blobs = ContactShadows(resources)
+
+    def spec(self, state: RenderState) -> PassSpec:
+        layers = list(state.targets.layers)
+        gbuffer_read = SAMPLED if layers else IMAGE  # samplers with layers, image loads without (compose.frag)
+        names: list[str | None] = [None, *layers]
+        reads = (uses(gbuffer_read, *(gbuffer_resource(n) for n in names))
+                 + uses(STORAGE, *(rect_resource(n) for n in names))
+                 + uses(COPY, "backdrop") + uses(gbuffer_read, "backdrop") + uses(UNIFORM, "lights"))
+        if state.look.shadow_mode() == "map":
+            reads += uses(SAMPLED, "shadow_map")
+        return PassSpec(self.name, reads=reads, writes=uses(ATTACHMENT, "composed"), timer="compose")
+
+    def run(self, state: RenderState, frame: Frame) -> None:
+        """Backdrop (or a dark clear for debug views) into the frame, then one early-depth-tested quad per
+        G-buffer (see shaders/render/compose.frag)."""
+        ctx, look, t = state.ctx, state.look, state.targets
+        mode = frame.mode
+        lit = state.view == "color"
+        if lit:
+            ctx.copy_framebuffer(t.overlay, t.backdrop_color_fbo)
+        else:
+            t.overlay.clear(0.08, 0.08, 0.08, 1.0)
+        frame_ids = state.frame_ids_needed()
+        t.frame_ids_written = frame_ids
+        if frame_ids:
+            t.frame_clear.clear(0.0)
+        gbs = t.gbuffers()
+        n = len(gbs)
+        prog = compose_program(state)
+        if id(prog) not in state.programs.initialised:
+            state.programs.initialised.add(id(prog))
+            set_uniform(prog, "g_zcopy", list(range(n)) if n > 1 else 0)
+            set_uniform(prog, "g_albedo", list(range(n, 2 * n)) if n > 1 else 1)
+            set_uniform(prog, "g_ids", list(range(2 * n, 3 * n)) if n > 1 else 2)
+            set_uniform(prog, "u_backdrop", 3 * n)
+            set_uniform(prog, "u_backdrop_depth_copy", 3 * n + 1)
+            set_uniform(prog, "u_shadow_map", 3 * n + 2)
+            set_uniform(prog, "u_depth", 1.0 - 1e-6)
+        set_matrix(prog, "u_inv_view_proj", state.inv_view_proj)  # (vertex stage: view rays; fragment: unprojection)
+        set_uniform(prog, "u_inv_size", (1.0 / state.width, 1.0 / state.height))
+        set_uniform(prog, "u_eye", tuple(float(x) for x in state.eye))
+        if lit:
+            sky, bounce = look.ambient_colors()
+            state.lights.buffer.bind_to_uniform_block(GLSL_CONSTANTS["BINDING_LIGHTS"])
+            set_uniform(prog, "u_light_count", state.lights.count)
+            set_uniform(prog, "u_exposure", float(look.exposure))
+            set_uniform(prog, "u_sky_color", sky)
+            set_uniform(prog, "u_ground_color", bounce)
+            set_uniform(prog, "u_rim_strength", float(look.rim_strength))
+            if mode == "map":
+                self.shadow.texture.use(location=3 * n + 2)
+                set_matrix(prog, "u_shadow_matrix", self.shadow.matrix)
+                set_uniform(prog, "u_shadow_texel", 1.0 / self.shadow.size)
+        else:
+            b = state.meshes.scene_bounds()
+            lo, hi = b if b is not None else (np.zeros(3), np.ones(3))
+            set_uniform(prog, "u_bounds_lo", tuple(float(x) for x in lo))
+            set_uniform(prog, "u_bounds_hi", tuple(float(x) for x in hi))
+            corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+            dist = np.linalg.norm(corners - state.eye, axis=1)
+            set_uniform(prog, "u_depth_range", (float(dist.min()), float(dist.max())))
+        set_uniform(prog, "u_wireframe", bool(look.wireframe))
+        set_uniform(prog, "u_wire_color", linear_rgb(look.wire_color))
+        if n == 1:  # image loads (see compose.frag); the G-buffer was written by the framebuffer
+            C = GLSL_CONSTANTS
+            gb = gbs[0]
+            gb.tex["zcopy"].bind_to_image(C["IMAGE_GBUFFER_ZCOPY"], read=True, write=False)
+            gb.tex["albedo"].bind_to_image(C["IMAGE_GBUFFER_ALBEDO"], read=True, write=False)
+            gb.tex["ids"].bind_to_image(C["IMAGE_GBUFFER_IDS"], read=True, write=False)
+            t.backdrop_zcopy.bind_to_image(C["IMAGE_BACKDROP_DEPTH"], read=True, write=False)
+        else:
+            for k, gb in enumerate(gbs):
+                gb.tex["zcopy"].use(location=k)
+                gb.tex["albedo"].use(location=n + k)
+                gb.tex["ids"].use(location=2 * n + k)
+            t.backdrop_zcopy.use(location=3 * n + 1)
+        t.backdrop.use(location=3 * n)
+        ctx.enable(moderngl.DEPTH_TEST)
+        ctx.depth_func = ">"  # the far-plane quad passes where the G-buffer has a surface
+        t.rects.bind_to_storage_buffer(GLSL_CONSTANTS["BINDING_SCREEN_RECTS"])
+        set_uniform(prog, "u_viewport", (float(state.width), float(state.height)))
+        vao = state.programs.vao(prog, None)
+        names: list[str | None] = [None, *t.layers]
+        blobs = mode == "blob" and look.ground and lit
+        for k, gb in enumerate(gbs):
+            if not frame.lists[names[k]]:
+                continue  # an empty G-buffer has no surface to run on
+            fbo = gb.compose_fbo if frame_ids else gb.compose_color_fbo
+            if blobs:  # into the same framebuffer, so that llvmpipe rasterises both in one pass
+                self.blobs.draw(state, frame.lists, fbo)
+                blobs = False
+                ctx.enable(moderngl.DEPTH_TEST)
+            fbo.use()
+            fbo.depth_mask = False
+            set_uniform(prog, "u_rect_slot", k)
+            vao.render(moderngl.TRIANGLES, vertices=6)
+            fbo.depth_mask = True
+        ctx.disable(moderngl.DEPTH_TEST)
+        if blobs:  # no G-buffer had a surface: the blobs (if any entity has bounds) go onto the backdrop
+            self.blobs.draw(state, frame.lists, t.overlay)
+        if mode == "map" and look.ground and lit and self.shadow.valid(state):
+            self._ground_shadow(state)
+
+    def _ground_shadow(self, state: RenderState) -> None:
+        """Darken the ground where the key light's shadow map says it is blocked (frame pixels without a
+        mesh, from the backdrop depth), blended into the frame colour."""
+        ctx, t = state.ctx, state.targets
+        prog = state.programs.program("ground_shadow")
+        t.overlay.use()
+        ctx.enable(moderngl.BLEND)
+        ctx.blend_func = (moderngl.ZERO, moderngl.ONE_MINUS_SRC_ALPHA, moderngl.ZERO, moderngl.ONE)
+        t.depth.use(location=0)
+        t.backdrop_depth.use(location=1)
+        self.shadow.texture.use(location=2)
+        set_uniform(prog, "u_frame_depth", 0)
+        set_uniform(prog, "u_backdrop_depth", 1)
+        set_uniform(prog, "u_shadow_map", 2)
+        set_matrix(prog, "u_shadow_matrix", self.shadow.matrix)
+        set_matrix(prog, "u_inv_view_proj", state.inv_view_proj)
+        set_uniform(prog, "u_inv_size", (1.0 / state.width, 1.0 / state.height))
+        set_uniform(prog, "u_ground_shadow", float(state.look.ground_shadow))
+        state.programs.vao(prog, None).render(moderngl.TRIANGLES, vertices=3)
+        ctx.disable(moderngl.BLEND)
+        ctx.blend_func = moderngl.DEFAULT_BLENDING
+
+    def release(self) -> None:
+        self.blobs.release()

@@ -1,0 +1,158 @@
+"""The ``gbuffer`` and ``layer:NAME`` passes: meshes into a G-buffer straight from the deformed-vertex SSBOs,
+and ``rects``, which starts the G-buffers' screen rectangles empty.
+
+``gbuffer`` draws every mesh WITHOUT a layer into ONE scene G-buffer with the hardware depth test: cost grows
+with pixels and triangles, not with a framebuffer per mesh. ``layer:NAME`` draws the meshes given layer NAME
+into that layer's own G-buffer (research Stage 4 gives every mesh its own framebuffer; here a tool opts in
+where it must see a surface whatever covers it: skin under clothes, a character behind another).
+
+Each mesh is one indexed draw over its CORNER VERTICES (``engine/render/corners.py``,
+``shaders/render/gbuffer.vert``): display vertices with a colour per triangle corner, so the interpolated
+colour vectors are the barycentrics and the provoking corner passes the triangle index flat (no
+gl_PrimitiveID, which sends llvmpipe down a slow path; no expanded draw), triangles in a vertex-cache
+friendly strip order; the vertex stage pulls the deformed vertices from SSBOs. The fragment stage writes
+albedo and an id texel (mesh id, triangle, barycentrics, normal; ``shaders/include/gbuffer_codec.glsl``) plus
+depth, and is kept minimal (it runs for every 4x4 block a small triangle touches): base-colour textures are
+stored as sqrt(linear albedo) in RGBA8 UNORM (``meshes.albedo_levels``, llvmpipe's fast 8-bit filtering path,
+one mip level per sample), the wireframe coverage only in the wireframe variant. Meshes of one asset share
+index buffers, corner vertices, texcoords and texture, and the pass binds them only when they change.
+Single-sided meshes (glTF ``doubleSided`` false) cull back faces. Only the depth targets are cleared (see
+``engine/render/targets.py``). Draws are submitted (glFlush) every ``flush_triangles`` triangles so a software
+rasteriser rasterises while the CPU still runs later meshes' vertex stage. With Phong tessellation
+(``look.tessellation``) the meshes draw through ``render/mesh.vert`` + ``phong.tesc/tese`` instead.
+
+The vertex stage also grows the G-buffer's SCREEN RECTANGLE (SSBO, atomics only for vertices outside it):
+the pixel bounds of every vertex's projection, the whole view when one lies behind the eye; exact and
+conservative, never read back by the CPU. The compose pass draws its quad over it.
+"""
+from __future__ import annotations
+
+import moderngl
+
+from engine.gpu.layouts import GLSL_CONSTANTS
+from engine.render.framegraph import ATTACHMENT, HOST, STORAGE, PassSpec, uses
+from engine.render.programs import set_matrix, set_uniform
+from engine.render.state import Frame, RenderState
+
+__all__ = ["ResetRects", "GBufferPass", "gbuffer_resource", "rect_resource"]
+
+
+def gbuffer_resource(layer: str | None) -> str:
+    """The frame-graph name of the scene G-buffer (None) or a layer's."""
+    return "gbuffer.scene" if layer is None else f"gbuffer.{layer}"
+
+
+def rect_resource(layer: str | None) -> str:
+    """The frame-graph name of the scene G-buffer's (None) or a layer's screen rectangle."""
+    return "rect.scene" if layer is None else f"rect.{layer}"
+
+
+class ResetRects:
+    """Every G-buffer's screen rectangle starts empty (a CPU write before the G-buffer passes); with Phong
+    tessellation, whose vertex stage does not grow it, the whole viewport."""
+
+    name = "rects"
+
+    def spec(self, state: RenderState) -> PassSpec:
+        return PassSpec(self.name, writes=uses(HOST, "screen_rects"))
+
+    def run(self, state: RenderState, frame: Frame) -> None:
+        state.targets.reset_rects(whole=bool(state.look.tessellation))
+        state.targets.rects.bind_to_storage_buffer(GLSL_CONSTANTS["BINDING_SCREEN_RECTS"])
+
+
+class GBufferPass:
+    """The G-buffer pass of the scene (``layer`` None, screen-rectangle slot 0) or of one layer (slot =
+    its position among the layers + 1)."""
+
+    def __init__(self, layer: str | None, slot: int) -> None:
+        self.layer = layer
+        self.slot = slot
+        self.name = "gbuffer" if layer is None else f"layer:{layer}"
+
+    def spec(self, state: RenderState) -> PassSpec:
+        return PassSpec(self.name, reads=uses(STORAGE, "vertices", "screen_rects"),
+                        writes=uses(ATTACHMENT, gbuffer_resource(self.layer)) + uses(STORAGE, rect_resource(self.layer)),
+                        timer=self.name)
+
+    def run(self, state: RenderState, frame: Frame) -> None:
+        """Clear (zcopy + depth only) and draw the meshes into the G-buffer: one program bind per
+        (textured, untextured) group; uniforms, textures, shared buffers and cull state are set only
+        when they change (meshes of one asset share them)."""
+        gb = state.targets.gbuffer(self.layer)
+        meshes = frame.lists[self.layer]
+        ctx = state.ctx
+        gb.clear_fbo.use()
+        gb.clear_fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+        if not meshes:
+            return
+        gb.fbo.use()
+        ctx.enable(moderngl.DEPTH_TEST)
+        ctx.depth_func = "<"
+        look = state.look
+        tess = look.tessellation
+        wire = bool(look.wireframe)
+        mode = moderngl.PATCHES if tess else moderngl.TRIANGLES
+        if tess:
+            ctx.patch_vertices = 3
+        else:  # the corner draw needs GL's default (last vertex provokes), whatever other code set
+            ctx.provoking_vertex = moderngl.LAST_VERTEX_CONVENTION
+        bp, bn = GLSL_CONSTANTS["BINDING_POSITIONS"], GLSL_CONSTANTS["BINDING_NORMALS"]
+        bt = GLSL_CONSTANTS["BINDING_TEXCOORDS"]
+        programs = state.programs
+        vp = state.last_view_proj
+        current = None
+        u_id = u_scale = u_tex = None
+        last_scale = last_has_tex = last_tex = last_tc = None
+        cull = False
+        queued = 0
+        flush = state.flush
+        flush_every = state.flush_triangles if flush is not None else 0
+        try:
+            for h in meshes:
+                if flush_every and queued >= flush_every:
+                    flush()
+                    queued = 0
+                queued += h.triangle_count
+                uv = h.texcoords is not None
+                if current is None or current[0] != uv:
+                    prog = programs.gbuffer(uv, tess=tess, wire=wire)
+                    current = (uv, prog)
+                    set_matrix(prog, "u_view_proj", vp)
+                    set_uniform(prog, "u_rect_slot", self.slot)
+                    set_uniform(prog, "u_viewport", (float(state.width), float(state.height)))
+                    if tess:
+                        set_uniform(prog, "u_tess_level", float(look.tess_level))
+                        set_uniform(prog, "u_phong_alpha", float(look.phong_alpha))
+                    set_uniform(prog, "u_base_texture", 0)
+                    u_id, u_scale = prog["u_mesh_id"], prog["u_albedo_scale"]
+                    u_tex = prog["u_has_texture"] if "u_has_texture" in prog else None
+                    last_scale = last_has_tex = None
+                prog = current[1]
+                if cull != (not h.double_sided):
+                    cull = not h.double_sided
+                    if cull:
+                        ctx.enable(moderngl.CULL_FACE)
+                    else:
+                        ctx.disable(moderngl.CULL_FACE)
+                u_id.value = h.id
+                scale = h.albedo_scale
+                if scale != last_scale:
+                    u_scale.value = scale
+                    last_scale = scale
+                if uv:
+                    has_tex = h.texture is not None
+                    if has_tex and h.texture is not last_tex:
+                        h.texture.use(location=0)
+                        last_tex = h.texture
+                    if has_tex != last_has_tex and u_tex is not None:
+                        u_tex.value = has_tex
+                        last_has_tex = has_tex
+                    if tess and h.texcoords is not last_tc:
+                        h.texcoords.bind_to_storage_buffer(bt)
+                        last_tc = h.texcoords
+                h.bind_vertices(bp, bn)
+                programs.vao(prog, h, corners=not tess).render(mode)
+        finally:
+            if cull:
+                ctx.disable(moderngl.CULL_FACE)

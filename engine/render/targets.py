@@ -1,0 +1,187 @@
+"""The renderer's render targets: G-buffers (the scene's and one per layer), the frame, the backdrop, and
+the screen rectangles; (re)created together on resize.
+
+* a G-buffer (:class:`GBuffer`, :data:`GBUFFER_LAYOUT`): albedo RGBA8 (sqrt of linear albedo, alpha =
+  wireframe coverage), ids RGBA32UI (``shaders/include/gbuffer_codec.glsl``, decoded by
+  ``engine/render/surface.py``), zcopy R32F (window depth, 0 = no surface) and a depth buffer. Only zcopy
+  and depth are cleared each frame: albedo and id texels mean something only where zcopy is non-zero
+  (a 128-bit clear costs ~4 ms at 720p on llvmpipe; readers mask them);
+* the frame: colour RGBA8 (what ``read_pixels`` returns and overlays draw into), ids and depth (written
+  by the compositor only when several G-buffers compete or the shadow-map ground pass needs them:
+  :attr:`FrameTargets.frame_ids_written`);
+* the backdrop: background gradient + ground grid with its depth, cached between frames;
+* the screen rectangles (SSBO, one ivec4 per G-buffer slot: scene, then layers in order) that the
+  G-buffer passes grow and the compose pass reads.
+"""
+from __future__ import annotations
+
+import moderngl
+import numpy as np
+
+from engine.gpu.layouts import MAX_LAYERS
+from engine.gpu.resources import GpuResources
+
+__all__ = ["GBUFFER_LAYOUT", "GBuffer", "FrameTargets", "RESERVED_SOURCES", "check_size"]
+
+# G-buffer attachments: name -> (components, dtype); order = fragment output locations.
+GBUFFER_LAYOUT: tuple[tuple[str, int, str], ...] = (
+    ("albedo", 4, "f1"),  # sqrt(linear albedo), a = wireframe edge coverage
+    ("ids", 4, "u4"),     # mesh id + 1, triangle, packed barycentrics, packed normal (surface.py)
+    ("zcopy", 1, "f4"),   # window depth (0 = no surface): what the compositor and queries read
+)
+#: source names that are not layers: the composited frame and the scene G-buffer
+RESERVED_SOURCES = ("frame", "gbuffer")
+
+
+def check_size(width: int, height: int) -> None:
+    """Raise ValueError for a render size outside [1, 16384] per side."""
+    if not (1 <= int(width) <= 16384 and 1 <= int(height) <= 16384):
+        raise ValueError(f"render size must be in [1, 16384] per side, got {width}x{height}")
+
+
+class GBuffer:
+    """One G-buffer (albedo RGBA8, ids RGBA32UI, zcopy R32F, depth) of a given size; the scene's or a
+    layer's, with the two framebuffers its compose draw writes the frame through (its depth as the
+    early-depth-test mask)."""
+
+    def __init__(self, res: GpuResources, size: tuple[int, int], label: str) -> None:
+        self.res = res
+        self.tex: dict[str, moderngl.Texture] = {}
+        for name, comps, dtype in GBUFFER_LAYOUT:
+            self.tex[name] = res.texture(size, comps, dtype=dtype, filter=(moderngl.NEAREST, moderngl.NEAREST),
+                                         repeat=False, label=f"{label} {name}")
+        self.depth = res.depth_texture(size, label=f"{label} depth")
+        self.fbo = res.framebuffer([self.tex[n] for n, _, _ in GBUFFER_LAYOUT], self.depth, label=label)
+        # what is cleared each frame: zcopy (0 = no surface) and the depth; albedo and ids are only
+        # meaningful where zcopy != 0, so they are never cleared (a 128-bit clear is slow on llvmpipe)
+        self.clear_fbo = res.framebuffer([self.tex["zcopy"]], self.depth, label=f"{label} clear")
+        self.compose_fbo: moderngl.Framebuffer | None = None        # frame colour + ids + depth
+        self.compose_color_fbo: moderngl.Framebuffer | None = None  # frame colour only
+
+    def release(self) -> None:
+        for fbo in (self.compose_color_fbo, self.compose_fbo):
+            if fbo is not None:
+                self.res.release(fbo)
+        self.res.release(self.clear_fbo)
+        self.res.release(self.fbo)
+        self.res.release(self.depth)
+        for t in reversed(list(self.tex.values())):
+            self.res.release(t)
+
+
+class FrameTargets:
+    """Every size-dependent target plus the layers' G-buffers and the screen rectangles. Layers keep their
+    order (it is their screen-rectangle slot minus one and the compositor's sampler order)."""
+
+    def __init__(self, resources: GpuResources) -> None:
+        self.res = resources
+        self.width = self.height = 0
+        self.layers: dict[str, GBuffer | None] = {}  # name -> G-buffer (None until sized)
+        self.scene: GBuffer | None = None
+        self._sized: list = []
+        #: whether the last frame's compositor wrote the frame id and depth targets
+        self.frame_ids_written = False
+        # Per G-buffer (scene, then the layers in order) the screen rectangle its surfaces cover, grown by
+        # the G-buffer pass's vertex stage and read by the compose pass's (no CPU read-back): see
+        # shaders/render/gbuffer.vert (SCREEN_RECT) and compose.vert.
+        self.rects = resources.buffer(np.zeros((MAX_LAYERS + 1, 4), np.int32), label="screen rects")
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return self.width, self.height
+
+    def resize(self, width: int, height: int) -> None:
+        """(Re)create the size-dependent targets (the old ones are released first)."""
+        self.release_sized()
+        self.width, self.height = int(width), int(height)
+        size = (self.width, self.height)
+        r = self.res
+        near = (moderngl.NEAREST, moderngl.NEAREST)
+        self.color = r.texture(size, 4, filter=(moderngl.LINEAR, moderngl.LINEAR), repeat=False, label="frame colour")
+        self.ids = r.texture(size, 4, dtype="u4", filter=near, repeat=False, label="frame ids")
+        self.depth = r.texture(size, 1, dtype="f4", filter=near, repeat=False, label="frame depth")
+        self.frame = r.framebuffer([self.color, self.ids, self.depth], label="frame")
+        # Only the frame depth is cleared (0 = no surface): ids texels are meaningful where depth != 0
+        # (clearing a 128-bit target costs ~10x a 32-bit one on llvmpipe).
+        self.frame_clear = r.framebuffer([self.depth], label="frame depth")
+        self.overlay = r.framebuffer([self.color], label="frame overlay")
+        self.backdrop = r.texture(size, 4, filter=near, repeat=False, label="backdrop colour")
+        self.backdrop_depth = r.depth_texture(size, label="backdrop depth")
+        self.backdrop_zcopy = r.texture(size, 1, dtype="f4", filter=near, repeat=False, label="backdrop depth copy")
+        self.backdrop_fbo = r.framebuffer([self.backdrop, self.backdrop_zcopy], self.backdrop_depth,
+                                          label="backdrop")
+        self.backdrop_color_fbo = r.framebuffer([self.backdrop], label="backdrop colour")
+        self._sized += [self.color, self.ids, self.depth, self.frame, self.frame_clear, self.overlay, self.backdrop,
+                        self.backdrop_depth, self.backdrop_zcopy, self.backdrop_fbo, self.backdrop_color_fbo]
+        self.scene = self._new_gbuffer("scene")
+        for name in self.layers:
+            self.layers[name] = self._new_gbuffer(f"layer {name}")
+
+    def _new_gbuffer(self, label: str) -> GBuffer:
+        """A G-buffer plus the compose framebuffers that write the frame with the G-buffer's depth as
+        the early-depth-test mask (needs the frame targets)."""
+        gb = GBuffer(self.res, (self.width, self.height), f"{label} gbuffer")
+        gb.compose_fbo = self.res.framebuffer([self.color, self.ids, self.depth], gb.depth,
+                                              label=f"{label} compose")
+        gb.compose_color_fbo = self.res.framebuffer([self.color], gb.depth, label=f"{label} compose colour")
+        return gb
+
+    def add_layer(self, name: str) -> None:
+        self.layers[name] = self._new_gbuffer(f"layer {name}")
+
+    def remove_layer(self, name: str) -> None:
+        gb = self.layers.pop(name)
+        if gb is not None:
+            gb.release()
+
+    def gbuffer(self, source: str | None) -> GBuffer:
+        """The scene G-buffer (None, "gbuffer" or "frame") or a layer's."""
+        gb = self.scene if source in (None, "gbuffer", "frame") else self.layers[source]
+        assert gb is not None, "targets are not sized"
+        return gb
+
+    def gbuffers(self) -> list[GBuffer]:
+        """The scene G-buffer then the layers', in slot order."""
+        return [self.gbuffer(None)] + [self.gbuffer(name) for name in self.layers]
+
+    def reset_rects(self, *, whole: bool) -> None:
+        """Start every G-buffer's screen rectangle empty (lo = size, hi = 0); ``whole`` (Phong
+        tessellation, whose vertex stage does not grow it: displaced surfaces leave the corners' bounds):
+        the whole viewport."""
+        r = np.empty((MAX_LAYERS + 1, 4), np.int32)
+        if whole:
+            r[:] = (0, 0, self.width, self.height)
+        else:
+            r[:] = (self.width, self.height, 0, 0)
+        self.rects.write(r.tobytes())
+
+    def screen_rect(self, source: str | None = None) -> tuple[int, int, int, int] | None:
+        """(x0, y0, x1, y1) pixels, x1/y1 exclusive, row 0 at the bottom (GL), of the last frame's screen
+        rectangle of ``source``'s surfaces (None or "scene": the scene G-buffer, else a layer name), or
+        None when empty. A synchronous read (waits for the GPU): for tools and tests."""
+        names = [None] + list(self.layers)
+        key = None if source in (None, "scene") else source
+        if key not in names:
+            raise ValueError(f"source must be None, 'scene' or a layer of {list(self.layers)}, got {source!r}")
+        r = np.frombuffer(self.rects.read(), np.int32).reshape(-1, 4)[names.index(key)]
+        return None if r[2] <= r[0] or r[3] <= r[1] else (int(r[0]), int(r[1]), int(r[2]), int(r[3]))
+
+    def release_sized(self) -> None:
+        """Release the size-dependent targets (the layers keep their names, without G-buffers)."""
+        for name, gb in self.layers.items():
+            if gb is not None:
+                gb.release()
+                self.layers[name] = None
+        if self.scene is not None:
+            self.scene.release()
+            self.scene = None
+        for obj in reversed(self._sized):
+            self.res.release(obj)
+        self._sized.clear()
+
+    def release(self) -> None:
+        """Release everything, the screen rectangles included; no layer is left."""
+        self.release_sized()
+        self.layers.clear()
+        self.res.release(self.rects)
+        self.width = self.height = 0

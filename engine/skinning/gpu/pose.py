@@ -1,0 +1,188 @@
+"""Per-frame pose upload of one batch of the deformer graph: stacked poses in, joint and bone records out.
+
+:class:`PoseStack` holds the pose of every instance of a batch stacked over the batch's joints (instance k:
+rows ``joint_base`` ..), filled by ``DeformerGraph.set_pose``. Once per frame :meth:`PoseStack.upload` packs
+them for all instances at once (one batched computation per quantity, only what the batch's nodes read: LBS
+needs only the skin matrices; DQS the dual quaternions of :func:`engine.skinning.gpu.spring.dual_quats`;
+rigid / IRS / springs the bone records) and writes each buffer or image once. Nothing is read back.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import moderngl
+import numpy as np
+
+from engine.gpu.layouts import pack_mat4
+from engine.skinning.gpu import layouts as L
+from engine.skinning.gpu import spring as gpu_spring
+from engine.skinning.gpu.records import Instance
+from engine.skinning.skinning import joint_rotations
+from engine.skinning.types import Bones, bone_endpoints
+
+
+@dataclass(frozen=True)
+class PoseNeeds:
+    """What a batch's nodes read of the pose (the upload computes nothing else)."""
+
+    differential: bool            # some skin node skins from last frame's pose
+    dual_quats: bool              # some (unfused) skin node uses DQS
+    bones: bool                   # rigid / IRS skinning or springs: bone records
+    irs: bool                     # IRS bend quaternions
+    joint_ssbo: bool              # (unfused) skin nodes read the DeformJoint SSBO
+    fused_methods: tuple[str, ...]  # methods of fused skin_copy nodes (compact joint images)
+
+
+def upload_dual_quats(mats: np.ndarray, segments: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The per-frame DQS split: gpu_spring.dual_quats with Newton polar rotations (no SVD per joint)."""
+    return gpu_spring.dual_quats(mats, segments, fast=True)
+
+
+class PoseStack:
+    """Stacked poses of a batch's instances and the records the per-frame upload writes."""
+
+    def __init__(self, needs: PoseNeeds) -> None:
+        self.needs = needs
+        self.n_joints = 0
+        self.n_bones = 0
+        self.skin = np.zeros((0, 4, 4))
+        self.posed = np.zeros((0, 4, 4))
+        self.prev_skin = np.zeros((0, 4, 4))
+        self.prev_posed = np.zeros((0, 4, 4))
+        self.bind = np.zeros((0, 4, 4))
+        self.joint_starts = np.zeros(0, np.int64)
+        self.joint_rec = L.DEFORM_JOINT.zeros(1)
+        self.skin_joint_rec = {m: L.SKIN_JOINTS[m].zeros(1) for m in needs.fused_methods}
+        self.bone_rec = L.DEFORM_BONE.zeros(1)
+        self.bones_all: Bones | None = None  # the bones of every instance with joint indices into the stack
+        self.bone_rows = np.zeros(0, np.int64)
+        self.bone_refs = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+    def set(self, inst: Instance, skin_mats: np.ndarray, posed_joints: np.ndarray) -> None:
+        """The next frame's pose of one instance (shapes checked by the caller)."""
+        sl = inst.joints
+        self.skin[sl] = skin_mats
+        self.posed[sl] = posed_joints
+
+    def layout(self, instances: list[Instance], old_joints: dict[int, slice], n_joints: int, n_bones: int) -> None:
+        """Stacked pose arrays and bone index tables for a new layout (poses of staying instances kept:
+        ``old_joints`` maps id(instance) to its rows before the re-layout)."""
+        nj = n_joints
+        self.n_joints, self.n_bones = n_joints, n_bones
+        old_pose = (self.skin, self.posed, self.prev_skin, self.prev_posed)
+        eye = np.broadcast_to(np.eye(4), (nj, 4, 4))
+        skin, posed, prev_skin, prev_posed = (np.array(eye), np.zeros((nj, 4, 4)), np.array(eye),
+                                              np.zeros((nj, 4, 4)))
+        bind = np.zeros((nj, 4, 4))
+        for inst in instances:
+            sl = inst.joints
+            bind[sl] = inst.asset.bind_joints
+            ob = old_joints.get(id(inst))
+            if ob is not None:
+                for dst, src in zip((skin, posed, prev_skin, prev_posed), old_pose):
+                    dst[sl] = src[ob]
+            else:
+                posed[sl] = prev_posed[sl] = inst.asset.bind_joints
+        self.skin, self.posed, self.prev_skin, self.prev_posed = skin, posed, prev_skin, prev_posed
+        self.bind = bind
+        self.joint_starts = np.array([i.joint_base for i in instances], np.int64)
+        self.joint_rec = L.DEFORM_JOINT.zeros(max(nj, 1))
+        self.joint_rec["stretch"] = pack_mat4(np.eye(4))
+        # joint records padded to whole image rows: written to the image as they are every frame
+        rows = -(-max(nj, 1) // L.IMAGE_ROW_ITEMS)
+        self.skin_joint_rec = {m: L.SKIN_JOINTS[m].zeros(rows * L.IMAGE_ROW_ITEMS) for m in self.needs.fused_methods}
+        self.bone_rec = L.DEFORM_BONE.zeros(max(n_bones, 1))
+        # bones of every instance with a binding, joint indices shifted into the stacked pose arrays
+        boned = [i for i in instances if i.asset.binding is not None and i.asset.n_bones]
+        if not (boned and self.needs.bones):
+            self.bones_all = None
+            return
+        parent, child, tip, rows_, s_ref, e_ref = [], [], [], [], [], []
+        for inst in boned:
+            bb = inst.asset.binding.bones  # type: ignore[union-attr]
+            jb = inst.joint_base
+            parent.append(bb.parent_joint.astype(np.int64) + jb)
+            child.append(np.where(bb.child_joint >= 0, bb.child_joint.astype(np.int64) + jb, -1))
+            tip.append(np.asarray(bb.tip_local, np.float32))
+            rows_.append(np.arange(bb.count) + inst.bone_base)
+            sr, er = inst.asset.bend_refs  # type: ignore[misc]
+            s_ref.append(np.where(sr >= 0, sr + jb, -1))
+            e_ref.append(np.where(er >= 0, er + jb, -1))
+        self.bones_all = Bones(np.concatenate(parent), np.concatenate(child), np.concatenate(tip))
+        self.bone_rows = np.concatenate(rows_)
+        self.bone_refs = (np.concatenate(s_ref), np.concatenate(e_ref))
+
+    def upload(self, joints: moderngl.Buffer, bones: moderngl.Buffer,
+               skin_joint_images: dict[str, moderngl.Texture]) -> None:
+        """Pack the joint (and bone) data of every instance for this frame, batched over all instances, and
+        write the DeformJoint SSBO, the fused stages' joint images (per method) and the DeformBone SSBO."""
+        if self.n_joints == 0:
+            return
+        need = self.needs
+        rec = self.joint_rec
+        nj = self.n_joints
+        if need.differential:
+            mats = self.skin @ np.linalg.inv(self.prev_skin)
+            src_joints = self.prev_posed
+        else:
+            mats = self.skin
+            src_joints = self.bind
+        dq = None
+        if need.joint_ssbo:
+            rec["skin"][:nj] = pack_mat4(mats)
+            if need.dual_quats:
+                dq = upload_dual_quats(mats, self.joint_starts)
+                rec["qr"][:nj] = dq[0]
+                rec["qd"][:nj] = dq[1]
+                rec["stretch"][:nj] = pack_mat4(dq[2])
+            joints.write(rec.tobytes())
+        for m in need.fused_methods:  # fused stages skin in bind mode: the skin matrices themselves
+            srec = self.skin_joint_rec[m]
+            if m == "lbs":
+                srec["rows"][:nj] = self.skin[:, :3, :]
+            else:
+                if dq is None or need.differential:
+                    dq = upload_dual_quats(self.skin, self.joint_starts)
+                qr, qd, st = dq
+                srec["qr"][:nj] = qr
+                srec["qd"][:nj] = qd
+                srec["stretch"][:nj, 0] = st[:, [0, 0, 0, 1], [0, 1, 2, 1]]
+                srec["stretch"][:nj, 1, :2] = st[:, [1, 2], [2, 2]]
+            skin_joint_images[m].write(srec.tobytes())
+        if self.bones_all is not None:
+            self._upload_bones(bones, src_joints)
+
+    def _upload_bones(self, bones: moderngl.Buffer, src_joints: np.ndarray) -> None:
+        bb = self.bones_all
+        assert bb is not None
+        rec = self.bone_rec
+        rows = self.bone_rows
+        # endpoints in float32 as the references compute them
+        p, c = bone_endpoints(bb, self.posed.astype(np.float32))
+        ps, cs = bone_endpoints(bb, src_joints.astype(np.float32))
+        r_now_j = joint_rotations(self.bind, self.posed)
+        r_src_j = joint_rotations(self.bind, src_joints)
+        r_now = r_now_j[bb.parent_joint]
+        rot = np.zeros((rows.shape[0], 4, 4))
+        rot[:, :3, :3] = r_now @ np.swapaxes(r_src_j[bb.parent_joint], 1, 2)
+        rot[:, 3, 3] = 1.0
+        rn = np.zeros((rows.shape[0], 4, 4))
+        rn[:, :3, :3] = r_now
+        rn[:, 3, 3] = 1.0
+        rec["p"][rows, :3] = p
+        rec["c"][rows, :3] = c
+        rec["p_src"][rows, :3] = ps
+        rec["c_src"][rows, :3] = cs
+        rec["rot"][rows] = pack_mat4(rot)
+        rec["rot_now"][rows] = pack_mat4(rn)
+        if self.needs.irs:
+            q_start, q_end = gpu_spring.bend_quats(r_now_j, bb.parent_joint, *self.bone_refs)
+            rec["q_start"][rows] = q_start
+            rec["q_end"][rows] = q_end
+        bones.write(rec.tobytes())
+
+    def end_frame(self) -> None:
+        """Remember this frame's pose (differential skinning reads it next frame)."""
+        if self.needs.differential:
+            np.copyto(self.prev_skin, self.skin)
+            np.copyto(self.prev_posed, self.posed)
