@@ -34,10 +34,13 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from engine.skinning import registry
+
 __all__ = ["DEFORMERS", "DEMO_DEFAULTS", "EXIT_USAGE", "ArgumentParser", "UsageError", "build_parser", "main",
            "run", "version"]
 
-DEFORMERS = ("lbs", "dqs", "rigid", "irs", "spring", "arap")
+#: the public deformer names (engine/skinning/registry.py is the table)
+DEFORMERS = registry.names()
 EXIT_USAGE = 2
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command whose reader went away
 
@@ -101,7 +104,7 @@ def _add_demo_options(p: argparse.ArgumentParser, *, dest_prefix: str = "") -> N
     add("--height", type=int, metavar="PX", help=f"window / frame height in pixels (default {d['height']})")
     add("--characters", type=int, metavar="N", help=f"number of characters in the scene (default {d['characters']})")
     add("--asset", metavar="GLTF", help="play this glTF file instead of the generated cast")
-    add("--deformer", choices=("auto",) + DEFORMERS[:-1],
+    add("--deformer", choices=("auto",) + registry.names(device="gpu"),
         help="demo deformer: %(choices)s (default auto: spring on a GPU, lbs on a software rasteriser)")
     add("--device", choices=("gpu", "cpu"),
         help="deform on the GPU deformer graph (default) or with numpy (lbs/dqs)")

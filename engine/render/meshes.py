@@ -21,6 +21,7 @@ import moderngl
 import numpy as np
 
 from engine.gpu.resources import GpuResources
+from engine.math import mesh as mesh_math
 from engine.render.corners import CornerTopology, build_corner_topology
 from engine.render.look import srgb_to_linear
 
@@ -28,21 +29,8 @@ __all__ = ["MeshHandle", "MeshRegistry", "vertex_normals", "albedo_levels"]
 
 
 def vertex_normals(positions: np.ndarray, triangles: np.ndarray) -> np.ndarray:
-    """Area-weighted vertex normals (V,3) float32: the sum of the incident faces' cross products (whose
-    length is twice the area), normalised; vertices without area get +Y."""
-    p = np.asarray(positions, np.float64)
-    t = np.asarray(triangles, np.int64)
-    v = p.shape[0]
-    fn = np.cross(p[t[:, 1]] - p[t[:, 0]], p[t[:, 2]] - p[t[:, 0]])
-    idx = t.reshape(-1)
-    w = np.repeat(fn, 3, axis=0)
-    acc = np.stack([np.bincount(idx, weights=w[:, k], minlength=v) for k in range(3)], axis=1)
-    n = np.linalg.norm(acc, axis=1)
-    ok = n > 1e-20
-    out = np.zeros((v, 3))
-    out[ok] = acc[ok] / n[ok, None]
-    out[~ok] = (0.0, 1.0, 0.0)
-    return out.astype(np.float32)
+    """Area-weighted unit vertex normals (V,3) float32; vertices without area get +Y (engine.math.mesh)."""
+    return mesh_math.vertex_normals(positions, triangles, fallback=(0.0, 1.0, 0.0))
 
 
 def albedo_levels(image: np.ndarray) -> list[np.ndarray]:

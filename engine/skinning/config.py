@@ -26,6 +26,7 @@ from typing import Any
 
 import tomli_w
 
+from engine.skinning import registry
 from engine.skinning.laplacian import WEIGHTS
 from engine.skinning.radial import PROFILES
 from engine.skinning.springs import SpringParams
@@ -33,7 +34,8 @@ from engine.skinning.springs import SpringParams
 __all__ = ["SKINNING", "IrsConfig", "BindingConfig", "ArapConfig", "LaplacianConfig", "RadialConfig",
            "DeformerConfig", "load_config", "loads_config", "OVERRIDE_ALIASES"]
 
-SKINNING = ("lbs", "dqs", "rigid", "irs", "spring", "spring-feedback")
+#: methods a deformer config may name: every GPU row of the deformer table (engine/skinning/registry.py)
+SKINNING = registry.names(device="gpu", public_only=False)
 OVERRIDE_ALIASES = {"spring_iterations": "spring.max_iterations", "spring_dt": "spring.dt"}
 
 

@@ -87,7 +87,7 @@ class SkinnedPrimitive:
         """World-space display vertex positions (D,3) float32 for the pose ``globals_``."""
         registry.check(method, "cpu")
         prim = self.primitive
-        if method in ("lbs", "dqs"):
+        if method in registry.vertex_methods():
             from engine.skinning.skinning import dqs, lbs
 
             fn = lbs if method == "lbs" else dqs

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DeformerSpec", "DEFORMERS", "deformer", "names", "check"]
+__all__ = ["DeformerSpec", "DEFORMERS", "deformer", "names", "check", "skinning_methods", "vertex_methods"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,8 @@ class DeformerSpec:
     frame_dependent: bool = False
     #: shown in user-facing choices (``--deformer``); internal variants are hidden
     public: bool = True
+    #: a closed-form skinning method: one dispatch of the graph's skin stage (and a spring start)
+    skinning: bool = False
 
     @property
     def gpu(self) -> bool:
@@ -61,12 +63,14 @@ class DeformerSpec:
 
 
 DEFORMERS: dict[str, DeformerSpec] = {s.name: s for s in (
-    DeformerSpec("lbs", "linear blend skinning", "engine.skinning.skinning:lbs", "lbs", True, False, ()),
-    DeformerSpec("dqs", "dual-quaternion skinning", "engine.skinning.skinning:dqs", "dqs", True, False, ()),
+    DeformerSpec("lbs", "linear blend skinning", "engine.skinning.skinning:lbs", "lbs", True, False, (),
+                 skinning=True),
+    DeformerSpec("dqs", "dual-quaternion skinning", "engine.skinning.skinning:dqs", "dqs", True, False, (),
+                 skinning=True),
     DeformerSpec("rigid", "rigid attachment skinning (attachment points + scale vectors)",
-                 "engine.skinning.skinning:rigid", "rigid", True, True, ("binding",)),
+                 "engine.skinning.skinning:rigid", "rigid", True, True, ("binding",), skinning=True),
     DeformerSpec("irs", "incremental rotation skinning", "engine.skinning.skinning:irs", "irs", True, True,
-                 ("binding", "irs")),
+                 ("binding", "irs"), skinning=True),
     DeformerSpec("spring", "spring deformer iterated from rigid skinning",
                  "engine.skinning.springs:SpringDeformer", "spring", True, True, ("binding", "spring")),
     DeformerSpec("spring-feedback", "frame-dependent spring loop (each frame starts from the last)",
@@ -99,3 +103,13 @@ def check(name: str, device: str) -> DeformerSpec:
         raise ValueError(f"deformer {name!r} does not run on --device {device} (use --device {other}); "
                          f"on {device}: {', '.join(names(device=device))}")
     return spec
+
+
+def skinning_methods() -> tuple[str, ...]:
+    """The closed-form skinning methods (the graph's skin stage; ``SKINNING_METHODS`` of the reference)."""
+    return tuple(n for n, s in DEFORMERS.items() if s.skinning)
+
+
+def vertex_methods() -> tuple[str, ...]:
+    """Skinning methods that work on display vertices with glTF weights (no attachment binding)."""
+    return tuple(n for n, s in DEFORMERS.items() if s.skinning and not s.control_points)

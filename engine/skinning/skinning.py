@@ -37,6 +37,7 @@ import numpy as np
 
 from engine.math import quat as Q
 from engine.math.numerics import quiet_underflow
+from engine.skinning import registry
 from engine.skinning.binding import joint_location_groups, nearest_bone, per_control
 from engine.skinning.types import Binding, Bones, MeshTopology, bone_endpoints
 
@@ -58,13 +59,13 @@ __all__ = [
     "SKINNING_METHODS",
 ]
 
-SKINNING_METHODS = ("lbs", "dqs", "rigid", "irs")
+SKINNING_METHODS = registry.skinning_methods()
 
 
 
 
 # ----------------------------------------------------------------------------------------------------------
-# small batched math (quaternions xyzw come from engine.anim.quat)
+# small batched math (quaternions xyzw come from engine.math.quat)
 
 quat_from_matrix = Q.from_matrix
 """Unit quaternions (w >= 0) of rotation matrices; kept importable from here (the GPU spring stages use it)."""
@@ -511,7 +512,7 @@ def skin_control_points(
     """
     if method not in SKINNING_METHODS:
         raise ValueError(f"method must be one of {SKINNING_METHODS}, got {method!r}")
-    if method in ("lbs", "dqs"):
+    if method in registry.vertex_methods():
         if joints is None or weights is None:
             raise ValueError(f"method {method!r} needs joints and weights")
         ib = np.linalg.inv(np.asarray(bind_joints, np.float64)) if inverse_bind is None else np.asarray(inverse_bind, np.float64)

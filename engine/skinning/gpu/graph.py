@@ -53,6 +53,8 @@ import numpy as np
 from engine.gpu.layouts import MAX_JOINTS
 from engine.gpu.resources import GpuResources
 from engine.gpu.shaderlib import ProgramCache
+from engine.math.mesh import csr
+from engine.skinning import registry
 from engine.skinning.gpu import layouts as L
 from engine.skinning.gpu import records as R
 from engine.skinning.gpu import spring as gpu_spring
@@ -67,7 +69,8 @@ from engine.skinning.types import Binding, MeshTopology
 __all__ = ["DeformerGraph", "DeformHandle", "GraphConfig", "default_config", "plan", "METHODS",
            "ssbo_offset_alignment"]
 
-METHODS = ("lbs", "dqs", "rigid", "irs", "spring", "spring-feedback")
+#: the methods the graph runs: every GPU row of the deformer table (engine/skinning/registry.py)
+METHODS = registry.names(device="gpu", public_only=False)
 
 # names kept importable from here (tests, older callers); they live in the modules named
 _dual_quats = upload_dual_quats
@@ -98,16 +101,6 @@ def ssbo_offset_alignment(ctx: moderngl.Context) -> int:
 
 # ----------------------------------------------------------------------------------------------------------
 # CPU-side packing helpers (vectorised; set-up time or once per frame for the whole pose)
-def _csr_from_pairs(rows: np.ndarray, cols: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """((n,2) offset/count, flat cols sorted by row) for the given (row, col) pairs."""
-    order = np.argsort(rows, kind="stable")
-    count = np.bincount(rows, minlength=n).astype(np.int32)
-    offset = np.zeros(n, np.int32)
-    if n:
-        offset[1:] = np.cumsum(count)[:-1]
-    return np.stack([offset, count], 1).astype(np.int32), cols[order].astype(np.int32)
-
-
 class DeformerGraph:
     """Runs deformer graphs for many skinned meshes on the GPU.
 
@@ -220,7 +213,8 @@ class DeformerGraph:
         if asset is None:
             skin_opts = next((n.options for n in cfg.nodes if n.stage == "skin"), {})
             dtri = topology.display_triangles.astype(np.int64)
-            dfaces = _csr_from_pairs(dtri.reshape(-1), np.repeat(np.arange(dtri.shape[0]), 3), nd)
+            off, cnt, idx = csr(dtri.reshape(-1), np.repeat(np.arange(dtri.shape[0]), 3), nd)
+            dfaces = (np.stack([off, cnt], 1), idx)
             asset = R.make_asset(key[1], topology, binding, joints, weights, ib, par,
                                  skin_opts.get("influence", (0.5, 0.5)), dfaces,
                                  normals if batch.bind_normals else None, skinned_normals=batch.bind_normals,

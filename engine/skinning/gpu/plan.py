@@ -50,6 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.skinning import registry
+
 # Barrier bits (values of GL_*_BARRIER_BIT; identical to moderngl's constants, kept here so the plan stays
 # importable and testable without moderngl).
 SHADER_STORAGE_BARRIER_BIT = 0x00002000
@@ -67,7 +69,9 @@ RENDER_READ_BITS = SHADER_STORAGE_BARRIER_BIT | VERTEX_ATTRIB_ARRAY_BARRIER_BIT
 PREVIOUS = "@previous"
 BIND = "bind"
 
-SKIN_METHODS = ("lbs", "dqs", "rigid", "irs")
+SKIN_METHODS = registry.skinning_methods()
+#: skinning methods on display vertices with glTF weights (the rest need an attachment binding)
+VERTEX_METHODS = registry.vertex_methods()
 SKIN_MODES = ("bind", "differential")
 #: skin node option ``normals``: "surface" = normals come from the deformed surface (face + vertex normal
 #: stages); "skinned" = the skin stage also blends a normal transform per control point (LBS: cofactor of the
@@ -215,7 +219,7 @@ class GraphConfig:
                 nm = n.options.get("normals", "surface")
                 if nm not in SKIN_NORMALS:
                     raise ValueError(f"node {n.name!r}: skin normals {nm!r}; valid: {SKIN_NORMALS}")
-                if nm == "skinned" and (m not in ("lbs", "dqs") or mode != "bind"):
+                if nm == "skinned" and (m not in VERTEX_METHODS or mode != "bind"):
                     raise ValueError(f"node {n.name!r}: normals='skinned' needs method 'lbs' or 'dqs' in mode "
                                      f"'bind' (got method {m!r}, mode {mode!r}); use normals='surface'")
             if n.stage == "skin" and n.options.get("blend", "nlerp") not in ("nlerp", "matrix"):
@@ -327,7 +331,7 @@ def fusions(config: GraphConfig) -> dict[str, NodeConfig]:
     out: dict[str, NodeConfig] = {}
     for n in config.nodes:
         o = n.options
-        if (n.stage != "skin" or o.get("method", "lbs") not in ("lbs", "dqs") or o.get("mode", "bind") != "bind"
+        if (n.stage != "skin" or o.get("method", "lbs") not in VERTEX_METHODS or o.get("mode", "bind") != "bind"
                 or n.inputs["source"] != BIND):
             continue
         rd = readers.get(n.outputs["target"], [])
@@ -405,16 +409,16 @@ def default_config(method: str = "spring", *, skin: str | None = None, normals: 
     -> copy -> normals. ``method == "spring-feedback"``: the frame-dependent loop: differential skinning of
     the previous frame's spring result -> spring -> copy -> normals.
     """
-    valid = SKIN_METHODS + ("spring", "spring-feedback")
+    valid = registry.names(device="gpu", public_only=False)
     if method not in valid:
         raise ValueError(f"graph method {method!r}; valid: {valid}")
     if normals is not None and normals not in SKIN_NORMALS:
         raise ValueError(f"normals {normals!r}; valid: {SKIN_NORMALS}")
-    if normals == "skinned" and method not in ("lbs", "dqs"):
+    if normals == "skinned" and method not in VERTEX_METHODS:
         raise ValueError(f"normals='skinned' is for the 'lbs' and 'dqs' graphs, not {method!r} (the surface of "
                          "rigid/irs/spring graphs changes shape: their normals come from it)")
     if method in SKIN_METHODS:
-        skinned = method in ("lbs", "dqs") and normals != "surface"
+        skinned = method in VERTEX_METHODS and normals != "surface"
         opts = {"method": method, "mode": "bind"}
         if skinned:
             opts["normals"] = "skinned"
