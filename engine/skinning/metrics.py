@@ -420,7 +420,8 @@ def _kabsch(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.einsum("kij,kjl->kli", u, vt)  # (U V^T)^T = V U^T
 
 
-def ring_rotations(positions: np.ndarray, bind_positions: np.ndarray, rings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def ring_rotations(positions: np.ndarray, bind_positions: np.ndarray, rings: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """Per ring (labels 0..R-1 in `rings` (V,), -1 = none): the rotation fitted to the ring's offsets from its
     centre, bind -> posed (R,3,3), and the ring centres posed (R,3)."""
     p, p0 = _points(positions), _points(bind_positions, "bind_positions")

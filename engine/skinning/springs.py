@@ -18,18 +18,33 @@ F(i) = sum_j k(i,j) (Delta(i,j)_current - Delta(i,j)_bind), are:
        the bind direction of s_i carried by the bone's rotation (rest angle 0), which also holds the twist about
        the bone; "cone" uses the bone run c - p with the bind angle (the research's literal wording; it leaves
        the spin about the bone free, so a twisted limb can unwind).
-  F_r  (extension, k_r = 0 gives the research's exact force set) radial offset spring holding |s_i| at its bind length r_i.
+  F_r  (extension, k_r = 0 gives the research's exact force set) radial offset spring holding |s_i| at its bind
+       length r_i.
   F_e  surface edits: sum over edits of k_e k_edit w_edit (v'_i - v_i) (see edits.py).
 
 Joint blending (`SpringParams.joint_blend`, on by default; off is the research's per-bone frames): near an
 interior joint (one bone ending where another starts) a vertex's posed attachment, its bone reference and its
 rigid start are turned about the joint by a share of the rotation between its own bone and the bone across the
-joint: own weight w_i = 1/2 at the joint rising smoothly (smoothstep) to 1 at JOINT_BLEND x its bind |s_i| from
-it (at most half the bone). Without it the attachment path is the skeleton polyline, so the surface a_i + s_i
-inherits the polyline's corner at the joint (on the inner side of a bend, where the surface compresses, the
-corner becomes a fold), and the bone springs pull every scale vector to its own bone's frame, so the rotation
-and the twist change within one or two rings whatever the mesh resolution. At bind the blend is the identity
-(the bind pose stays a fixed point); the blended rigid start is rotation about the joint with smooth weights.
+joint: own weight w_i = 1/2 at the joint rising smoothly (smoothstep) to 1 at rho_i = JOINT_BLEND x its bind
+|s_i| from it (at most half the bone). Both sides of a joint turn about one axis (the relative rotation is taken
+from the lower-numbered bone to the higher one, so a 180 deg twist, whose shortest arc has no preferred sense,
+does not tear the joint ring in two). At bind the blend is the identity (the bind pose stays a fixed point).
+
+Why the equilibrium folded without it (issue 13): with per-bone frames the attachment path is the skeleton
+polyline, so the rigid start a_i + R s_i has the polyline's corner at the joint, and the bone springs pull
+every scale vector back to its own bone's frame, which is the same corner: the whole turn of the limb happens
+between two rings whatever the mesh resolution. On the inner side of a bend the surface there is compressed
+to zero length and beyond, and the edge, length and torsion springs (which only see lengths and angles between
+neighbours, not which side of each other they lie on) settle on the folded sheet: it is the minimum of their
+energy around the bone springs' target, so rigid, LBS and DQS starts all land in it. With the frames blended,
+a point at distance d from the joint on the inner side of a bend of angle theta moves along the curve
+J + Rot(phi(d)) (d, r): its tangent is Rot(phi) (1 - phi' r, phi' d), so the inner surface keeps its
+orientation while the frames turn slower than 1 / r per unit length. The smoothstep share peaks at
+phi' = 0.75 theta / rho, so rho >= 0.75 pi r ~ 2.4 r keeps every bend up to 180 deg fold-free; JOINT_BLEND = 3
+leaves a margin (a wider blend stays fold-free but bends more of the limb). Past the blend the limbs are the
+posed bones' own straight cylinders, whose inner sides meet at r tan(theta / 2) from the joint: a bend stays
+free of self-intersection when the blend reaches that far (theta <= 143 deg for rho = 3 r; shorter bones cap
+rho at half the bone); beyond, only a contact force could keep the inner sides apart (research 8.2).
 
 As in Algorithm 1 the neighbour forces (F_t, F_l, F_s) of a vertex that is a kinematic handle of an active edit
 are multiplied by `handle_weight`, then F_e is added, then the per-vertex bone (and radial) forces. The
@@ -68,6 +83,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.math.quat import from_matrix as quat_from_matrix
 from engine.skinning.edits import EditStack, EditTerms
 from engine.skinning.types import Binding, MeshTopology, bone_endpoints
 
@@ -76,7 +92,7 @@ __all__ = [
     "SpringParams", "SpringRest", "PoseFrame", "SpringStats", "SpringState", "SpringDeformer",
     "csr_slots", "build_rest", "joint_rotations", "pose_frame", "spring_forces", "integrate", "spring_step",
     "safe_range", "STEP_SAFETY", "LAMBDA_COLUMNS", "lambda_columns", "lambda_per_vertex", "step_sizes",
-    "JOINT_BLEND", "joint_blend_weights", "blend_rotations",
+    "JOINT_BLEND", "joint_blend_weights", "blend_rotations", "rotation_share",
 ]
 
 INTEGRATORS = ("explicit", "semi_implicit")
@@ -89,8 +105,9 @@ _SIN_EPS = 1e-9  # below this sine, the rotation direction of a torsion force is
 STEP_SAFETY = 0.9
 """Step limiting keeps dt_i lambda_i <= STEP_SAFETY (explicit; semi-implicit dt_i^2 lambda_i <= 2 STEP_SAFETY):
 a margin below the monotone bound 1 (instability starts at 2; semi-implicit 4)."""
-JOINT_BLEND = 2.0
-"""Joint blending reaches JOINT_BLEND x the bind |s_i| of a vertex from its joint (capped at half the bone)."""
+JOINT_BLEND = 3.0
+"""Joint blending reaches JOINT_BLEND x the bind |s_i| of a vertex from its joint (capped at half the bone); the
+blended frames then turn slower than 1 / |s_i| per unit length for bends up to 180 deg (module docstring)."""
 LAMBDA_COLUMNS: tuple[tuple[str, ...], ...] = (("k_s", "k_l"), ("k_t",), ("k_b",), ("k_r",))
 """Stiffnesses multiplying each column of `lambda_columns` (edge and length springs share one coefficient)."""
 
@@ -413,21 +430,35 @@ def joint_blend_weights(binding: Binding, bind_joints: np.ndarray, r: np.ndarray
     return other, end, w
 
 
-def blend_rotations(own: np.ndarray, other: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """(V,3,3) rotations turning by the share 1 - w of the rotation from `own` to `other` (both (V,3,3)): the
-    axis-angle of other own^T, its angle times (1 - w), by Rodrigues' formula (identity where w = 1)."""
-    rel = np.einsum("vij,vkj->vik", other, own)
-    cos = np.clip(0.5 * (np.trace(rel, axis1=1, axis2=2) - 1.0), -1.0, 1.0)
-    v = np.stack([rel[:, 2, 1] - rel[:, 1, 2], rel[:, 0, 2] - rel[:, 2, 0], rel[:, 1, 0] - rel[:, 0, 1]], 1)
-    sin2 = _norm(v)  # 2 sin(angle)
-    ok = sin2 > _SIN_EPS
-    axis = v * (ok / np.where(ok, sin2, 1.0))[:, None]
-    ang = np.arctan2(0.5 * sin2, cos) * (1.0 - np.asarray(w, np.float64))
-    k = np.zeros(rel.shape)
+def rotation_share(rel: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """(V,3,3) rotations by the share f (V,) (any sign) of the rotations rel (V,3,3): rel's unit quaternion
+    (w >= 0, Shepperd's method, exact near a half turn) as axis and angle, the angle times f, by Rodrigues'
+    formula (identity where f = 0 or rel is the identity)."""
+    q = quat_from_matrix(np.asarray(rel, np.float64))  # xyzw, w >= 0
+    sin_half = _norm(q[:, :3])
+    ok = sin_half > _SIN_EPS
+    axis = q[:, :3] * (ok / np.where(ok, sin_half, 1.0))[:, None]
+    ang = 2.0 * np.arctan2(sin_half, q[:, 3]) * np.asarray(f, np.float64)
+    k = np.zeros(q.shape[:1] + (3, 3))
     k[:, 0, 1], k[:, 0, 2], k[:, 1, 2] = -axis[:, 2], axis[:, 1], -axis[:, 0]
     k[:, 1, 0], k[:, 2, 0], k[:, 2, 1] = axis[:, 2], -axis[:, 1], axis[:, 0]
     kk = np.einsum("vij,vjk->vik", k, k)
     return np.eye(3)[None] + np.sin(ang)[:, None, None] * k + (1.0 - np.cos(ang))[:, None, None] * kk
+
+
+def blend_rotations(own: np.ndarray, other: np.ndarray, w: np.ndarray, own_first: np.ndarray) -> np.ndarray:
+    """(V,3,3) rotations turning by the share 1 - w of the rotation from `own` to `other` (both (V,3,3)).
+
+    Both sides of a joint turn about one axis: the relative rotation is always taken from the lower-numbered
+    bone of the pair to the higher one (own_first (V,) bool: the vertex's own bone is the lower one), and the
+    higher bone's vertices turn by the negative share. Away from a half turn this equals the share of
+    other own^T; at a half turn (a 180 deg twist, where the shortest arc has no preferred sense) it keeps the
+    two sides of the joint turning the same way instead of 180 deg apart."""
+    first = np.asarray(own_first, bool)
+    fwd = np.einsum("vij,vkj->vik", other, own)  # other own^T
+    rel = np.where(first[:, None, None], fwd, np.transpose(fwd, (0, 2, 1)))
+    share = 1.0 - np.asarray(w, np.float64)
+    return rotation_share(rel, np.where(first, share, -share))
 
 
 def joint_rotations(bind_joints: np.ndarray, posed_joints: np.ndarray) -> np.ndarray:
@@ -462,7 +493,8 @@ def pose_frame(binding: Binding, bind_joints: np.ndarray, posed_joints: np.ndarr
         return PoseFrame(attach=attach, rot=rot, bone_ref=ref)
     has = rest.blend_other >= 0
     jrot = joint_rotations(bind_joints, posed)[binding.bones.parent_joint]
-    turn = blend_rotations(rot, jrot[np.where(has, rest.blend_other, b)], np.where(has, rest.blend_w, 1.0))
+    other = np.where(has, rest.blend_other, b)
+    turn = blend_rotations(rot, jrot[other], np.where(has, rest.blend_w, 1.0), b < other)
     joint = np.where((rest.blend_end == 0)[:, None], p[b], c[b])
     return PoseFrame(attach=joint + np.einsum("vij,vj->vi", turn, attach - joint),
                      rot=np.einsum("vij,vjk->vik", turn, rot), bone_ref=np.einsum("vij,vj->vi", turn, ref),
@@ -553,7 +585,8 @@ def lambda_columns(rest: SpringRest) -> np.ndarray:
     """(V,4) per-vertex Gershgorin bounds of the force Jacobian per unit stiffness (linearised at bind), one
     column per group of LAMBDA_COLUMNS: edge/length springs 2 deg_i (each neighbour adds k on the diagonal and
     k off it), torsion sum_j w_ij (1/r_i^2 + 1/(r_i r_j)), bone (r_i / max(r_i, s_floor_i))^2 (1, or 0 for a
-    vertex on its bone), radial 1 (r_i: bind |s_i| floored like the force denominators). The surface-edit term k_e K_i changes per frame and is added by `lambda_per_vertex`."""
+    vertex on its bone), radial 1 (r_i: bind |s_i| floored like the force denominators). The surface-edit term
+    k_e K_i changes per frame and is added by `lambda_per_vertex`."""
     n = rest.n_vertices
     sref = np.maximum(rest.r, rest.s_floor)
     deg2 = 2.0 * rest.degree.astype(np.float64)
@@ -611,7 +644,9 @@ def safe_range(rest: SpringRest, params: SpringParams, edit: EditTerms | None = 
     is stable: vertices past the range move with their own smaller step (`step_sizes`) instead."""
     coef = _lambda_coefficients(rest, edit)
     ks = {p: params.stiffness(p) for p in _STIFFNESS}
-    lam_i = sum(ks[p] * coef[p] for p in _STIFFNESS)
+    lam_i = np.zeros(rest.n_vertices)
+    for p in _STIFFNESS:
+        lam_i = lam_i + ks[p] * coef[p]
     lam = float(lam_i.max()) if lam_i.size else 0.0
     explicit = params.integrator == "explicit"
     budget = 1.0 / params.dt if explicit else 2.0 / params.dt ** 2

@@ -13,17 +13,30 @@ layout(local_size_x = LOCAL_SIZE) in;
 
 #include "deform_common.glsl"
 #include "deform_images.glsl"
+#include "deform_quat.glsl"
 
-// Rotation by the share f of the rotation `rel` (axis-angle scaled, Rodrigues; reference springs.blend_rotations).
+// Unit quaternion (x, y, z, w), w >= 0, of a rotation matrix by Shepperd's method (the largest of 4w^2, 4x^2,
+// 4y^2, 4z^2 picks the formula; exact near a half turn; reference engine.math.quat.from_matrix).
+vec4 quat_of_rotation(mat3 m) {
+    // m is column-major: m[c][r] is row r, column c
+    float m00 = m[0][0], m11 = m[1][1], m22 = m[2][2];
+    float a = m[1][2] - m[2][1], b = m[2][0] - m[0][2], c = m[0][1] - m[1][0];  // 4wx, 4wy, 4wz
+    float d = m[1][0] + m[0][1], e = m[2][0] + m[0][2], f = m[2][1] + m[1][2];  // 4xy, 4xz, 4yz
+    vec4 big = vec4(1.0 + m00 + m11 + m22, 1.0 + m00 - m11 - m22, 1.0 - m00 + m11 - m22, 1.0 - m00 - m11 + m22);
+    float top = max(max(big.x, big.y), max(big.z, big.w));
+    float s = 2.0 * sqrt(max(top, 1e-30));
+    vec4 q;
+    if (big.x == top) q = vec4(a / s, b / s, c / s, 0.25 * s);
+    else if (big.y == top) q = vec4(0.25 * s, d / s, e / s, a / s);
+    else if (big.z == top) q = vec4(d / s, 0.25 * s, f / s, b / s);
+    else q = vec4(e / s, f / s, 0.25 * s, c / s);
+    q = normalize(q);
+    return q.w < 0.0 ? -q : q;
+}
+
+// Rotation by the share f (any sign) of the rotation `rel` (reference springs.rotation_share).
 mat3 rotation_share(mat3 rel, float f) {
-    // rel is column-major: rel[c][r] is row r, column c
-    vec3 v = vec3(rel[1][2] - rel[2][1], rel[2][0] - rel[0][2], rel[0][1] - rel[1][0]);
-    float sin2 = length(v);
-    float cosa = clamp(0.5 * (rel[0][0] + rel[1][1] + rel[2][2] - 1.0), -1.0, 1.0);
-    vec3 axis = sin2 > 1e-9 ? v / sin2 : vec3(0.0);
-    float ang = atan(0.5 * sin2, cosa) * f;
-    mat3 k = mat3(0.0, axis.z, -axis.y, -axis.z, 0.0, axis.x, axis.y, -axis.x, 0.0);
-    return mat3(1.0) + sin(ang) * k + (1.0 - cos(ang)) * (k * k);
+    return quat_to_mat3(quat_fraction(quat_of_rotation(rel), f));
 }
 
 // SpringVertex (static per control point) comes from generated/deform_layouts.glsl (gpu_layouts.SPRING_VERTEX)
@@ -59,8 +72,12 @@ void main() {
     if (inst.k2.z > 0.0 && code != 0.0) {
         int other = int(abs(code) + 0.5) - 1;
         mat3 own = mat3(b.rot_now);
+        // from the lower-numbered bone of the pair to the higher (reference springs.blend_rotations): both sides
+        // of the joint turn about one axis, also at a half turn
         mat3 rel = mat3(bones[inst.bone_base + other].rot_now) * transpose(own);
-        mat3 turn = rotation_share(rel, 1.0 - vstatic[sidx].rest.w);
+        float share = 1.0 - vstatic[sidx].rest.w;
+        bool own_first = bone_of[sidx] < other;
+        mat3 turn = rotation_share(own_first ? rel : transpose(rel), own_first ? share : -share);
         vec3 joint = code > 0.0 ? b.p.xyz : b.c.xyz;
         vec3 ab = joint + turn * (a - joint);
         ref = turn * ref;

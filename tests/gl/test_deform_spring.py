@@ -51,7 +51,9 @@ CASES = [
     dict(convergence="displacement", max_iterations=300, dt=0.08, step_limit=False),
     dict(convergence="iterations", max_iterations=60, dt=0.3, step_limit=True),
     dict(convergence="displacement", max_iterations=300, dt=0.5, integrator="semi_implicit", damping=0.3),
-    dict(convergence="energy", max_iterations=300, dt=0.08, energy_rtol=1e-4, step_limit=False),
+    # 2e-4: the reference's relative descents straddle it by 2 % and more (at 1e-4 the joint-blended start put one
+    # iteration's descent 0.01 % above it, within float32 energy-sum resolution)
+    dict(convergence="energy", max_iterations=300, dt=0.08, energy_rtol=2e-4, step_limit=False),
     dict(convergence="force", max_iterations=300, dt=0.08),
     dict(convergence="energy", max_iterations=300, dt=0.08, energy_rtol=1e-4),
     dict(convergence="displacement", max_iterations=200, dt=0.08, integrator="semi_implicit"),
@@ -86,6 +88,26 @@ def test_spring_matches_reference(gl_ctx, resources, rig, case):
         assert st["reason"] == stats.reason
         if case["convergence"] != "iterations":
             assert st["iterations"] < params.max_iterations  # the scheme stopped it early
+        np.testing.assert_allclose(p, M.copy_to_display(rig.topology, ref), atol=TOL * diag, rtol=0)
+    finally:
+        graph.release()
+
+
+
+@pytest.mark.parametrize("twist", [np.pi, 0.5 * np.pi])
+def test_joint_blend_half_turn_twist_matches_reference(gl_ctx, resources, rig, twist):
+    """Every joint twisted by a half turn (the shortest arc has no preferred sense there): the GPU's blended
+    frames turn both sides of each joint the same way, as the reference does."""
+    params = SpringParams(convergence="iterations", max_iterations=20)
+    graph = DeformerGraph(gl_ctx, resources)
+    try:
+        h = _add(graph, rig, params)
+        skin, posed = pose(rig, bend=0.0, twist=twist)
+        graph.set_pose(h, skin, posed)
+        graph.run()
+        p, _ = graph.download(h)
+        ref, _ = _reference(rig, params, posed)
+        diag = M.bbox_diagonal(rig.topology.positions)
         np.testing.assert_allclose(p, M.copy_to_display(rig.topology, ref), atol=TOL * diag, rtol=0)
     finally:
         graph.release()

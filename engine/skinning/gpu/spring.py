@@ -52,7 +52,8 @@ def rest_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: np
                 ) -> tuple[np.ndarray, np.ndarray]:
     """(rest (H,4) per CSR slot: rest_len, rest_dlen, rest_angle, w_t; vstatic (V, SPRING_VERTEX floats): the
     ``gpu_layouts.SPRING_VERTEX`` record of each control point as float32 rows: s_dir xyz, r | bone_angle,
-    s_floor, joint-blend code (+-(other bone + 1), + parent end / - child end, 0 none), own blend weight | Gershgorin coefficients (``springs.lambda_columns``, the step-limiting lambda_i per unit
+    s_floor, joint-blend code (+-(other bone + 1), + parent end / - child end, 0 none), own blend weight |
+    Gershgorin coefficients (``springs.lambda_columns``, the step-limiting lambda_i per unit
     stiffness; the shader adds k_e K_i). Zeros without a binding (no spring stage then)."""
     v = topology.n_control
     h = int(topology.adj_index.shape[0])
