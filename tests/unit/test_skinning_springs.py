@@ -25,6 +25,7 @@ from engine.skinning.springs import (
     STEP_SAFETY,
     SpringDeformer,
     SpringParams,
+    blend_rotations,
     csr_slots,
     lambda_per_vertex,
     step_sizes,
@@ -433,7 +434,8 @@ def test_safe_range_rule(tube):
     dmax = int(tube.topo.adj_count.max())
     assert rng["dt"] == pytest.approx(1.0 / (2 * dmax * 0.5))  # dt * 2 d k_s < 1
     assert rng["k_s"] == pytest.approx(1.0 / (2 * dmax * d.params.dt))
-    assert rng["shortest_edge"] == pytest.approx(min(LENGTH / (N_RINGS - 1), 2 * RADIUS * math.sin(math.pi / N_AROUND)), rel=1e-5)
+    shortest = min(LENGTH / (N_RINGS - 1), 2 * RADIUS * math.sin(math.pi / N_AROUND))
+    assert rng["shortest_edge"] == pytest.approx(shortest, rel=1e-5)
     full = tube.deformer()
     assert full.params.dt < full.safe_range()["dt"]  # the defaults sit inside the range
     # inside the range, explicit steps only ever lower the energy (they descend its gradient)
@@ -719,3 +721,42 @@ def test_initial_skinnings_reach_the_same_equilibrium(tube):
     for method in ("lbs", "dqs"):
         gap = np.abs(out[method] - out["rigid"]).max()
         assert gap < 0.05 * RADIUS and gap < 0.25 * start_gap
+
+
+# ----------------------------------------------------------------------------------------------------------
+# joint blending
+
+
+def test_joint_blend_turns_both_sides_of_a_half_turn_the_same_way():
+    eye, half = np.eye(3)[None], rot([1, 0, 0], 180)[None]
+    w = np.array([0.5])
+    # bone 0 (lower index) sees bone 1 across the joint and the other way round: one frame at the joint
+    from_low = blend_rotations(eye, half, w, np.array([True]))[0]
+    from_high = blend_rotations(half, eye, w, np.array([False]))[0] @ half[0]
+    np.testing.assert_allclose(from_low, from_high, atol=1e-12)
+    np.testing.assert_allclose(np.abs(np.trace(from_low)), 1.0, atol=1e-12)  # a quarter turn about x
+    # away from a half turn it is the share of other own^T, from either side
+    other = rot([0.3, 1, 0.2], 100)[None]
+    for w_own in (0.5, 0.8):
+        share = blend_rotations(eye, other, np.array([w_own]), np.array([False]))[0]
+        np.testing.assert_allclose(share, rot([0.3, 1, 0.2], 100 * (1 - w_own)), atol=1e-12)
+        np.testing.assert_allclose(blend_rotations(eye, other, np.array([w_own]), np.array([True]))[0], share,
+                                   atol=1e-12)
+
+
+def test_joint_blend_keeps_the_inner_side_of_a_180_deg_bend_unfolded():
+    """The blended frames turn slower than 1 / r (JOINT_BLEND): along the inner side of even a 180 deg bend
+    the rigid start moves forward in every vertex's own frame (1 - phi' r > 0), where per-bone frames fold."""
+    from engine.assets.gen.family import MemberRig, TubePose, tube_member
+
+    m = tube_member("long", radius=0.2, length=4.0, rings=81, segments=16)
+    rig = MemberRig(m)
+    posed = m.posed_joints(TubePose("bend180", bend=180.0))
+    inner = np.nonzero(np.isclose(m.positions[:, 1], m.radius, atol=1e-6))[0]  # bend about +z: +y is inside
+    inner = inner[np.argsort(m.positions[inner, 0])]
+    for blend, folds in ((True, False), (False, True)):
+        d = SpringDeformer(rig.topology, rig.binding, m.bind_joints, m.parents, SpringParams(joint_blend=blend))
+        fr = d.frame(posed)
+        x = d.rigid(fr)
+        ahead = np.einsum("vi,vi->v", x[inner[1:]] - x[inner[:-1]], fr.rot[inner[:-1], :, 0])
+        assert bool((ahead <= 0).any()) == folds, blend
