@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 import pytest
 
+from engine.assets.gen.family import tube_grid
 from engine.skinning.binding import bind
 from engine.skinning.edits import EditStack, SurfaceEdit
 from engine.skinning.meshprep import prepare_mesh
@@ -88,14 +89,7 @@ class Tube:
 
     def __init__(self, n_around: int = N_AROUND, n_rings: int = N_RINGS, radius: float = RADIUS,
                  length: float = LENGTH) -> None:
-        xs = np.linspace(0.0, length, n_rings)
-        al = 2 * np.pi * np.arange(n_around) / n_around
-        pos = np.stack(np.broadcast_arrays(xs[:, None], radius * np.cos(al)[None], radius * np.sin(al)[None]),
-                       -1).reshape(-1, 3)
-        k, m = (a.ravel() for a in np.meshgrid(np.arange(n_rings - 1), np.arange(n_around), indexing="ij"))
-        m1 = (m + 1) % n_around
-        a, b, c, d = k * n_around + m, k * n_around + m1, (k + 1) * n_around + m1, (k + 1) * n_around + m
-        tri = np.concatenate([np.stack([a, b, c], 1), np.stack([a, c, d], 1)])
+        pos, tri = tube_grid(radius, length, n_rings, n_around)
         self.topo = prepare_mesh(pos.astype(np.float32), tri.astype(np.int32))
         self.joints = np.tile(np.eye(4, dtype=np.float32), (2, 1, 1))
         self.joints[1, 0, 3] = length / 2

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TubeMember", "TubePose", "tube_member", "tube_family", "tube_poses", "METHODS", "MemberRig",
+__all__ = ["TubeMember", "TubePose", "tube_grid", "tube_member", "tube_family", "tube_poses", "METHODS", "MemberRig",
            "family_table", "format_family_table", "TABLE_COLUMNS"]
 
 
@@ -91,6 +91,19 @@ def _rot_x(a: float) -> np.ndarray:
     return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
 
 
+def tube_grid(radius: float, length: float, rings: int, segments: int) -> tuple[np.ndarray, np.ndarray]:
+    """An open tube along +x: `rings` rings of `segments` points (ring-major, (rings * segments, 3) float64,
+    ring k at x = k length / (rings - 1)) and two triangles per quad ((T,3) int32, outward-facing)."""
+    xs = np.linspace(0.0, length, rings)
+    al = 2 * np.pi * np.arange(segments) / segments
+    pos = np.stack(np.broadcast_arrays(xs[:, None], radius * np.cos(al)[None], radius * np.sin(al)[None]),
+                   -1).reshape(-1, 3)
+    k, m = (a.ravel() for a in np.meshgrid(np.arange(rings - 1), np.arange(segments), indexing="ij"))
+    m1 = (m + 1) % segments
+    a, b, c, d = k * segments + m, k * segments + m1, (k + 1) * segments + m1, (k + 1) * segments + m
+    return pos, np.concatenate([np.stack([a, b, c], 1), np.stack([a, c, d], 1)]).astype(np.int32)
+
+
 def tube_member(name: str, *, radius: float = 0.5, length: float = 4.0, rings: int = 41, segments: int = 32,
                 elbows: tuple[float, ...] = (0.5,)) -> TubeMember:
     """One open tube along +x; `elbows` are the elbow positions as fractions of the length (1 or 2 of them,
@@ -102,14 +115,7 @@ def tube_member(name: str, *, radius: float = 0.5, length: float = 4.0, rings: i
     fr = tuple(float(e) for e in elbows)
     if not (1 <= len(fr) <= 2) or any(not 0.0 < e < 1.0 for e in fr) or list(fr) != sorted(fr):
         raise ValueError(f"elbows must be 1-2 increasing fractions in (0, 1), got {elbows!r}")
-    xs = np.linspace(0.0, length, rings)
-    al = 2 * np.pi * np.arange(segments) / segments
-    pos = np.stack(np.broadcast_arrays(xs[:, None], radius * np.cos(al)[None], radius * np.sin(al)[None]),
-                   -1).reshape(-1, 3)
-    k, m = (a.ravel() for a in np.meshgrid(np.arange(rings - 1), np.arange(segments), indexing="ij"))
-    m1 = (m + 1) % segments
-    a, b, c, d = k * segments + m, k * segments + m1, (k + 1) * segments + m1, (k + 1) * segments + m
-    tri = np.concatenate([np.stack([a, b, c], 1), np.stack([a, c, d], 1)]).astype(np.int32)
+    pos, tri = tube_grid(radius, length, rings, segments)
     ex = [e * length for e in fr]
     nj = len(ex) + 1
     bind_joints = np.tile(np.eye(4), (nj, 1, 1))
