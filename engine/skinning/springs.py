@@ -28,7 +28,9 @@ rigid start are turned about the joint by a share of the rotation between its ow
 joint: own weight w_i = 1/2 at the joint rising smoothly (smoothstep) to 1 at rho_i = JOINT_BLEND x its bind
 |s_i| from it (at most half the bone). Both sides of a joint turn about one axis (the relative rotation is taken
 from the lower-numbered bone to the higher one, so a 180 deg twist, whose shortest arc has no preferred sense,
-does not tear the joint ring in two). At bind the blend is the identity (the bind pose stays a fixed point).
+does not tear the joint ring in two). Only mesh pieces spanning the joint blend: a separate piece bound to
+one bone stays rigid with it (`joint_blend_weights`). At bind the blend is the identity (the bind pose stays a
+fixed point).
 
 Why the equilibrium folded without it (issue 13): with per-bone frames the attachment path is the skeleton
 polyline, so the rigid start a_i + R s_i has the polyline's corner at the joint, and the bone springs pull
@@ -82,6 +84,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from engine.math.quat import from_matrix as quat_from_matrix
 from engine.skinning.edits import EditStack, EditTerms
@@ -92,7 +96,7 @@ __all__ = [
     "SpringParams", "SpringRest", "PoseFrame", "SpringStats", "SpringState", "SpringDeformer",
     "csr_slots", "build_rest", "joint_rotations", "pose_frame", "spring_forces", "integrate", "spring_step",
     "safe_range", "STEP_SAFETY", "LAMBDA_COLUMNS", "lambda_columns", "lambda_per_vertex", "step_sizes",
-    "JOINT_BLEND", "joint_blend_weights", "blend_rotations", "rotation_share",
+    "JOINT_BLEND", "joint_blend_weights", "mesh_islands", "blend_rotations", "rotation_share",
 ]
 
 INTEGRATORS = ("explicit", "semi_implicit")
@@ -391,18 +395,31 @@ def build_rest(topology: MeshTopology, binding: Binding, bind_joints: np.ndarray
         tiny=tiny,
     )
     rest.lam_cols = lambda_columns(rest)
-    rest.blend_other, rest.blend_end, rest.blend_w = joint_blend_weights(binding, bind_joints, r)
+    rest.blend_other, rest.blend_end, rest.blend_w = joint_blend_weights(binding, bind_joints, r,
+                                                                         mesh_islands(topology))
     return rest
 
 
-def joint_blend_weights(binding: Binding, bind_joints: np.ndarray, r: np.ndarray
+def mesh_islands(topology: MeshTopology) -> np.ndarray:
+    """(V,) label of the connected piece (over the mesh edges) every control point belongs to."""
+    v = topology.n_control
+    e = np.asarray(topology.edges, np.int64).reshape(-1, 2)
+    graph = coo_matrix((np.ones(e.shape[0], np.int8), (e[:, 0], e[:, 1])), shape=(v, v))
+    return np.asarray(connected_components(graph, directed=False)[1], np.int64)
+
+
+def joint_blend_weights(binding: Binding, bind_joints: np.ndarray, r: np.ndarray, island: np.ndarray | None = None
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per vertex (other bone or -1, joint end 0 = parent / 1 = child, own weight) of joint blending.
 
     The nearer end of a vertex's bone is an interior joint when another bone ends there (parent end: a bone whose
     child joint is this bone's parent joint; child end: exactly one bone starting at the child joint). A vertex at
     distance d from that joint along its bone, with rho = min(JOINT_BLEND r_i, half the bone), gets the own
-    weight w = 1/2 + 1/2 smoothstep(d / rho) (1 at and past rho)."""
+    weight w = 1/2 + 1/2 smoothstep(d / rho) (1 at and past rho).
+
+    island (V,): mesh piece labels (`mesh_islands`). A vertex blends only when its piece also has points bound to
+    the bone across the joint: a separate piece bound to one bone (a rigid panel, a shell ending before the
+    joint) follows its bone rigidly, as LBS keeps it, instead of being bent by a joint it does not span."""
     bones = binding.bones
     nb = bones.count
     p, c = bone_endpoints(bones, np.asarray(bind_joints, np.float64))
@@ -425,7 +442,12 @@ def joint_blend_weights(binding: Binding, bind_joints: np.ndarray, r: np.ndarray
     d = np.where(end == 0, t, 1.0 - t) * length[b]
     rho = np.minimum(JOINT_BLEND * np.asarray(r, np.float64), 0.5 * length[b])
     u = np.clip(d / np.where(rho > 0, rho, 1.0), 0.0, 1.0)
-    w = np.where((other >= 0) & (rho > 0), 0.5 + 0.5 * u * u * (3.0 - 2.0 * u), 1.0)
+    spans = other >= 0
+    if island is not None:  # the vertex's piece has points on the other bone
+        lab = np.asarray(island, np.int64)
+        present = np.unique(lab * nb + b)
+        spans &= np.isin(lab * nb + np.where(other >= 0, other, 0), present)
+    w = np.where(spans & (rho > 0), 0.5 + 0.5 * u * u * (3.0 - 2.0 * u), 1.0)
     other = np.where(w < 1.0, other, -1)
     return other, end, w
 

@@ -754,3 +754,34 @@ def test_joint_blend_keeps_the_inner_side_of_a_180_deg_bend_unfolded():
         x = d.rigid(fr)
         ahead = np.einsum("vi,vi->v", x[inner[1:]] - x[inner[:-1]], fr.rot[inner[:-1], :, 0])
         assert bool((ahead <= 0).any()) == folds, blend
+
+
+def test_joint_blend_leaves_separate_pieces_on_one_bone_rigid():
+    """A limb of two separate shells, each bound to its own bone (a rigid-panel rig): no piece spans the elbow,
+    so nothing is blended and the springs keep both pieces rigid, as LBS does; a single tube over the same
+    bones blends near the elbow."""
+    from engine.assets.gen.family import tube_grid
+
+    pa, ta = tube_grid(0.3, 1.7, 18, 16)
+    pb, tb = tube_grid(0.27, 1.7, 18, 16)
+    pb[:, 0] += 2.2
+    pos = np.concatenate([pa, pb]).astype(np.float32)
+    topo = prepare_mesh(pos, np.concatenate([ta, tb + len(pa)]).astype(np.int32))
+    joints = np.tile(np.eye(4), (2, 1, 1))
+    joints[1, 0, 3] = 2.0
+    parents = np.array([-1, 0], np.int32)
+    binding = bind(topo, joints.astype(np.float32), parents)
+    piece = np.repeat([0, 1], [len(pa), len(pb)])
+    assert np.array_equal(binding.bone, piece)  # each shell on its own bone
+    d = SpringDeformer(topo, binding, joints, parents, SpringParams())
+    assert np.all(d.rest.blend_other < 0) and np.all(d.rest.blend_w == 1.0)
+    posed = joints.copy()
+    posed[1, :3, :3] = rot([0, 0, 1], 110)
+    x, _ = d.solve(posed)
+    rigid = np.where((piece == 0)[:, None], pos, (pos - joints[1, :3, 3]) @ posed[1, :3, :3].T + joints[1, :3, 3])
+    np.testing.assert_allclose(x, rigid, atol=1e-5)
+    # one piece over the same bones: the points near the elbow blend
+    ps, ts = tube_grid(0.3, 4.0, 41, 16)
+    one = prepare_mesh(ps.astype(np.float32), ts)
+    d1 = SpringDeformer(one, bind(one, joints.astype(np.float32), parents), joints, parents, SpringParams())
+    assert np.count_nonzero(d1.rest.blend_other >= 0) > 0
