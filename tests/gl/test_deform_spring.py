@@ -113,6 +113,48 @@ def test_joint_blend_half_turn_twist_matches_reference(gl_ctx, resources, rig, t
         graph.release()
 
 
+
+def test_separate_pieces_stay_rigid_on_gpu(gl_ctx, resources):
+    """Two shells, one per bone (no piece spans the elbow): the GPU's joint blending leaves both rigid, as the
+    reference does (the blend codes are set-up data: springs.joint_blend_weights with mesh_islands)."""
+    from engine.assets.gen.family import tube_grid
+    from engine.skinning.binding import bind
+    from tests.helpers.tube_rig import Rig
+
+    pa, ta = tube_grid(0.3, 1.7, 10, 8)
+    pb, tb = tube_grid(0.27, 1.7, 10, 8)
+    pb[:, 0] += 2.2
+    pos = np.concatenate([pa, pb]).astype(np.float32)
+    topo = M.prepare_mesh(pos, np.concatenate([ta, tb + len(pa)]).astype(np.int32))
+    bind_joints = np.tile(np.eye(4), (2, 1, 1))
+    bind_joints[1, 0, 3] = 2.0
+    parents = np.array([-1, 0], np.int32)
+    joints = np.zeros((len(pos), 4), np.uint16)
+    joints[len(pa):, 0] = 1
+    weights = np.zeros((len(pos), 4), np.float32)
+    weights[:, 0] = 1.0
+    rig = Rig(topo, bind(topo, bind_joints.astype(np.float32), parents), pos, joints, weights,
+              np.linalg.inv(bind_joints).astype(np.float32), bind_joints, parents)
+    params = SpringParams(convergence="iterations", max_iterations=20)
+    posed = bind_joints.copy()
+    c, s = np.cos(np.radians(110)), np.sin(np.radians(110))
+    posed[1, :2, :2] = [[c, -s], [s, c]]
+    skin = (posed @ np.linalg.inv(bind_joints)).astype(np.float32)
+    graph = DeformerGraph(gl_ctx, resources)
+    try:
+        h = _add(graph, rig, params)
+        graph.set_pose(h, skin, posed.astype(np.float32))
+        graph.run()
+        p, _ = graph.download(h)
+        ref, _ = _reference(rig, params, posed)
+        rigid = np.concatenate([pa, (pb - bind_joints[1, :3, 3]) @ posed[1, :3, :3].T + posed[1, :3, 3]])
+        diag = M.bbox_diagonal(pos)
+        np.testing.assert_allclose(ref, rigid, atol=1e-5 * diag)
+        np.testing.assert_allclose(p, M.copy_to_display(topo, ref), atol=TOL * diag, rtol=0)
+    finally:
+        graph.release()
+
+
 def test_converged_meshes_cost_zero_groups(gl_ctx, resources, rig):
     graph = DeformerGraph(gl_ctx, resources)
     try:
