@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["TubeMember", "TubePose", "tube_grid", "tube_member", "tube_family", "tube_poses", "METHODS", "MemberRig",
-           "family_table", "format_family_table", "TABLE_COLUMNS"]
+           "family_table", "format_family_table", "TABLE_COLUMNS", "PartsLimb", "parts_limb"]
 
 
 @dataclass(frozen=True)
@@ -293,3 +293,81 @@ def format_family_table(rows: list[dict]) -> str:
                          " ".join(f"{fmt.format(r[key]):>11s}" for key, _, fmt in TABLE_COLUMNS[1:]))
         lines.append(f"{member[:34]:34s} {pose:15s} " + " | ".join(cells))
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# multi-part limbs (rigs made of several mesh pieces, as real characters often are)
+# ---------------------------------------------------------------------------------------------------------
+@dataclass
+class PartsLimb:
+    """A three-joint limb (shoulder at x = 0, elbow, wrist; bones along +x) skinned by several separate open
+    pieces. kind "panels": rigid panels (square tubes), each weighted to the one joint it rides on, with gaps at
+    the joints; "shells": round open shells with rims that overlap across the joints, LBS weights ramping over
+    one diameter around each joint. piece (V,) labels the pieces, rim (V,) marks their open boundary rings."""
+
+    kind: str
+    positions: np.ndarray   # (V,3) float32
+    triangles: np.ndarray   # (T,3) int32
+    piece: np.ndarray       # (V,) int64
+    rim: np.ndarray         # (V,) bool
+    bind_joints: np.ndarray  # (3,4,4)
+    parents: np.ndarray     # (3,) int32
+    joints: np.ndarray      # (V,4) uint16
+    weights: np.ndarray     # (V,4) float32
+
+    def posed_joints(self, elbow: float, wrist: float = 0.0) -> np.ndarray:
+        """Joint world matrices with the elbow and wrist bent by the given angles (deg, about +z)."""
+        world = self.bind_joints.copy()
+        for k, deg in ((1, elbow), (2, wrist)):
+            local = np.eye(4)
+            local[:3, :3] = _rot_z(np.radians(deg))
+            local[:3, 3] = self.bind_joints[k, :3, 3] - self.bind_joints[k - 1, :3, 3]
+            world[k] = world[k - 1] @ local
+        return world
+
+
+def parts_limb(kind: str, *, radius: float = 0.3, upper: float = 2.0, fore: float = 1.8, hand: float = 0.8
+               ) -> PartsLimb:
+    """A `PartsLimb` of `kind` "panels" or "shells" (see there) with the given radius and bone lengths."""
+    if kind not in ("panels", "shells"):
+        raise ValueError(f"kind = {kind!r}; valid: panels, shells")
+    if not (radius > 0 and min(upper, fore, hand) > 2 * radius):
+        raise ValueError(f"radius {radius!r} must be > 0 and every bone longer than one diameter")
+    ends = np.array([0.0, upper, upper + fore, upper + fore + hand])
+    gap = 0.25 * radius
+    if kind == "panels":  # (start, end, joint, radius): two panels per long bone, one on the hand
+        spans = [(0.0, upper / 2 - gap, 0), (upper / 2, upper - gap, 0), (upper + gap, upper + fore / 2, 1),
+                 (upper + fore / 2 + gap, ends[2] - gap, 1), (ends[2] + gap, ends[3], 2)]
+        segments, shrink = 4, 0.97
+    else:  # shells overlapping across the joints by one radius on each side
+        spans = [(0.0, upper + radius, 0), (upper - radius, ends[2] + radius, 1), (ends[2] - radius, ends[3], 2)]
+        segments, shrink = 16, 0.93
+    pos_l, tri_l, piece_l, rim_l = [], [], [], []
+    base = 0
+    for k, (x0, x1, _) in enumerate(spans):
+        rings = max(3, int(round((x1 - x0) / (0.5 * radius))) + 1)
+        p, t = tube_grid(radius * shrink ** k, x1 - x0, rings, segments)
+        p[:, 0] += x0
+        pos_l.append(p)
+        tri_l.append(t + base)
+        piece_l.append(np.full(len(p), k))
+        rim_l.append(np.isin(np.arange(len(p)) // segments, (0, rings - 1)))
+        base += len(p)
+    pos = np.concatenate(pos_l)
+    x = pos[:, 0]
+    bind_joints = np.tile(np.eye(4), (3, 1, 1))
+    bind_joints[1:, 0, 3] = ends[1:3]
+    w = np.zeros((len(pos), 3))
+    piece = np.concatenate(piece_l)
+    if kind == "panels":
+        w[np.arange(len(pos)), np.array([s[2] for s in spans])[piece]] = 1.0
+    else:  # ramps over one diameter around the elbow and the wrist
+        r1 = np.clip((x - (ends[1] - radius)) / (2 * radius), 0.0, 1.0)
+        r2 = np.clip((x - (ends[2] - radius)) / (2 * radius), 0.0, 1.0)
+        w[:, 0], w[:, 1], w[:, 2] = 1.0 - r1, r1 - r2, r2
+    joints = np.zeros((len(pos), 4), np.uint16)
+    weights = np.zeros((len(pos), 4), np.float32)
+    joints[:, :3] = np.arange(3)
+    weights[:, :3] = w
+    return PartsLimb(kind, pos.astype(np.float32), np.concatenate(tri_l).astype(np.int32), piece,
+                     np.concatenate(rim_l), bind_joints, np.arange(-1, 2).astype(np.int32), joints, weights)
