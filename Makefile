@@ -7,12 +7,14 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 GL_PACKAGES := libegl1 libgl1-mesa-dri libegl-mesa0
+# a virtual X display for the real-window tests (xvfb-run needs xauth)
+X_PACKAGES := xvfb xauth
 # ldconfig lives in /sbin, which a normal user's PATH may lack
 LDCONFIG := $(shell command -v ldconfig 2>/dev/null || echo /sbin/ldconfig)
 
-.PHONY: demo test lint setup gl venv assets bench wheel clean
+.PHONY: demo test lint setup gl xvfb venv assets bench wheel clean
 
-setup: venv gl
+setup: venv gl xvfb
 
 venv: $(STAMP)
 
@@ -42,6 +44,20 @@ gl: venv
 		echo "headless OpenGL: Mesa EGL is missing. Install it with:"; \
 		echo "    sudo apt-get install -y $(GL_PACKAGES)"; \
 		exit 1; \
+	fi
+
+# The window tests run the real pyglet window under Xvfb. Missing: installed with apt-get when root, else the
+# exact command is printed and those tests skip with the reason (never a failed setup: a desktop has a display).
+xvfb:
+	@if command -v xvfb-run >/dev/null 2>&1 && command -v xauth >/dev/null 2>&1; then \
+		true; \
+	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "virtual display: installing $(X_PACKAGES)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(X_PACKAGES); \
+	else \
+		echo "virtual display: xvfb-run is missing; the window tests skip. Install it with:"; \
+		echo "    sudo apt-get install -y $(X_PACKAGES)"; \
 	fi
 
 assets: setup

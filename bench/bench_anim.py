@@ -43,38 +43,43 @@ def main(argv: list[str] | None = None) -> None:
 
     print(f"{'rig':>10} {'case':>18} {'median ms':>10} {'p95 ms':>9} {'ms/char':>9}")
     for joints in (20, 80):
-        asset = make_asset(joints, n_keys=30, duration=2.0)
-        rig = Rig.from_asset(asset)
-        sampler = ClipSampler(rig, asset.clips[0])
-        skin = asset.skins[0]
-        pose = Pose.rest(rig)
+        _bench_rig(joints, n_inst, args.repeat, dt)
 
-        def single(frame: int) -> None:
-            sampler.sample((frame * dt) % sampler.duration, pose)
-            skin_matrices(global_matrices(rig, pose), skin)
 
-        T = np.broadcast_to(rig.translation, (n_inst, rig.count, 3)).copy()
-        R = np.broadcast_to(rig.rotation, (n_inst, rig.count, 4)).copy()
-        S = np.broadcast_to(rig.scale, (n_inst, rig.count, 3)).copy()
-        offsets = np.linspace(0, sampler.duration, n_inst, endpoint=False)
+def _bench_rig(joints: int, n_inst: int, repeat: int, dt: float) -> None:
+    """Print the three rows of one synthetic rig of ``joints`` joints."""
+    asset = make_asset(joints, n_keys=30, duration=2.0)
+    rig = Rig.from_asset(asset)
+    sampler = ClipSampler(rig, asset.clips[0])
+    skin = asset.skins[0]
+    pose = Pose.rest(rig)
 
-        def batched(frame: int) -> None:
-            sampler.sample_batch((frame * dt + offsets) % sampler.duration, T, R, S)
-            skin_matrices(global_matrices_batched(rig, T, R, S), skin)
+    def single(frame: int) -> None:
+        sampler.sample((frame * dt) % sampler.duration, pose)
+        skin_matrices(global_matrices(rig, pose), skin)
 
-        poses = [Pose.rest(rig) for _ in range(n_inst)]
+    T = np.broadcast_to(rig.translation, (n_inst, rig.count, 3)).copy()
+    R = np.broadcast_to(rig.rotation, (n_inst, rig.count, 4)).copy()
+    S = np.broadcast_to(rig.scale, (n_inst, rig.count, 3)).copy()
+    offsets = np.linspace(0, sampler.duration, n_inst, endpoint=False)
 
-        def looped(frame: int) -> None:
-            for k, p in enumerate(poses):
-                sampler.sample((frame * dt + offsets[k]) % sampler.duration, p)
-                skin_matrices(global_matrices(rig, p), skin)
+    def batched(frame: int) -> None:
+        sampler.sample_batch((frame * dt + offsets) % sampler.duration, T, R, S)
+        skin_matrices(global_matrices_batched(rig, T, R, S), skin)
 
-        label = f"{joints} joints"
-        for case, fn, count, rep in [("1 instance", single, 1, args.repeat),
-                                     (f"{n_inst} batched", batched, n_inst, args.repeat),
-                                     (f"{n_inst} looped", looped, n_inst, max(5, args.repeat // 10))]:
-            med, p95 = measure(fn, rep)
-            print(f"{label:>10} {case:>18} {med:10.3f} {p95:9.3f} {med / count:9.4f}")
+    poses = [Pose.rest(rig) for _ in range(n_inst)]
+
+    def looped(frame: int) -> None:
+        for k, p in enumerate(poses):
+            sampler.sample((frame * dt + offsets[k]) % sampler.duration, p)
+            skin_matrices(global_matrices(rig, p), skin)
+
+    label = f"{joints} joints"
+    for case, fn, count, rep in [("1 instance", single, 1, repeat),
+                                 (f"{n_inst} batched", batched, n_inst, repeat),
+                                 (f"{n_inst} looped", looped, n_inst, max(5, repeat // 10))]:
+        med, p95 = measure(fn, rep)
+        print(f"{label:>10} {case:>18} {med:10.3f} {p95:9.3f} {med / count:9.4f}")
 
 
 if __name__ == "__main__":

@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     ctx = moderngl.create_standalone_context(require=430, backend="egl")
     res = GpuResources(ctx)
     print(f"device: {ctx.info.get('GL_RENDERER')} ({ctx.info.get('GL_VENDOR')})")
-    print("Table 1: spring stage GPU ms (mean of %d frames), scheme 'iterations'" % reps)
+    print(f"Table 1: spring stage GPU ms (mean of {reps} frames), scheme 'iterations'")
     source = []
     head = (f"{'mesh':<22}{'ctrl':>7}{'tris':>8}{'I=1':>9}{'I=25':>9}{'I=50':>9}{'I=100':>9}{'maxI':>7}"
             f"{'LBS ms':>8}{'B/ctrl':>8}{'np50 ms':>9}{'np/gpu':>8}")

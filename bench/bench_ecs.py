@@ -89,7 +89,8 @@ def main() -> None:
     w = max(len(r[0]) for r in rows)
     print(f"{'case':<{w}}  {'mean ms':>9} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9}  per item")
     for name, st in rows:
-        per = f"{st.mean * 1e6 / n:8.1f} ns/entity" if "run_frame" not in name else f"{st.mean * 1e6 / 21:8.1f} ns/system"
+        per = (f"{st.mean * 1e6 / n:8.1f} ns/entity" if "run_frame" not in name
+               else f"{st.mean * 1e6 / 21:8.1f} ns/system")
         print(f"{name:<{w}}  {st.mean:9.4f} {st.p50:9.4f} {st.p95:9.4f} {st.max:9.4f}  {per}")
 
 

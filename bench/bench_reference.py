@@ -55,7 +55,8 @@ def _rot(axis: tuple[float, float, float], ang: float) -> np.ndarray:
     return np.eye(3) + np.sin(ang) * k + (1 - np.cos(ang)) * k @ k
 
 
-def make_case(name: str, rings: int, segs: int, *, n_joints: int = 5, length: float = 4.0, radius: float = 0.25) -> Case:
+def make_case(name: str, rings: int, segs: int, *, n_joints: int = 5, length: float = 4.0,
+              radius: float = 0.25) -> Case:
     """Tube along +Y with rings x segs control points and a chain of n_joints joints (the last one a leaf)."""
     th = 2 * np.pi * np.arange(segs) / segs
     y = np.linspace(0.0, length, rings)
@@ -63,7 +64,8 @@ def make_case(name: str, rings: int, segs: int, *, n_joints: int = 5, length: fl
     pos = pos.reshape(-1, 3).astype(np.float32)
     i, k = np.meshgrid(np.arange(rings - 1), np.arange(segs), indexing="ij")
     a, b = i * segs + k, i * segs + (k + 1) % segs
-    tris = np.concatenate([np.stack([a, a + segs, b], -1).reshape(-1, 3), np.stack([b, a + segs, b + segs], -1).reshape(-1, 3)])
+    tris = np.concatenate([np.stack([a, a + segs, b], -1).reshape(-1, 3),
+                           np.stack([b, a + segs, b + segs], -1).reshape(-1, 3)])
     topo = prepare_mesh(pos, tris)
 
     spacing = length / n_joints

@@ -30,7 +30,8 @@ bench-only extra, not a project dependency: without it the column says "panda3d 
 subprocess (its own GL context): an offscreen buffer of the same size on the same driver, N looping Actors of
 the same glTF, Panda3D's default skinning (CPU, ``hardware-animated-vertices`` off) and its default fixed-function
 shading with an ambient + a directional light on its default background (no ground, grid or shadows: a
-Python user would add those as more nodes), the same camera (converted to Panda3D's Z-up frame); each timed frame is ``graphicsEngine.renderFrame()`` + ``glFinish()`` (our frames also end with a finish).
+Python user would add those as more nodes), the same camera (converted to Panda3D's Z-up frame); each timed
+frame is ``graphicsEngine.renderFrame()`` + ``glFinish()`` (our frames also end with a finish).
 panda3d-gltf 1.3 mis-skins CesiumMan: it builds the bind pose relative to the Character node's parents,
 so the two static parent matrices of the skeleton (``Z_UP``, ``Armature``) are applied twice (the figure
 lies on its back and its limbs tear when animated). The bench therefore hands Panda3D a copy of the file with

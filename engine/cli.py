@@ -7,7 +7,11 @@
     skinengine export-frame ASSET --clip C --time T [--deformer D] [--device gpu|cpu] --out F.npz|F.obj
     skinengine render ASSET [...] --out frame.png [--gbuffer frame.npz]
     skinengine compare ASSET --clip C --time T [--deformers lbs,dqs,irs,spring] --out sheet.png
-    skinengine bench deform|render|reference|anim [...]    (needs a checkout: bench/ is not installed)
+    skinengine pose ASSET --strokes FILE.json [--clip C --time T] [--deformer D] [--export-frame OUT.npz]
+                      [--out POSED.glb] [--screenshot S.png]      line-of-action posing from a strokes file
+    skinengine bench deform|render|reference|anim|scene [...]    (needs a checkout: bench/ is not installed)
+    skinengine --record FILE                 the editor window, recording the session to FILE (.jsonl)
+    skinengine replay FILE [--headless] [--screenshot S.png] [--export-frame F.npz] [--save P.glb]
     skinengine --version
 
 This module owns the argument parsing; the command bodies live in engine.tools and game.demo and keep their
@@ -46,8 +50,9 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command whos
 
 #: The demo's options and their defaults (the ``demo`` sub-command, or no sub-command at all).
 DEMO_DEFAULTS: dict[str, Any] = {"headless": False, "frames": None, "screenshot": None, "width": 1280,
-                                 "height": 720, "characters": 6, "asset": None, "deformer": "auto",
-                                 "device": "gpu", "graph": None}
+                                 "height": 720, "characters": None, "asset": None, "deformer": "auto",
+                                 "device": "gpu", "graph": None, "compare": None, "overlay": False,
+                                 "profile": None, "record": None}
 _TOP = "_top_"  # dest prefix of the demo options given before (or without) a sub-command
 
 # A float the way a user writes one: -1, -.5, -1e3, -inf, -nan (argparse alone reads only -1 and -1.5).
@@ -102,13 +107,22 @@ def _add_demo_options(p: argparse.ArgumentParser, *, dest_prefix: str = "") -> N
     add("--screenshot", metavar="PNG", help="write the last frame to this PNG (headless default out/demo.png)")
     add("--width", type=int, metavar="PX", help=f"window / frame width in pixels (default {d['width']})")
     add("--height", type=int, metavar="PX", help=f"window / frame height in pixels (default {d['height']})")
-    add("--characters", type=int, metavar="N", help=f"number of characters in the scene (default {d['characters']})")
+    add("--characters", type=int, metavar="N",
+        help="N characters on a grid, up to 256 (stress; default: the composed showcase cast)")
     add("--asset", metavar="GLTF", help="play this glTF file instead of the generated cast")
     add("--deformer", choices=("auto",) + registry.names(device="gpu"),
         help="demo deformer: %(choices)s (default auto: spring on a GPU, lbs on a software rasteriser)")
     add("--device", choices=("gpu", "cpu"),
         help="deform on the GPU deformer graph (default) or with numpy (lbs/dqs)")
     add("--graph", metavar="FILE", help="deformer graph file (TOML/JSON, see config/) for the skinned meshes")
+    add("--compare", metavar="D1,D2,...", nargs="?", const="lbs,dqs,irs,spring",
+        help="side-by-side comparison: the same character and clip once per deformer, labelled "
+             "(default lbs,dqs,irs,spring)")
+    add("--overlay", action="store_true",
+        help="show the profiler overlay from the start (headless: drawn into the screenshot)")
+    add("--profile", metavar="FILE.json", help="write a Chrome/Perfetto trace of the frames to this file")
+    add("--record", metavar="FILE", help="open the editor window and record the session to FILE (.jsonl; "
+        "replay it with the replay command)")
 
 
 def _add_verbosity(p: argparse.ArgumentParser, *, default: Any) -> None:
@@ -171,7 +185,14 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     p = sub.add_parser("export-frame", parents=[common], help="write deformed world-space vertices of one frame")
     p.add_argument("asset", help="glTF / GLB file")
     _add_clip_time(p, clip_default="0")
-    p.add_argument("--out", required=True, metavar="FILE", help="output .npz (or .obj)")
+    p.add_argument("--out", required=True, metavar="FILE",
+                   help="output .npz (or .obj); with --times/--frames an .npz with a leading frame axis or DIR/ "
+                        "for one OBJ per frame")
+    bake = p.add_mutually_exclusive_group()
+    bake.add_argument("--times", default=None, metavar="START:STOP:STEP",
+                      help="bake the frames at these clip seconds in one process (STOP included on a step)")
+    bake.add_argument("--frames", type=int, default=None, metavar="N",
+                      help="bake N frames evenly from 0 to the clip's end in one process")
     _add_deform_options(p)
 
     p = sub.add_parser("render", parents=[common], help="render one frame headless to PNG (+ G-buffer npz)")
@@ -201,6 +222,29 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     p.add_argument("--width", type=int, default=480, metavar="PX", help="width of one panel (default 480)")
     p.add_argument("--height", type=int, default=480, metavar="PX", help="height of one panel (default 480)")
     _add_spring_options(p)
+
+    p = sub.add_parser("pose", parents=[common], help="pose an asset with line-of-action strokes from a file")
+    p.add_argument("asset", help="glTF / GLB file or a generated character's name")
+    p.add_argument("--strokes", required=True, metavar="FILE.json",
+                   help="strokes file: camera, brush_radius, baseline/offset strokes (see the README, Posing)")
+    _add_clip_time(p, clip_default=None)
+    p.add_argument("--export-frame", default=None, metavar="OUT.npz",
+                   help="write the posed frame's vertices (the export-frame npz contract)")
+    p.add_argument("--out", default=None, metavar="POSED.glb",
+                   help="write the asset with the pose keyed at t=0 into a new clip named 'pose'")
+    p.add_argument("--screenshot", default=None, metavar="S.png",
+                   help="render the posed frame with the file's camera, strokes drawn over it")
+    _add_deform_options(p)
+
+    p = sub.add_parser("replay", parents=[common], help="reproduce a recorded editor session (.jsonl)")
+    p.add_argument("file", help="a recording written by --record (or by hand, see the README)")
+    p.add_argument("--headless", action="store_true", help="replay offscreen (the default without a display)")
+    p.add_argument("--screenshot", default=None, metavar="PNG", help="write the last frame as PNG")
+    p.add_argument("--export-frame", default=None, metavar="NPZ",
+                   help="write the last frame's deformed vertices (export-frame keys)")
+    p.add_argument("--save", default=None, metavar="GLB", help="write the posed asset as .glb")
+    p.add_argument("--device", default="gpu", choices=("gpu", "cpu"),
+                   help="gpu = compute shaders, cpu = numpy reference (default gpu)")
 
     p = sub.add_parser("bench", parents=[common], help="benchmarks (print tables; needs a checkout)")
     p.add_argument("which", choices=tuple(BENCHES), help="benchmark: %(choices)s")
@@ -263,9 +307,18 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "compare":
         from engine.tools.compare import compare
         return compare(args)
+    if args.command == "pose":
+        from engine.tools.pose import pose_command
+        return pose_command(args)
     if args.command == "bench":
         from engine.tools.bench import run_bench
         return run_bench(args.which, args.rest)
+    if args.command == "replay":
+        from engine.editor.commands import replay_command
+        return replay_command(args)
+    if args.record is not None:
+        from game.editor import run_editor
+        return run_editor(args)
     from game.demo import run_demo
     return run_demo(args)
 

@@ -11,9 +11,10 @@ from typing import NamedTuple
 import numpy as np
 
 from engine.anim import Playback, Pose, Rig
+from engine.anim.posing import apply_rotation_deltas
 from engine.assets.model import Asset
 
-__all__ = ["PrimitiveKey", "Placement", "AssetRef", "Animator", "SkeletonPose", "DeformedMeshes"]
+__all__ = ["PrimitiveKey", "Placement", "AssetRef", "Animator", "PoseLayer", "SkeletonPose", "DeformedMeshes"]
 
 
 class PrimitiveKey(NamedTuple):
@@ -61,6 +62,27 @@ class Animator:
 
     playback: Playback | StillPlayback
     pose: Pose
+
+
+@dataclass
+class PoseLayer:
+    """An additive pose over the playing clip (line-of-action posing): ``rotation`` (N,4) float32 local rotation
+    deltas in each node's parent space, applied after sampling as ``posed = delta * sampled`` (so a walking
+    character can be posed). ``hold``: the unlayered pose of a still playback (which never resamples), so the
+    layer is applied to it afresh each step instead of compounding."""
+
+    rotation: np.ndarray
+    hold: Pose | None = None
+
+    @classmethod
+    def identity(cls, count: int, hold: Pose | None = None) -> PoseLayer:
+        return cls(np.tile(np.array([0, 0, 0, 1], np.float32), (int(count), 1)), hold)
+
+    def apply(self, pose: Pose) -> Pose:
+        """Layer ``pose`` in place (from ``hold`` when set); returns it."""
+        if self.hold is not None:
+            pose.copy_from(self.hold)
+        return apply_rotation_deltas(pose, self.rotation, out=pose)
 
 
 @dataclass

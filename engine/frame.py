@@ -37,11 +37,13 @@ from typing import Any
 import numpy as np
 
 from engine.anim import Playback, global_matrices_batched
-from engine.components import Animator, AssetRef, DeformedMeshes, Placement, SkeletonPose
+from engine.components import Animator, AssetRef, DeformedMeshes, Placement, PoseLayer, SkeletonPose
 from engine.ecs import Clock, Phase, Schedule, World
 from engine.gpu.timers import record_gpu_timings
 from engine.math.transform import compose_trs, decompose
+from engine.profile.stats import cpu_scope
 from engine.profile.timings import current_timings
+from engine.profile.trace import GRAPH_SCOPE
 from engine.scene import SceneMeshes
 
 __all__ = ["View", "ENGINE_SYSTEMS", "build_schedule", "animation_system", "skeleton_system",
@@ -64,38 +66,43 @@ class View:
     #: finish the GPU work around each renderer pass and record its wall time (``renderer.last_wall_ms``)
     profile: bool = False
     after_render: list[Callable[[World], None]] = field(default_factory=list)
+    #: overlays drawn into the frame before it is presented (``fn(renderer)``, the renderer's ``ui=`` pass;
+    #: the profiler overlay, the editor's panels); they see the timings of the last finished frame
+    ui: list[Callable[[Any], None]] = field(default_factory=list)
 
 
 # ---- fixed step -------------------------------------------------------------------------------------------
 def animation_system(world: World) -> None:
     """Advance every Animator by the fixed step and sample its local pose: characters playing the same clip
-    (no crossfade running) are sampled in one batch (one search and gather for all of them)."""
+    (no crossfade running) are sampled in one batch (one search and gather for all of them). A PoseLayer is
+    then added on top of the sampled pose."""
     clock = world.resource(Clock)
-    groups: dict[int, list[Animator]] = {}
+    groups: dict[int, list[tuple[Animator, Playback]]] = {}
     for _e, (anim,) in world.query(Animator):
         pb = anim.playback
         pb.advance(clock.step)
         if isinstance(pb, Playback) and not pb.fading:
-            groups.setdefault(id(pb.samplers[pb.clip]), []).append(anim)
+            groups.setdefault(id(pb.samplers[pb.clip]), []).append((anim, pb))
         else:
             pb.evaluate(anim.pose)
     for rows in groups.values():
+        anim0, pb0 = rows[0]
         if len(rows) == 1:
-            rows[0].playback.evaluate(rows[0].pose)
+            pb0.evaluate(anim0.pose)
             continue
-        pb0 = rows[0].playback
-        assert isinstance(pb0, Playback)
         rig = pb0.rig
         n = len(rows)
         t = np.broadcast_to(rig.translation, (n, *rig.translation.shape)).copy()  # unanimated channels: rest
         q = np.broadcast_to(rig.rotation, (n, *rig.rotation.shape)).copy()
         sc = np.broadcast_to(rig.scale, (n, *rig.scale.shape)).copy()
-        times = np.array([r.playback.local_time for r in rows], np.float64)
+        times = np.array([pb.local_time for _, pb in rows], np.float64)
         pb0.samplers[pb0.clip].sample_batch(times, t, q, sc)
-        for i, anim in enumerate(rows):
+        for i, (anim, _) in enumerate(rows):
             anim.pose.translation[...] = t[i]
             anim.pose.rotation[...] = q[i]
             anim.pose.scale[...] = sc[i]
+    for _e, (anim, layer) in world.query(Animator, PoseLayer):
+        layer.apply(anim.pose)
 
 
 def skeleton_system(world: World) -> None:
@@ -147,7 +154,8 @@ def _deform(world: World, meshes: SceneMeshes, alpha: float) -> None:
         g = skel.globals if alpha >= 1.0 else interpolate_matrices(skel.previous, skel.globals, alpha)
         meshes.pose(e, g, out.positions)
         meshes.upload(e, out.positions)
-    meshes.run_graph()
+    with cpu_scope(GRAPH_SCOPE):  # profiling hook: the deformer stages' GPU times are placed inside it
+        meshes.run_graph()
 
 
 def extract_system(world: World) -> None:
@@ -159,7 +167,15 @@ def extract_system(world: World) -> None:
     clock = world.try_resource(Clock)
     view = world.try_resource(View)
     interpolate = clock is not None and (view is None or view.interpolate)
-    _deform(world, meshes, clock.alpha if interpolate else 1.0)
+    _deform(world, meshes, clock.alpha if clock is not None and interpolate else 1.0)
+
+
+def _overlays(fns: list[Callable[[Any], None]]) -> Callable[[Any], None]:
+    """The renderer's ``ui`` pass: every overlay of the view, in order."""
+    def draw(renderer: Any) -> None:
+        for fn in fns:
+            fn(renderer)
+    return draw
 
 
 def render_system(world: World) -> None:
@@ -169,7 +185,7 @@ def render_system(world: World) -> None:
         return
     r = view.renderer
     view.camera.aspect = r.width / r.height
-    r.render(view.camera, target=view.target, profile=view.profile)
+    r.render(view.camera, target=view.target, profile=view.profile, ui=_overlays(view.ui) if view.ui else None)
     timings = current_timings()
     if timings is not None:  # GPU pass times (a few frames late) go next to the systems' CPU times
         record_gpu_timings(timings, r.gpu_ms)

@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from engine.skinning.gpu.graph import DeformerGraph, DeformHandle
     from engine.skinning.gpu.plan import GraphConfig
 
-__all__ = ["LoadedAsset", "load_asset", "DeformSettings", "MeshInstance", "SceneMeshes", "add_to_graph", "require_finite",
-           "quiet_load"]
+__all__ = ["LoadedAsset", "load_asset", "DeformSettings", "MeshInstance", "SceneMeshes", "add_to_graph",
+           "require_finite", "quiet_load"]
 
 
 @dataclass(eq=False)
@@ -141,6 +141,7 @@ def add_to_graph(graph: DeformerGraph, sp: SkinnedPrimitive, loaded: LoadedAsset
     """Add one skinned primitive to a deformer graph with a character's deform settings (instances of one asset,
     primitive and binding share their static GPU data)."""
     prim = sp.primitive
+    assert prim.joints is not None and prim.weights is not None  # a skinned primitive
     cfg = settings.config
     spec = settings.spec
     needs_binding = settings.graph is not None or (spec is not None and spec.control_points)
@@ -185,6 +186,9 @@ class SceneMeshes:
         self.assets: dict[int, LoadedAsset] = {}
         #: entity -> positions drawn instead of deforming (cpu device; comparisons and tools)
         self.held: dict[int, dict[PrimitiveKey, np.ndarray]] = {}
+        #: profiling hook: time every deformer stage (``DeformerGraph.run(profile=True)``, serialises the GPU);
+        #: set by engine.profile.trace.Profiler
+        self.profile_graph = False
 
     # -- set-up ------------------------------------------------------------------------------------------
     @staticmethod
@@ -333,7 +337,7 @@ class SceneMeshes:
 
     def run_graph(self) -> None:
         if self.graph is not None and self.instances:
-            self.graph.run()
+            self.graph.run(profile=self.profile_graph)
 
     def vertices(self, entity: int, positions: dict[PrimitiveKey, np.ndarray], *, normals: bool = False
                  ) -> dict[PrimitiveKey, np.ndarray] | dict[PrimitiveKey, tuple[np.ndarray, np.ndarray]]:

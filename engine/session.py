@@ -26,7 +26,16 @@ import numpy as np
 
 from engine.anim import Playback, Pose, global_matrices
 from engine.assets.model import Asset
-from engine.components import Animator, AssetRef, DeformedMeshes, Placement, PrimitiveKey, SkeletonPose, StillPlayback
+from engine.components import (
+    Animator,
+    AssetRef,
+    DeformedMeshes,
+    Placement,
+    PoseLayer,
+    PrimitiveKey,
+    SkeletonPose,
+    StillPlayback,
+)
 from engine.ecs import Clock, Phase, World
 from engine.frame import View, build_schedule
 from engine.scene import DeformSettings, LoadedAsset, SceneMeshes, load_asset
@@ -74,6 +83,22 @@ def _settings(deformer: str | None, config: DeformerConfig | str | Path | None, 
     return DeformSettings(deformer, cfg, None)
 
 
+def _placement(loaded: LoadedAsset, position: Sequence[float], yaw: float, scale: float,
+               matrix: np.ndarray | None, on_ground: bool) -> np.ndarray:
+    """A character's model matrix from position/yaw/scale or a finite 4x4 ``matrix`` (float32, a new array);
+    ``on_ground`` lifts it so the rest pose stands on y = 0."""
+    if matrix is not None:
+        m = np.asarray(matrix, np.float32)
+        if m.shape != (4, 4) or not np.all(np.isfinite(m)):
+            raise ValueError(f"matrix must be a finite 4x4 array, got shape {np.shape(matrix)}")
+    else:
+        m = placement_matrix(position, yaw=yaw, scale=scale)
+    m = m.copy()
+    if on_ground:
+        m[1, 3] += loaded.ground_offset * float(np.linalg.norm(m[:3, 1]))
+    return m
+
+
 class Character:
     """A handle on one spawned character: playback, placement, deformer, deformed vertices, removal."""
 
@@ -81,6 +106,8 @@ class Character:
         self._session = session
         self.entity = entity
         self.loaded = loaded
+        #: poses keyed by :meth:`key_pose`: clip name -> {time: local pose}
+        self.keyed: dict[str, dict[float, Pose]] = {}
 
     # -- what it is ----------------------------------------------------------------------------------------
     @property
@@ -176,15 +203,7 @@ class Character:
         """Put the character at ``position`` turned ``yaw`` degrees about +Y, or at a 4x4 ``matrix``;
         ``on_ground`` lifts it so its rest pose stands on y = 0."""
         self._check()
-        if matrix is not None:
-            m = np.asarray(matrix, np.float32)
-            if m.shape != (4, 4) or not np.all(np.isfinite(m)):
-                raise ValueError(f"matrix must be a finite 4x4 array, got shape {np.shape(matrix)}")
-        else:
-            m = placement_matrix(position, yaw=yaw, scale=scale)
-        m = m.copy()
-        if on_ground:
-            m[1, 3] += self.loaded.ground_offset * float(np.linalg.norm(m[:3, 1]))
+        m = _placement(self.loaded, position, yaw, scale, matrix, on_ground)
         self._session.world.get(self.entity, Placement).matrix = m
         self._session._settle(self.entity)
         return self
@@ -207,6 +226,99 @@ class Character:
         self._session.meshes.set_settings(self.entity, _settings(deformer, config, graph, cur))
         self._session._settle(self.entity)
         return self
+
+    # -- posing (research 7.2) ------------------------------------------------------------------------------
+    @property
+    def pose_layer(self) -> PoseLayer | None:
+        """The additive pose over the playing clip (None until the character is first posed)."""
+        self._check()
+        return self._session.world.try_get(self.entity, PoseLayer)
+
+    def _layer(self) -> PoseLayer:
+        layer = self.pose_layer
+        if layer is None:
+            world = self._session.world
+            anim = world.get(self.entity, Animator)
+            hold = anim.pose.copy() if isinstance(anim.playback, StillPlayback) else None
+            layer = PoseLayer.identity(self.loaded.rig.count, hold)
+            world.add(self.entity, layer)
+        return layer
+
+    def local_pose(self) -> Pose:
+        """A copy of the current local pose (the clip's sample with the pose layer added)."""
+        self._check()
+        return self._session.world.get(self.entity, Animator).pose.copy()
+
+    def apply_line_of_action(self, baseline: Any, offset: Any, *, brush_radius: float,
+                             reference: Sequence[float] | np.ndarray | None = None,
+                             joints: Sequence[int] | None = None) -> Any:
+        """Pose by a baseline and an offset stroke (research 7.2): both world-space :class:`Stroke` objects or
+        (N,3) point lists in metres; ``brush_radius`` metres selects the joints near the baseline;
+        ``reference``: the strokes' common frame normal (e.g. the posing plane's); ``joints``: the nodes that
+        may be selected (default: the skin joints). The change is added to the pose layer, the pose updated at
+        once; returns the :class:`engine.anim.posing.LineOfAction` (selection, targets, deltas)."""
+        from engine.anim.posing import solve_line_of_action
+        from engine.input.strokes import Stroke
+        from engine.math import quat
+
+        self._check()
+        strokes = [s if isinstance(s, Stroke) else Stroke.fit(np.asarray(s, np.float64)) for s in (baseline, offset)]
+        self._session._settle(self.entity)
+        world = self._session.world
+        anim = world.get(self.entity, Animator)
+        ref = None if reference is None else np.asarray(reference, np.float64)
+        res = solve_line_of_action(self.loaded.rig, anim.pose, strokes[0], strokes[1], float(brush_radius),
+                                   placement=world.get(self.entity, Placement).matrix, joints=joints, reference=ref)
+        layer = self._layer()
+        layer.rotation[...] = quat.normalize(quat.multiply(res.deltas, layer.rotation))
+        self._session._settle(self.entity)
+        return res
+
+    def set_pose_layer(self, rotation: np.ndarray | None) -> Character:
+        """Replace the pose layer's rotation deltas ((N,4) xyzw, parent space; None removes the layer), e.g. to
+        undo a posing step. The pose is updated at once."""
+        self._check()
+        world = self._session.world
+        if rotation is None:
+            layer = world.try_get(self.entity, PoseLayer)
+            if layer is not None:
+                world.remove(self.entity, PoseLayer)
+                if layer.hold is not None:  # a still playback never resamples: restore its own pose
+                    world.get(self.entity, Animator).pose.copy_from(layer.hold)
+        else:
+            r = np.asarray(rotation, np.float32)
+            n = self.loaded.rig.count
+            if r.shape != (n, 4) or not np.isfinite(r).all():
+                raise ValueError(f"pose layer rotations must be a finite ({n}, 4) array, got shape {r.shape}")
+            self._layer().rotation[...] = r
+        self._session._settle(self.entity)
+        return self
+
+    def clear_pose(self) -> Character:
+        """Remove the pose layer: back to the clip's own pose."""
+        return self.set_pose_layer(None)
+
+    def key_pose(self, clip: str = "pose", *, time: float = 0.0) -> Character:
+        """Key the current local pose (every node's TRS, layer included) into ``clip`` at ``time`` seconds;
+        :meth:`save_glb` writes the keyed clips."""
+        self._check()
+        if not isinstance(clip, str) or not clip:
+            raise ValueError(f"clip must be a non-empty name, got {clip!r}")
+        if not (math.isfinite(time) and time >= 0):
+            raise ValueError(f"time must be a finite number of seconds >= 0, got {time!r}")
+        self._session._settle(self.entity)
+        self.keyed.setdefault(clip, {})[float(time)] = self.local_pose()
+        return self
+
+    def save_glb(self, path: str | Path) -> Path:
+        """Write the character's asset as .glb with the keyed clips added (a keyed clip replaces an existing
+        clip of the same name; the others are kept)."""
+        from engine.assets.save import save_with_poses
+
+        self._check()
+        if self.asset.path is None:
+            raise ValueError(f"{self.name!r} was not loaded from a file: nothing to save it from")
+        return save_with_poses(self.asset.path, path, self.loaded.rig, self.keyed)
 
     # -- results -------------------------------------------------------------------------------------------
     def vertices(self, *, normals: bool = False) -> dict[PrimitiveKey, Any]:
@@ -293,12 +405,15 @@ class Session:
             if render:
                 from engine.render.renderer import LookSettings, SceneRenderer
 
+                assert self.ctx is not None and self.resources is not None  # needs_gl
+
                 self.renderer = SceneRenderer(self.ctx, self.resources, int(width), int(height),
                                               look=look if look is not None else LookSettings(),
                                               programs=self.programs)
             if device == "gpu":
                 from engine.skinning.gpu.graph import DeformerGraph
 
+                assert self.ctx is not None and self.resources is not None  # needs_gl
                 self.graph = DeformerGraph(self.ctx, self.resources, programs=self.programs)
         except BaseException:
             self._release_gpu()
@@ -312,7 +427,7 @@ class Session:
         self.world.insert_resource(self.meshes)
         from engine.render.camera import Camera
 
-        self.view = View(self.renderer, Camera(eye=(0.0, 1.2, 4.0), target=(0.0, 0.9, 0.0),
+        self.view = View(self.renderer, Camera(eye=np.array([0.0, 1.2, 4.0]), target=np.array([0.0, 0.9, 0.0]),
                                                aspect=int(width) / int(height)))
         self.world.insert_resource(self.view)
         self.schedule = build_schedule(strict=strict)
@@ -390,15 +505,7 @@ class Session:
             raise ValueError(f"no clip {clip!r}; the asset has no animations")
         else:
             playback = StillPlayback()
-        if matrix is not None:
-            m = np.asarray(matrix, np.float32)
-            if m.shape != (4, 4) or not np.all(np.isfinite(m)):
-                raise ValueError(f"matrix must be a finite 4x4 array, got shape {np.shape(matrix)}")
-        else:
-            m = placement_matrix(position, yaw=yaw, scale=scale)
-        m = m.copy()
-        if on_ground:
-            m[1, 3] += loaded.ground_offset * float(np.linalg.norm(m[:3, 1]))
+        m = _placement(loaded, position, yaw, scale, matrix, on_ground)
         e = self.world.spawn(AssetRef(loaded.name, asset, rig), Placement(m),
                              SkeletonPose.of(np.zeros((rig.count, 4, 4), np.float32)), DeformedMeshes(),
                              Animator(playback, pose))
@@ -426,6 +533,9 @@ class Session:
         """Bring one character's pose up to date without advancing time (after spawn, play, place)."""
         anim = self.world.get(entity, Animator)
         anim.playback.evaluate(anim.pose)
+        layer = self.world.try_get(entity, PoseLayer)
+        if layer is not None:
+            layer.apply(anim.pose)
         ref = self.world.get(entity, AssetRef)
         g = global_matrices(ref.rig, anim.pose)
         g = np.matmul(self.world.get(entity, Placement).matrix, g).astype(np.float32)

@@ -108,7 +108,7 @@ class Rig:
 
         depth = np.full(n, -1, np.int32)
         for i in range(n):  # set-up only: walk up until a node of known depth, then fill the path
-            path = []
+            path: list[int] = []
             j = i
             while j >= 0 and depth[j] < 0:
                 if j in path:

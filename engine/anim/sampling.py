@@ -77,6 +77,7 @@ class _Group:
         v0 = self.values[rows, k0]
         if self.interpolation == "LINEAR" and self.path == "rotation":
             assert self.next_short is not None and self.theta is not None and self.inv_sin is not None
+            assert self.nearly_equal is not None
             th, isn = self.theta[rows, k0], self.inv_sin[rows, k0]
             near = self.nearly_equal[rows, k0]
             wa = np.where(near, 1 - u, np.sin((1 - u) * th) * isn)
@@ -181,6 +182,7 @@ class ClipSampler:
             values[r, :k] = verts
             values[r, k:] = verts[-1]
             if cubic:
+                assert out_scaled is not None and in_scaled is not None
                 out_scaled[r, :k - 1] = dt[:, None] * vals[:-1, 2]  # dt_k * b_k
                 in_scaled[r, :k - 1] = dt[:, None] * vals[1:, 0]  # dt_k * a_{k+1}
         slerp_tables: dict[str, np.ndarray] = {}

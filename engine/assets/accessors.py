@@ -13,6 +13,8 @@ declared ``target``).
 """
 from __future__ import annotations
 
+from typing import SupportsInt
+
 import numpy as np
 
 from engine.assets.errors import AssetError
@@ -48,8 +50,8 @@ def element_layout(component_type: int, type_: str) -> tuple[int, int, int]:
     return col_stride * rows, col_stride, col_stride * (rows - 1) + col
 
 
-def _i(v: object, default: int = 0) -> int:
-    return default if v is None else int(v)  # type: ignore[arg-type]
+def _i(v: SupportsInt | str | None, default: int = 0) -> int:
+    return default if v is None else int(v)
 
 
 class AccessorReader:

@@ -28,6 +28,7 @@ import os
 import re
 import warnings
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 import numpy as np
@@ -98,10 +99,24 @@ class _Loader:
         self.part = "file"
         self.warnings: list[str] = []
         self.doc: dict = {}
-        self.gltf = None
-        self.reader: AccessorReader | None = None
+        self._gltf: Any = None  # pygltflib.GLTF2 (untyped), set by run()
+        self._reader: AccessorReader | None = None
         self.quantized = False
         self.bytes_read = 0  # file + external buffers + external images, bounded by 2 * max_bytes
+
+    @property
+    def gltf(self) -> Any:
+        """The pygltflib document (after ``run`` parsed the JSON)."""
+        if self._gltf is None:
+            raise RuntimeError("the glTF document is not parsed yet")
+        return self._gltf
+
+    @property
+    def reader(self) -> AccessorReader:
+        """The accessor reader (after ``run`` loaded the buffers)."""
+        if self._reader is None:
+            raise RuntimeError("the glTF buffers are not loaded yet")
+        return self._reader
 
     def spend(self, n: int, where: str) -> None:
         """Account for ``n`` bytes read from disk; refuse past 2 * max_bytes (a file referenced many times)."""
@@ -133,11 +148,11 @@ class _Loader:
         self.doc = doc
         self.quantized = "KHR_mesh_quantization" in doc.get("extensionsRequired", [])
         self.part = "root (pygltflib)"
-        self.gltf = _to_pygltflib(doc)
+        self._gltf = _to_pygltflib(doc)
 
         self.part = "buffers"
         buffers = self._load_buffers(is_binary, bin_chunk)
-        self.reader = AccessorReader(doc, buffers, max_bytes=self.max_bytes)
+        self._reader = AccessorReader(doc, buffers, max_bytes=self.max_bytes)
         self.part = "accessors"
         self.reader.check_structure()
 
@@ -361,7 +376,7 @@ class _Loader:
             raw_mesh = self.doc["meshes"][mi]
             prims = []
             target_counts = set()
-            for pi, prim in enumerate(mesh.primitives):
+            for pi, _prim in enumerate(mesh.primitives):
                 where = f"meshes[{mi}].primitives[{pi}]"
                 self.part = where
                 raw = raw_mesh["primitives"][pi]
@@ -563,13 +578,13 @@ class _Loader:
     def _indices(self, raw: dict, where: str, n_vertices: int, mode: int) -> np.ndarray:
         if "indices" in raw:
             who = f"{where}.indices"
-            a = int(raw["indices"])
-            acc = self.reader.meta(a, who)
+            ai = int(raw["indices"])
+            acc = self.reader.meta(ai, who)
             ct = int(acc["componentType"])
             if acc["type"] != "SCALAR" or ct not in (5121, 5123, 5125) or acc.get("normalized"):
-                raise AssetError(who, f"accessors[{a}] must be SCALAR UNSIGNED_BYTE/SHORT/INT, not normalized "
+                raise AssetError(who, f"accessors[{ai}] must be SCALAR UNSIGNED_BYTE/SHORT/INT, not normalized "
                                       f"(got {acc['type']} {COMPONENT_NAMES[ct]})")
-            idx = self.reader.read(a, who, "index").reshape(-1)
+            idx = self.reader.read(ai, who, "index").reshape(-1)
             restart = {5121: 0xFF, 5123: 0xFFFF, 5125: 0xFFFFFFFF}[ct]
             if idx.size:
                 hi = int(idx.max())
@@ -698,6 +713,7 @@ class _Loader:
             skin = asset.skins[node.skin]
             n_j = len(skin.joints)
             for pi, p in enumerate(mesh.primitives):
+                assert p.joints is not None  # all primitives are skinned (checked above)
                 hi = int(p.joints.max(initial=0))
                 if hi >= n_j:
                     raise AssetError(f"meshes[{node.mesh}].primitives[{pi}].attributes.JOINTS_0",
@@ -948,10 +964,10 @@ def _field_plan(cls: type) -> dict[str, tuple[str, type | None]]:
         if typing.get_origin(hint) is typing.Union:  # Optional[X]
             hint = next(a for a in args if a is not type(None))
             args = typing.get_args(hint)
-        if dataclasses.is_dataclass(hint) and hint.__name__ != "Attributes":
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint) and hint.__name__ != "Attributes":
             kind, target = "obj", hint
-        elif typing.get_origin(hint) is list and args and dataclasses.is_dataclass(args[0]) \
-                and args[0].__name__ != "Attributes":
+        elif typing.get_origin(hint) is list and args and isinstance(args[0], type) \
+                and dataclasses.is_dataclass(args[0]) and args[0].__name__ != "Attributes":
             kind, target = "list", args[0]
         plan[name] = (kind, target)
     _HINTS[cls] = plan
@@ -969,7 +985,9 @@ def _build(cls: type, d: dict):
         if entry is None or key == "extras":
             continue
         kind, target = entry
-        if kind == "obj" and isinstance(value, dict):
+        if target is None:  # a "raw" field
+            pass
+        elif kind == "obj" and isinstance(value, dict):
             value = _build(target, value)
         elif kind == "list" and isinstance(value, list):
             value = [_build(target, v) for v in value]

@@ -97,6 +97,24 @@ class GltfBuilder:
             self._json["asset"]["extras"] = dict(extras)
         self._input_cache: dict[bytes, int] = {}
 
+    @classmethod
+    def from_document(cls, doc: dict, binary: bytes | None) -> GltfBuilder:
+        """Continue an existing glTF document (to add animations and save it again): ``doc`` is its JSON, whose
+        buffers must be the one binary chunk (``binary``, at most one buffer without a ``uri``). Objects added
+        later append to it; everything already there is kept as it is."""
+        buffers = doc.get("buffers", [])
+        if len(buffers) > 1 or any("uri" in b for b in buffers):
+            raise ValueError("the document must hold its data in one binary buffer without a uri (merge its "
+                             f"buffers first), got {len(buffers)} buffer(s)")
+        if buffers and binary is None:
+            raise ValueError("the document has a buffer but no binary data was given")
+        b = cls.__new__(cls)
+        b._json = json.loads(json.dumps(doc))
+        b._json.pop("buffers", None)
+        b._bin = bytearray(binary[: int(buffers[0]["byteLength"])] if buffers and binary is not None else b"")
+        b._input_cache = {}
+        return b
+
     # ------------------------------------------------------------------ low level
 
     def _list(self, key: str) -> list:

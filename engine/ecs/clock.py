@@ -32,14 +32,17 @@ last states for rendering.
 from __future__ import annotations
 
 import math
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["Clock", "interpolate", "MAX_TIME_SCALE"]
 
 MAX_TIME_SCALE = 16.0
 _EPS = 1e-9  # fraction of a step treated as round-off when counting due steps
 
-A = TypeVar("A")
+A = TypeVar("A", float, "np.ndarray")
 
 
 def _check_scale(scale: float) -> float:
@@ -195,4 +198,5 @@ class Clock:
 
 def interpolate(prev: A, curr: A, alpha: float) -> A:
     """``prev + (curr - prev) * alpha`` for floats or numpy arrays (positions, not rotations: use slerp)."""
-    return prev + (curr - prev) * alpha  # type: ignore[operator]
+    blended: A = prev + (curr - prev) * alpha  # numpy types the array arithmetic as Any
+    return blended

@@ -3,10 +3,10 @@
 Phases run in this order every frame (``Phase``): INPUT, TOOLS, ANIMATION, SKELETON, DEFORM, RENDER, UI.
 Within a phase, systems run in insertion order, adjusted by their ``before=`` / ``after=`` constraints: of
 the systems whose constraints are met, the earliest inserted runs next (the topological order that is
-lexicographically smallest by insertion index), so the order is deterministic. A constraint naming a system in another phase
-must agree with the phase order (``after=`` a later phase is a ``ValueError``); a cycle is a ``ValueError``
-naming it; a constraint naming an unknown system is a ``ValueError`` when the order is resolved. ``order()``
-returns the resolved run order (tests assert it).
+lexicographically smallest by insertion index), so the order is deterministic. A constraint naming a system in
+another phase must agree with the phase order (``after=`` a later phase is a ``ValueError``); a cycle is a
+``ValueError`` naming it; a constraint naming an unknown system is a ``ValueError`` when the order is resolved.
+``order()`` returns the resolved run order (tests assert it).
 
 Two ways to run a frame:
 
@@ -189,17 +189,17 @@ class Schedule:
             members = [s for s in systems.values() if s.phase == p]
             indeg = {s.name: 0 for s in members}
             for s in members:
-                for v in succ[s.name]:
-                    indeg[v] += 1
+                for nxt in succ[s.name]:
+                    indeg[nxt] += 1
             ready = [(s.seq, s.name) for s in members if indeg[s.name] == 0]
             heapq.heapify(ready)
             while ready:
                 _, n = heapq.heappop(ready)
                 order[p].append(systems[n])
-                for v in succ[n]:
-                    indeg[v] -= 1
-                    if indeg[v] == 0:
-                        heapq.heappush(ready, (systems[v].seq, v))
+                for nxt in succ[n]:
+                    indeg[nxt] -= 1
+                    if indeg[nxt] == 0:
+                        heapq.heappush(ready, (systems[nxt].seq, nxt))
             if len(order[p]) != len(members):
                 left = {n for n, d in indeg.items() if d > 0}
                 raise ValueError(f"cycle in the before/after constraints of phase {p.name}: "

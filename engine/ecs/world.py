@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 __all__ = ["World", "Entity"]
 
@@ -153,7 +153,7 @@ class World:
         types.discard(ctype)
         comp = self._stores[ctype].pop(entity)
         self._invalidate(ctype)
-        return comp
+        return cast(T, comp)  # a store keyed by a type holds instances of that type
 
     def get(self, entity: int, ctype: type[T]) -> T:
         """The component of type ``ctype``; ``KeyError`` when the entity is dead or has none."""
@@ -161,7 +161,7 @@ class World:
         if store is not None:
             comp = store.get(entity, _MISSING)
             if comp is not _MISSING:
-                return comp
+                return cast(T, comp)
         self._require(entity)
         raise KeyError(f"entity {entity} has no {getattr(ctype, '__qualname__', ctype)!s} component")
 
@@ -208,8 +208,8 @@ class World:
         both = without.intersection(types)
         if both:
             raise ValueError(f"query both requires and excludes {sorted(t.__qualname__ for t in both)}")
-        stores = [self._stores.get(t) for t in types]
-        if any(s is None or not s for s in stores):
+        stores = [s for s in (self._stores.get(t) for t in types) if s]
+        if len(stores) < len(types):  # a type no entity has
             rows: list[Row] = []
         else:
             # key-view set operations run in C: intersect from the smallest store, subtract exclusions
@@ -261,7 +261,7 @@ class World:
     def resource(self, rtype: type[T]) -> T:
         """The resource stored under ``rtype``; ``KeyError`` listing the present ones when absent."""
         try:
-            return self.resources[rtype]
+            return cast(T, self.resources[rtype])  # stored under its own type (or a base of it)
         except KeyError:
             have = sorted(t.__qualname__ for t in self.resources)
             raise KeyError(f"no {rtype.__qualname__} resource in the world; present: {have}") from None
@@ -275,7 +275,7 @@ class World:
     def remove_resource(self, rtype: type[T]) -> T:
         """Remove and return the resource stored under ``rtype``."""
         self.resource(rtype)
-        return self.resources.pop(rtype)
+        return cast(T, self.resources.pop(rtype))
 
 
 _MISSING = object()

@@ -11,8 +11,12 @@ import contextlib
 import os
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import moderngl
+
+if TYPE_CHECKING:
+    import pyglet.window
 
 REQUIRED_GL = 430
 INSTALL_HINT = ("install an OpenGL 4.3 stack with EGL: on Debian/Ubuntu `sudo apt-get install -y libegl1 "
@@ -29,7 +33,7 @@ class GLContext:
     """A moderngl context and, when windowed, its pyglet window."""
 
     ctx: moderngl.Context
-    window: object | None
+    window: pyglet.window.Window | None
     headless: bool
 
     def release(self) -> None:
@@ -88,9 +92,15 @@ def _check_version(ctx: moderngl.Context, how: str) -> None:
                                  f"(compute shaders), found {found}; {INSTALL_HINT}")
 
 
+def egl_context(require: int | None = None) -> moderngl.Context:
+    """A standalone headless EGL context (``require``: the minimum GL version code, e.g. 430)."""
+    # moderngl's stub types each **settings value as a dict; the backend setting is a string
+    return moderngl.create_standalone_context(require=require, backend="egl")  # type: ignore[arg-type]
+
+
 def _headless() -> GLContext:
     try:
-        ctx = moderngl.create_standalone_context(require=REQUIRED_GL, backend="egl")
+        ctx = egl_context(REQUIRED_GL)
     except Exception as exc:  # moderngl/glcontext raise plain Exception subclasses for driver errors
         found = _probe_without_requirement()
         raise GLUnavailableError(f"headless EGL context failed: {exc}{found}; {INSTALL_HINT}") from exc
@@ -101,7 +111,7 @@ def _headless() -> GLContext:
 def _probe_without_requirement() -> str:
     """What an EGL context without a version requirement reports (for the error message)."""
     try:
-        ctx = moderngl.create_standalone_context(backend="egl")
+        ctx = egl_context()
     except Exception as exc:  # the driver itself is missing: say so
         return f" (no EGL context at all: {exc})"
     info = ctx.info
@@ -113,8 +123,9 @@ def _probe_without_requirement() -> str:
 def _windowed(width: int, height: int, title: str, vsync: bool) -> GLContext:
     import pyglet
 
-    config = pyglet.gl.Config(major_version=4, minor_version=3, forward_compatible=True, double_buffer=True,
-                              depth_size=24)
+    # pyglet.gl.Config is the platform's concrete config class at run time; its annotation names the abstract base
+    config = pyglet.gl.Config(major_version=4, minor_version=3, forward_compatible=True,  # type: ignore[abstract]
+                              double_buffer=True, depth_size=24)
     try:
         window = pyglet.window.Window(width=width, height=height, caption=title, resizable=True, vsync=vsync,
                                       config=config)

@@ -30,7 +30,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import moderngl
 
@@ -108,6 +108,15 @@ class ShaderSource:
         for n in range(max(1, line - radius), min(len(lines), line + radius) + 1):
             out.append(f"{'>' if n == line else ' '} {n:5d} | {lines[n - 1]}")
         return "\n".join(out)
+
+
+def uniform(prog: moderngl.Program | moderngl.ComputeShader, name: str) -> moderngl.Uniform:
+    """The uniform ``name`` of ``prog`` (KeyError when the program has no member of that name, TypeError when
+    the member is a block, attribute or varying: moderngl's ``prog[name]`` may be any of those)."""
+    member = prog[name]
+    if not isinstance(member, moderngl.Uniform):
+        raise TypeError(f"{name!r} is a {type(member).__name__}, not a uniform")
+    return member
 
 
 def _hash(text: str) -> str:
@@ -248,8 +257,8 @@ class ShaderLibrary:
                              f"pass only the defines a shader declares")
         out_lines: list[str] = [version[0] if version else self.default_version]
         line_map: list[tuple[int, int]] = [(0, version[1]) if version else (-1, 0)]
-        for k in used:
-            out_lines.append(f"#define {k} {values[k]}")
+        for name in used:
+            out_lines.append(f"#define {name} {values[name]}")
             line_map.append((-1, 0))
         for t, k, i in body:
             out_lines.append(t)
@@ -262,7 +271,7 @@ class ShaderLibrary:
         msg = str(exc)
         stage_key = next((s for s in _STAGE_NAMES if f"\n{s}\n" in "\n" + msg), None)
         src = sources.get(_STAGE_NAMES[stage_key]) if stage_key else None
-        if src is None:  # a link error: name every stage file
+        if stage_key is None or src is None:  # a link error: name every stage file
             names = ", ".join(f"{st}: {s.name}" for st, s in sources.items())
             return ShaderError(f"GLSL link error ({names}):\n{msg.strip()}")
         errors = _parse_log(msg)
@@ -293,19 +302,19 @@ class ShaderLibrary:
                         create=None) -> tuple[moderngl.Program, dict[str, str]]:
         """Compile and link a program from stage files; returns (program, deps). ``create`` makes the
         program from keyword sources (default ``ctx.program``; the cache passes its resource owner)."""
-        stages = {"vertex": vertex, "tess_control": tess_control, "tess_evaluation": tess_evaluation,
-                  "geometry": geometry, "fragment": fragment}
-        stages = {k: v for k, v in stages.items() if v is not None}
+        given = {"vertex": vertex, "tess_control": tess_control, "tess_evaluation": tess_evaluation,
+                 "geometry": geometry, "fragment": fragment}
+        stages = {k: v for k, v in given.items() if v is not None}
         combined: dict[str, object] = dict(defines or {})
         # A define is checked against all stages together: it may serve only one of them.
         sources = {st: self.load(n, combined, strict=False) for st, n in stages.items()}
         self._check_defines_used(combined, sources)
         make = create or ctx.program
-        kw = {f"{st}_shader": s.text for st, s in sources.items()}
+        kw: dict[str, Any] = {f"{st}_shader": s.text for st, s in sources.items()}
 
         def retry(failing: ShaderSource) -> list[tuple[int, int, str]]:
-            kw2 = {f"{st}_shader": (s.text_without_line_directives() if s is failing else s.text)
-                   for st, s in sources.items()}
+            kw2: dict[str, Any] = {f"{st}_shader": (s.text_without_line_directives() if s is failing else s.text)
+                                   for st, s in sources.items()}
             try:
                 ctx.program(**kw2).release()
             except moderngl.Error as e2:
@@ -440,9 +449,9 @@ class ProgramCache:
             self.stats.hits += 1
             return e.obj  # type: ignore[return-value]
         self.stats.misses += 1
-        stages = {"vertex": vertex, "tess_control": tess_control, "tess_evaluation": tess_evaluation,
-                  "geometry": geometry, "fragment": fragment}
-        stages = {k: v for k, v in stages.items() if v is not None}
+        given = {"vertex": vertex, "tess_control": tess_control, "tess_evaluation": tess_evaluation,
+                 "geometry": geometry, "fragment": fragment}
+        stages = {k: v for k, v in given.items() if v is not None}
         prog, deps = self._build("program", stages, dict(defines or {}))
         self._entries[key] = _Entry("program", stages, dict(defines or {}), prog, deps)
         return prog

@@ -266,7 +266,7 @@ class Stroke:
         tan = np.atleast_2d(self.tangent(grid))
         t0 = tan[0]
         ref = None if reference is None else np.asarray(reference, np.float64)
-        if ref is None or np.linalg.norm(np.cross(ref, t0)) < 1e-6 * max(np.linalg.norm(ref), 1e-300):
+        if ref is None or np.linalg.norm(np.cross(ref, t0)) < 1e-6 * max(float(np.linalg.norm(ref)), 1e-300):
             ref = np.eye(3)[int(np.argmin(np.abs(t0)))]
         n = _unit(ref - (ref @ t0) * t0)
         normals = np.empty_like(tan)

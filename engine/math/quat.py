@@ -16,7 +16,8 @@ import numpy as np
 from engine.math.numerics import quiet_underflow
 
 __all__ = ["identity", "normalize", "multiply", "conjugate", "inverse", "to_matrix", "from_matrix",
-           "from_axis_angle", "to_axis_angle", "between", "slerp", "nlerp", "rotate", "canonical", "continuous", "angle_between"]
+           "from_axis_angle", "to_axis_angle", "between", "slerp", "nlerp", "rotate", "canonical", "continuous",
+           "angle_between"]
 
 # Above this |dot| the two quaternions are within ~2.6 degrees of each other (in rotation-angle terms ~5.1
 # degrees) and slerp's sin(theta) denominator loses precision; normalised lerp is indistinguishable there.

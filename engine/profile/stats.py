@@ -19,12 +19,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import numpy as np
 
 from engine.profile.timings import FrameTimings, TimingHistory, current_timings
 
 __all__ = ["FrameStats", "cpu_scope", "trace_export", "system_table"]
+
+_now = time.perf_counter_ns  # bound once: a scope's cost is mostly attribute look-ups
 
 
 @dataclass(frozen=True)
@@ -76,32 +79,33 @@ class cpu_scope:  # noqa: N801 - used like a function: ``with cpu_scope("name"):
     __slots__ = ("name", "_frame", "_start", "_depth", "_elapsed")
 
     def __init__(self, name: str, *, timings: FrameTimings | None = None) -> None:
-        if not isinstance(name, str) or not name:
+        if name.__class__ is not str or not name:
             raise ValueError(f"cpu_scope name must be a non-empty string, got {name!r}")
         self.name = name
         self._frame = timings
-        self._start = 0
-        self._depth = 0
         self._elapsed = 0
 
     def __enter__(self) -> cpu_scope:
-        if self._frame is None:
-            self._frame = current_timings()
-        if self._frame is not None:
-            self._frame.depth += 1
-            self._depth = self._frame.depth
-        self._start = time.perf_counter_ns()
+        frame = self._frame
+        if frame is None:
+            frame = self._frame = current_timings()
+            if frame is None:  # outside a recorded frame (profiling off): only the two clock reads
+                self._start = _now()
+                return self
+        frame.depth += 1
+        self._depth = frame.depth
+        self._start = _now()
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        end = time.perf_counter_ns()
-        self._elapsed = end - self._start
+        end = _now()
+        self._elapsed = dur = end - self._start
         frame = self._frame
         if frame is not None:
             frame.depth -= 1
-            frame.record_scope(self.name, self._start, end - self._start, self._depth)
+            frame.record_scope(self.name, self._start, dur, self._depth)
 
     @property
     def elapsed_ms(self) -> float:
@@ -117,7 +121,7 @@ def trace_export(frames: Iterable[FrameTimings] | TimingHistory, path: str | Pat
     are microseconds from the start of the first exported frame.
     """
     frames = list(frames)
-    events: list[dict] = [
+    events: list[dict[str, Any]] = [
         {"name": "process_name", "ph": "M", "pid": pid, "tid": 1, "args": {"name": "engine"}},
         {"name": "thread_name", "ph": "M", "pid": pid, "tid": 1, "args": {"name": "main"}},
     ]
@@ -133,7 +137,7 @@ def trace_export(frames: Iterable[FrameTimings] | TimingHistory, path: str | Pat
             "args": {"steps": f.steps, "errors": f.errors},
         })
         for e in f.events:
-            ev = {
+            ev: dict[str, Any] = {
                 "name": e.name, "cat": e.phase if e.kind == "system" else "scope", "ph": "X",
                 "pid": pid, "tid": 1, "ts": us(e.start_ns), "dur": e.dur_ns / 1000.0,
                 "args": {"depth": e.depth},

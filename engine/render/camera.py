@@ -61,6 +61,15 @@ def perspective(fov_y_deg: float, aspect: float, near: float, far: float) -> np.
 class _Perspective:
     """Projection shared by the cameras: needs ``fov_y``, ``aspect``, ``near``, ``far`` and a ``view``."""
 
+    fov_y: float
+    aspect: float
+    near: float
+    far: float
+
+    @property
+    def view(self) -> np.ndarray:
+        raise NotImplementedError("a camera defines its view matrix")
+
     @property
     def projection(self) -> np.ndarray:
         return perspective(self.fov_y, self.aspect, self.near, self.far)

@@ -129,7 +129,7 @@ def strip_order(triangles: np.ndarray, vertex_count: int) -> np.ndarray:
     deg = np.diff(bounds).tolist()
     seeds = np.argsort(np.asarray(deg), kind="stable").tolist()
     visited = [False] * n_tri
-    order = []
+    order: list[int] = []
     si, cur = 0, -1
     for _ in range(n_tri):
         if cur < 0:  # stuck: resume next to the most recent triangles, else at the least connected one

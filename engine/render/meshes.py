@@ -41,10 +41,10 @@ def albedo_levels(image: np.ndarray) -> list[np.ndarray]:
     img = np.asarray(image)
     if img.ndim != 3 or img.shape[2] != 4 or img.dtype != np.uint8:
         raise ValueError(f"image must be (H,W,4) uint8, got {img.shape} {img.dtype}")
-    lin = np.empty(img.shape, np.float32)
+    lin: np.ndarray = np.empty(img.shape, np.float32)
     lin[..., :3] = srgb_to_linear(img[..., :3] / np.float32(255.0))
     lin[..., 3] = img[..., 3] / np.float32(255.0)
-    levels = []
+    levels: list[np.ndarray] = []
     while True:
         enc = np.empty(lin.shape, np.float32)
         enc[..., :3] = np.sqrt(lin[..., :3])
@@ -195,7 +195,7 @@ class MeshRegistry:
         self._next_id += 1
         label = label or f"mesh{mid}"
         r = self.res
-        keys = [("topology", v, _digest(tri))]
+        keys: list[tuple[object, ...]] = [("topology", v, _digest(tri))]
         indices, corner_indices, corners, topo = self._acquire(keys[0], lambda: self._make_topology(tri, v, label))
         tc_buf = tex = None
         ctc_buf = None

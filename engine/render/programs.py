@@ -18,7 +18,7 @@ import numpy as np
 
 from engine.gpu.layouts import GLSL_CONSTANTS, pack_mat4
 from engine.gpu.resources import GpuResources
-from engine.gpu.shaderlib import ProgramCache
+from engine.gpu.shaderlib import ProgramCache, uniform
 
 if TYPE_CHECKING:
     from engine.render.meshes import MeshHandle
@@ -49,13 +49,13 @@ STAGES: dict[str, dict[str, Any]] = {
 def set_matrix(prog: moderngl.Program, name: str, m: np.ndarray) -> None:
     """Write a 4x4 column-vector matrix to a ``mat4`` uniform (transposed for GLSL), if the program has it."""
     if name in prog:
-        prog[name].write(pack_mat4(m).tobytes())
+        uniform(prog, name).write(pack_mat4(m).tobytes())
 
 
 def set_uniform(prog: moderngl.Program, name: str, value) -> None:
     """Set a uniform if the program has it (the compiler drops unused ones)."""
     if name in prog:
-        prog[name].value = value
+        uniform(prog, name).value = value
 
 
 def _gl_function(ctx: moderngl.Context, name: str, *argtypes):
@@ -146,6 +146,7 @@ class ProgramVariants:
             index = None if h is None else (h.corner_indices if corners else h.indices)
             content = []
             if corners:  # static per-corner data as vertex attributes (see gbuffer.vert)
+                assert h is not None, "the corner attributes are a mesh's"
                 content.append((h.corners, "2u", "in_corner"))
                 if "in_uv" in prog:
                     content.append((h.corner_texcoords, "2f", "in_uv"))

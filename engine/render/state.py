@@ -54,8 +54,8 @@ class RenderState:
         self.last_view_proj: np.ndarray | None = None
         self.last_view: np.ndarray | None = None
         self.last_projection: np.ndarray | None = None
-        self.inv_view_proj = np.eye(4)
-        self.eye = np.zeros(3)
+        self.inv_view_proj: np.ndarray = np.eye(4)
+        self.eye: np.ndarray = np.zeros(3)
         self.flush = gl_flush_function(ctx)
         self.flush_triangles = 8192
         """The G-buffer pass submits its draws (glFlush) every time about this many triangles have been

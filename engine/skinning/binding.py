@@ -256,8 +256,8 @@ def nearest_bone(
         d2 = ((vc * vc).sum(1)[:, None] - 2.0 * (vc @ pc.T) + pp2[None, :]) - t * (2.0 * vd - t * dd[None, :])
         if allowed is not None:
             a = allowed[s : s + step]
-            none = ~a.any(axis=1)
-            d2 = np.where(a | none[:, None], d2, np.inf)
+            none = ~a.any(axis=1, keepdims=True)
+            d2 = np.where(a | none, d2, np.inf)
         bone[s : s + step] = np.argmin(d2, axis=1)
     # exact t and distance on the chosen bone
     pk = np.take(p, bone, axis=0)
@@ -330,7 +330,8 @@ def _divider_planes(
     inc_bone = np.concatenate([np.arange(nb), np.arange(nb)])
     inc_end = np.concatenate([np.zeros(nb, np.int64), np.ones(nb, np.int64)])
     child = bones.child_joint.astype(np.int64)
-    inc_group = np.concatenate([top[bones.parent_joint], np.where(child >= 0, top[np.maximum(child, 0)], j + np.arange(nb))])
+    inc_group = np.concatenate([top[bones.parent_joint],
+                                np.where(child >= 0, top[np.maximum(child, 0)], j + np.arange(nb))])
     inc_point = np.concatenate([p, c])
     inc_dir = np.concatenate([u, -u])
     inc_joint = np.concatenate([bones.parent_joint, child])  # joint at the location (-1 for tips)
@@ -345,7 +346,8 @@ def _divider_planes(
         else:
             ov = np.asarray(plane_normals, np.float64)
             if ov.shape != (j, 3):
-                raise ValueError(f"plane_normals must be a dict or have shape ({j}, 3) (NaN rows = automatic), got {ov.shape}")
+                raise ValueError(f"plane_normals must be a dict or have shape ({j}, 3) (NaN rows = automatic), "
+                                 f"got {ov.shape}")
             override[:] = ov
         given = ~np.isnan(override).any(axis=1)
         nrm = np.linalg.norm(override[given], axis=1)
@@ -358,16 +360,16 @@ def _divider_planes(
     g_sorted = inc_group[order]
     starts = np.nonzero(np.r_[True, g_sorted[1:] != g_sorted[:-1]])[0]
     sizes = np.diff(np.r_[starts, g_sorted.shape[0]])
-    ii, kk = [], []
+    ii_parts, kk_parts = [], []
     for s, n in zip(starts, sizes):
         if n > 1:
             idx = order[s : s + n]
             a, b = np.meshgrid(idx, idx, indexing="ij")
             m = a != b
-            ii.append(a[m])
-            kk.append(b[m])
-    ii = np.concatenate(ii) if ii else np.zeros(0, np.int64)
-    kk = np.concatenate(kk) if kk else np.zeros(0, np.int64)
+            ii_parts.append(a[m])
+            kk_parts.append(b[m])
+    ii = np.concatenate(ii_parts) if ii_parts else np.zeros(0, np.int64)
+    kk = np.concatenate(kk_parts) if kk_parts else np.zeros(0, np.int64)
     normal = inc_dir[ii] - inc_dir[kk]
     # user override between an incoming (child end) and an outgoing (parent end) bone at that joint
     loc_joint = np.where(inc_end[ii] == 0, inc_joint[ii], inc_joint[kk])

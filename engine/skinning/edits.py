@@ -248,5 +248,6 @@ class EditStack:
     @classmethod
     def from_dict(cls, d: dict) -> EditStack:
         if not isinstance(d, dict) or set(d) - {"edits"}:
-            raise ValueError(f"an edit stack must be {{'edits': [...]}}, got keys {sorted(d) if isinstance(d, dict) else d!r}")
+            raise ValueError(f"an edit stack must be {{'edits': [...]}}, "
+                             f"got keys {sorted(d) if isinstance(d, dict) else d!r}")
         return cls([SurfaceEdit.from_dict(e) for e in d.get("edits", [])])

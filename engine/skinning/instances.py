@@ -32,7 +32,7 @@ class SkinnedPrimitive:
     primitive: Primitive
     skin: Skin
     parents: np.ndarray  # (J,) parent joint within the skin
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    _cache: dict[str | tuple[object, ...], Any] = field(default_factory=dict, repr=False)
 
     @property
     def key(self) -> PrimitiveKey:
@@ -71,7 +71,7 @@ class SkinnedPrimitive:
         if key not in self._cache:
             from engine.skinning.binding import bind
 
-            kw = {}
+            kw: dict[str, Any] = {}
             if method == "weights":
                 kw = dict(joints=self.primitive.joints, weights=self.primitive.weights)
             self._cache[key] = bind(self.topology(), self.bind_joints, self.parents, method=method,
@@ -91,6 +91,7 @@ class SkinnedPrimitive:
             from engine.skinning.skinning import dqs, lbs
 
             fn = lbs if method == "lbs" else dqs
+            assert prim.joints is not None and prim.weights is not None  # a skinned primitive
             return fn(prim.positions, prim.joints, prim.weights, self.skin_matrices(globals_))
         from engine.skinning.meshprep import copy_to_display
 

@@ -141,13 +141,14 @@ class LaplacianEditor:
         try:
             self._solve = spla.factorized(self._lpp) if self.passive.size else None
         except RuntimeError as exc:  # exactly singular: a passive island without constraints
-            raise ValueError(f"the passive set has vertices connected to no kinematic or static vertex ({exc})") from None
+            raise ValueError(f"the passive set has vertices connected to no kinematic or static vertex "
+                             f"({exc})") from None
         roi_fixed = np.concatenate([self.kinematic, self.static])
         self._fit_idx = roi_fixed
 
     def solve(self, targets: np.ndarray, *, base: np.ndarray | None = None) -> np.ndarray:
-        """Positions (V,3): kinematic vertices at `targets` (K,3, in the order `kinematic` was given), static and outside-ROI vertices at `base`
-        (default: rest), passive vertices from the Laplacian system."""
+        """Positions (V,3): kinematic vertices at `targets` (K,3, in the order `kinematic` was given), static and
+        outside-ROI vertices at `base` (default: rest), passive vertices from the Laplacian system."""
         targets = np.asarray(targets, np.float64)
         if targets.shape != (self.kinematic.size, 3):
             raise ValueError(f"targets has shape {targets.shape}; valid: ({self.kinematic.size}, 3)")

@@ -229,7 +229,7 @@ def dual_quat_parts(mats: np.ndarray, segments: np.ndarray | None = None, *, fas
     t = np.concatenate([m[:, :3, 3], np.zeros((m.shape[0], 1))], 1)
     qd = 0.5 * Q.multiply(t, qr)
     eye = np.eye(3)
-    bad = ~(np.abs(s - eye) <= 1e-6 + 1e-5 * eye).all(axis=(1, 2))  # np.allclose(s, I, atol=1e-6) per joint
+    bad = np.asarray(~(np.abs(s - eye) <= 1e-6 + 1e-5 * eye).all(axis=(1, 2)))  # np.allclose(s, I, atol=1e-6) per joint
     if not m.shape[0]:
         stretched = bad
     elif segments is None:
@@ -439,7 +439,8 @@ def irs(
     q_joint = Q.from_matrix(rot)
     q_par = q_joint[bones.parent_joint]
     ident = np.array([0.0, 0.0, 0.0, 1.0])
-    q_start = np.where((start_ref >= 0)[:, None], Q.multiply(q_par, Q.conjugate(q_joint[np.maximum(start_ref, 0)])), ident)
+    q_start = np.where((start_ref >= 0)[:, None],
+                       Q.multiply(q_par, Q.conjugate(q_joint[np.maximum(start_ref, 0)])), ident)
     q_end = np.where((end_ref >= 0)[:, None], Q.multiply(q_joint[np.maximum(end_ref, 0)], Q.conjugate(q_par)), ident)
     q_start, q_end = Q.canonical(q_start), Q.canonical(q_end)
 
@@ -515,7 +516,8 @@ def skin_control_points(
     if method in registry.vertex_methods():
         if joints is None or weights is None:
             raise ValueError(f"method {method!r} needs joints and weights")
-        ib = np.linalg.inv(np.asarray(bind_joints, np.float64)) if inverse_bind is None else np.asarray(inverse_bind, np.float64)
+        ib = (np.linalg.inv(np.asarray(bind_joints, np.float64)) if inverse_bind is None
+              else np.asarray(inverse_bind, np.float64))
         skin = (np.asarray(posed_joints, np.float64) @ ib).astype(np.float32)
         fn = lbs if method == "lbs" else dqs
         if options:

@@ -666,9 +666,7 @@ def safe_range(rest: SpringRest, params: SpringParams, edit: EditTerms | None = 
     is stable: vertices past the range move with their own smaller step (`step_sizes`) instead."""
     coef = _lambda_coefficients(rest, edit)
     ks = {p: params.stiffness(p) for p in _STIFFNESS}
-    lam_i = np.zeros(rest.n_vertices)
-    for p in _STIFFNESS:
-        lam_i = lam_i + ks[p] * coef[p]
+    lam_i = np.asarray(sum(ks[p] * coef[p] for p in _STIFFNESS))
     lam = float(lam_i.max()) if lam_i.size else 0.0
     explicit = params.integrator == "explicit"
     budget = 1.0 / params.dt if explicit else 2.0 / params.dt ** 2

@@ -19,6 +19,8 @@ BENCHES = {
     "render": "bench.bench_render",
     "reference": "bench.bench_reference",
     "anim": "bench.bench_anim",
+    "bake": "bench.bench_bake",
+    "scene": "bench.bench_scene",
 }
 
 

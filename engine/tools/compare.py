@@ -16,10 +16,14 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from engine.components import PrimitiveKey
+
+if TYPE_CHECKING:
+    from engine.skinning.instances import SkinnedPrimitive
 
 __all__ = ["compare", "compare_metrics", "most_rotated_joint"]
 
@@ -43,7 +47,7 @@ def most_rotated_joint(bind_joints: np.ndarray, posed_joints: np.ndarray, parent
 
 
 def compare_metrics(asset, clip, time: float, deformers: list[str], config=None, *, session=None,
-                    primitive: int = 0) -> tuple[dict, dict, object]:
+                    primitive: int = 0) -> tuple[dict, dict, tuple[SkinnedPrimitive, np.ndarray | None, int | None]]:
     """(metrics per deformer, display positions per deformer, (skinned primitive, posed joints, the joint
     the normal measure centres on)) for the ``primitive``-th skinned primitive of ``asset``, each deformer
     run through a Session on the numpy reference (``session``: one to reuse, device cpu)."""
@@ -97,7 +101,7 @@ def _view_direction(sp, posed: np.ndarray, joint: int) -> np.ndarray:
     if np.linalg.norm(d) < 1e-6:
         d = np.cross(bone, [0.0, 1.0, 0.0]) if abs(bone[1]) < 0.9 else np.cross(bone, [1.0, 0.0, 0.0])
     d = np.array([d[0], 0.0, d[2]])  # keep the eye at the character's height (+Y up)
-    if np.linalg.norm(d) < 1e-3 * max(np.linalg.norm(axis), 1e-12):
+    if np.linalg.norm(d) < 1e-3 * max(float(np.linalg.norm(axis)), 1e-12):
         d = np.array([0.0, 0.0, 1.0])
     d = d / np.linalg.norm(d)
     if d[2] < 0:
@@ -129,6 +133,7 @@ def _render_sheet(asset, sp, positions: dict, out: Path, width: int, height: int
         eye = centre + d * diag
         cam = Camera(eye=eye, target=centre, fov_y=40.0, aspect=width / height, near=diag * 0.01, far=diag * 10)
         s.camera = cam.fit(lo, hi, margin=1.15)
+        assert s.renderer is not None  # render=True
         s.renderer.look.ground_height = float(lo[1]) - 0.02 * diag
         s.renderer.wireframe = wireframe
         panels = []
@@ -168,6 +173,7 @@ def compare(args: argparse.Namespace) -> int:
               f"{m['edge_distortion_mean']:>10.4f} {m['edge_distortion_max']:>9.3f} "
               f"{math.degrees(m.get('normal_angle_increase', math.nan)):>7.2f}d")
     if args.out:
+        assert posed is not None and joint is not None  # at least one deformer ran
         _render_sheet(asset, sp, positions, Path(args.out), args.width, args.height,
                       view_dir=_view_direction(sp, posed, joint))
         print(f"wrote {args.out}")

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.components import PrimitiveKey
+from engine.log import progress
 
 __all__ = ["export_frame", "deformer_config", "deformed_frame", "write_obj"]
 
@@ -71,24 +72,6 @@ def write_obj(path: Path, asset, frames: dict[PrimitiveKey, np.ndarray]) -> None
     path.write_text("\n".join(lines) + "\n")
 
 
-def _progress(total: int, what: str):
-    """A tqdm bar on stderr when it is a terminal, else nothing (returns (update(done, total), close))."""
-    import sys
-
-    if not sys.stderr.isatty():
-        return (lambda done, tot: None), (lambda: None)
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return (lambda done, tot: None), (lambda: None)
-    bar = tqdm(total=total, desc=what, unit="frame", file=sys.stderr, leave=False)
-
-    def update(done: int, tot: int) -> None:
-        bar.update(done - bar.n)
-
-    return update, bar.close
-
-
 def frame_times(args: argparse.Namespace, asset) -> np.ndarray | None:
     """The baked frames' clip times from ``--times START:STOP:STEP`` or ``--frames N`` (None: one frame)."""
     from engine.bake import MAX_FRAMES, parse_times
@@ -122,11 +105,8 @@ def export_frames(args: argparse.Namespace, loaded, times: np.ndarray) -> int:
     with Session(device=args.device, render=False, deformer=args.deformer, config=deformer_config(args),
                  strict=True) as s:
         ch = s.spawn(loaded, clip=args.clip, speed=0.0, mode="clamp")
-        update, close = _progress(len(times) * max(1, len(ch.skinned_primitives)), "baking")
-        try:
-            frames = bake(s, ch, times, progress=update)
-        finally:
-            close()
+        with progress(total=len(times) * max(1, len(ch.skinned_primitives)), desc="baking", unit="frame") as bar:
+            frames = bake(s, ch, times, progress=lambda done, total: bar.update(done - bar.n))
         how = describe_mode(s, ch)
     require_finite(frames)
     if to_dir:
@@ -136,7 +116,8 @@ def export_frames(args: argparse.Namespace, loaded, times: np.ndarray) -> int:
             write_obj(out / f"frame_{i:0{width}d}.obj", loaded.asset, {k: v[i] for k, v in frames.items()})
         where = f"{out}/frame_{'0' * width}.obj .. frame_{len(times) - 1:0{width}d}.obj"
     else:
-        np.savez(out, times=times.astype(np.float64), **{k.export_key: v for k, v in frames.items()})
+        np.savez(out, allow_pickle=True, times=times.astype(np.float64),
+                 **{k.export_key: v for k, v in frames.items()})
         where = str(out)
     n = sum(v.shape[1] for v in frames.values())
     print(f"wrote {where}: {len(times)} frames x {len(frames)} skinned primitive instance(s), {n} vertices "
@@ -161,7 +142,7 @@ def export_frame(args: argparse.Namespace) -> int:
     if out.suffix.lower() == ".obj":
         write_obj(out, loaded.asset, frames)
     else:
-        np.savez(out, **{k.export_key: np.asarray(v, np.float32) for k, v in frames.items()})
+        np.savez(out, allow_pickle=True, **{k.export_key: np.asarray(v, np.float32) for k, v in frames.items()})
     n = sum(v.shape[0] for v in frames.values())
     print(f"wrote {out}: {len(frames)} skinned primitive instance(s), {n} vertices "
           f"({args.deformer}, {args.device})")

@@ -80,7 +80,9 @@ def render_frame(args: argparse.Namespace) -> int:
                  strict=True) as s:
         ch = s.spawn(loaded, clip=args.clip, time=args.time, speed=0.0, mode="clamp")
         require_finite(ch.vertices())
-        lo, hi = s.bounds()
+        box = s.bounds()
+        assert box is not None and s.renderer is not None  # the scene has meshes (checked above); render=True
+        lo, hi = box
         s.renderer.look.ground_height = float(lo[1])
         s.renderer.invalidate()
         s.renderer.view = args.view
@@ -100,4 +102,4 @@ def render_frame(args: argparse.Namespace) -> int:
 def write_gbuffer(path: Path, channels: dict[str, np.ndarray]) -> None:
     """The documented npz channels (see the module doc and :meth:`engine.Session.gbuffer`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, **channels)
+    np.savez(path, allow_pickle=True, **channels)

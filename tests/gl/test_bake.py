@@ -63,3 +63,65 @@ def test_export_frame_times_writes_a_frame_axis_and_obj_folder(tmp_path):
         parse_times("0:1")
     with pytest.raises(ValueError, match="not both"):
         export_frame(argparse.Namespace(**base, out=str(tmp_path / "g.npz"), times="0:1:0.5", frames=2))
+
+
+def test_deferred_layout_lays_out_a_block_once(gl_ctx, monkeypatch):
+    """A bake block of instances is laid out once (not once per add: that made baking quadratic), and the
+    deferred layout gives the same frames as adding the instances one by one."""
+    from engine.scene import add_to_graph
+    from engine.skinning.gpu.pools import Batch
+
+    calls = []
+    real = Batch.layout
+    monkeypatch.setattr(Batch, "layout", lambda self: (calls.append(1), real(self))[1])
+    with Session(gl=GLContext(gl_ctx, None, True), render=False, deformer="lbs", strict=True) as s:
+        ch = s.spawn(CYLINDER, clip="bend", speed=0.0, mode="clamp")
+        calls.clear()
+        out = bake(s, ch, np.linspace(0.0, 1.0, 11), memory_mb=256.0)  # one block; 0.5 is frame 5
+        assert len(calls) == 1
+        sp = ch.loaded.skinned[0]
+        settings = s.meshes.settings[ch.entity]
+        from engine.skinning.gpu.graph import DeformerGraph
+
+        graph = DeformerGraph(s.ctx, s.resources, programs=s.programs)
+        try:
+            calls.clear()
+            hs = [add_to_graph(graph, sp, ch.loaded, settings) for _ in range(3)]  # eager: one layout each
+            assert len(calls) == 3
+            from engine.bake import pose_matrices
+
+            g = pose_matrices(ch, np.array([0.5]))[0]
+            for h in hs:
+                graph.set_pose(h, sp.skin_matrices(g), g[sp.skin.joints])
+            graph.run()
+            key = ch.skinned_primitives[0]
+            for h in hs:
+                np.testing.assert_allclose(graph.download(h)[0], out[key][5], atol=1e-5)
+        finally:
+            graph.release()
+
+
+def test_add_instances_and_holes(gl_ctx):
+    """add_instances copies a mesh cheaply; removing some leaves holes the next adds reuse (first fit)."""
+    from engine.scene import add_to_graph
+    from engine.skinning.gpu.graph import DeformerGraph
+
+    with Session(gl=GLContext(gl_ctx, None, True), render=False, deformer="lbs", strict=True) as s:
+        ch = s.spawn(CYLINDER, clip="bend", speed=0.0, mode="clamp")
+        sp = ch.loaded.skinned[0]
+        graph = DeformerGraph(s.ctx, s.resources, programs=s.programs)
+        try:
+            first = add_to_graph(graph, sp, ch.loaded, s.meshes.settings[ch.entity])
+            hs = [first] + graph.add_instances(first, 5)
+            with pytest.raises(ValueError, match="count"):
+                graph.add_instances(first, -1)
+            ranges = [graph.output_ranges(h)[0][1] for h in hs]
+            assert len(set(ranges)) == 6 and ranges == sorted(ranges)
+            with graph.deferred_layout():
+                graph.remove_mesh(hs[1])
+                graph.remove_mesh(hs[3])
+                more = graph.add_instances(first, 2)
+            again = sorted(graph.output_ranges(h)[0][1] for h in more)
+            assert again == [ranges[1], ranges[3]]  # the holes, not the end of the pool
+        finally:
+            graph.release()

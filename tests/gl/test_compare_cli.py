@@ -22,7 +22,8 @@ def test_compare_prints_metrics_and_writes_sheet(tmp_path):
     r = _run("--clip", "twist180", "--time", "0.5", "--deformers", "lbs,spring", "--out", str(out),
              "--width", "64", "--height", "80")
     assert r.returncode == 0, r.stderr
-    rows = {line.split()[0]: line.split() for line in r.stdout.splitlines() if line.split()[:1] in (["lbs"], ["spring"])}
+    rows = {line.split()[0]: line.split() for line in r.stdout.splitlines()
+            if line.split()[:1] in (["lbs"], ["spring"])}
     assert set(rows) == {"lbs", "spring"}
     collapse = {k: float(v[2]) for k, v in rows.items()}  # columns: deformer volume collapse ...
     assert collapse["lbs"] < 0.1 < 0.7 < collapse["spring"]

@@ -50,7 +50,7 @@ def test_many_meshes_one_dispatch_per_stage_equal_reference(gl_ctx, resources, r
         graph.run()
         # skin, copy, face normals, vertex normals: once each for all five meshes (skin + copy fused for LBS)
         assert len(calls) == (3 if method == "lbs" and fuse else 4)
-        for h, k, (skin, posed) in zip(handles, order, poses):
+        for h, k, (_skin, posed) in zip(handles, order, poses):
             rig = rigs[k]
             topo = rig.topology
             ref = S.skin_control_points(method, topo, rig.bind_joints, posed, parents=rig.parents,
@@ -88,7 +88,7 @@ def test_output_ranges_aligned_disjoint_and_stable(gl_ctx, resources, rigs):
         ranges = [graph.output_ranges(h) for h in hs]
         assert ranges[0] == r0 and pool.glo == glo  # adding meshes grew the pool in place, h0 kept its range
         spans = []
-        for h, k, (pr, nr) in zip(hs, (0, 2, 1), ranges):
+        for k, (pr, nr) in zip((0, 2, 1), ranges):
             assert pr[0] is pool and nr[0] is not pool  # one pooled buffer per resource
             assert pr[1] % align == 0 and nr[1] % align == 0
             assert pr[2] == nr[2] == 16 * rigs[k].topology.n_display

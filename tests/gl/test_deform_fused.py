@@ -255,7 +255,7 @@ def test_holes_relayout_and_multi_row_images(gl_ctx, resources, rigs, method, mo
         hs.append(rigs[1].add(graph, cfg))  # reuses the hole
         batch = next(iter(graph._batches.values()))
         assert batch.images["skin_joints_" + method].height > 1 and batch.images["dskin"].height > 1
-        for frame in range(2):  # a second frame: the per-frame joint image rewrite
+        for _frame in range(2):  # a second frame: the per-frame joint image rewrite
             skins = {}
             for i, (h, k) in enumerate(zip(hs, order)):
                 if h is not None:

@@ -76,7 +76,8 @@ def test_sample_skinning(gl_ctx, name, method, normals):
         nref = M.vertex_normals(ref, topo.triangles, display_triangles=topo.display_triangles,
                                 n_display=topo.n_display)
         # normals of well-shaped triangles; a tiny triangle's normal is ill-conditioned in float32
-        area = np.linalg.norm(np.cross(*(ref[topo.triangles[:, k]] - ref[topo.triangles[:, 0]] for k in (1, 2))), axis=1)
+        area = np.linalg.norm(np.cross(*(ref[topo.triangles[:, k]] - ref[topo.triangles[:, 0]] for k in (1, 2))),
+                              axis=1)
         ok = np.ones(topo.n_display, bool)
         small = topo.display_triangles[area < 1e-6 * diag * diag].reshape(-1)
         ok[small] = False

@@ -88,7 +88,7 @@ def test_render_rigged_simple_animated(tmp_path):
     asset = shared_dir("gltf-samples") / "RiggedSimple.glb"
     assert render_frame(_args(asset, tmp_path, "--clip", "0", "--time", "0.6")) == 0
     g = _check_npz(tmp_path / "frame.npz", asset, "0", 0.6)
-    assert set(np.unique(g["node"][g["node"] >= 0])) <= {n for n in range(64)}
+    assert set(np.unique(g["node"][g["node"] >= 0])) <= set(range(64))
 
 
 def test_render_debug_view_and_bad_arguments(tmp_path):

@@ -145,7 +145,8 @@ def test_renderer_runs_its_plan(gl_ctx, res, monkeypatch):
         issued: list[int] = []
         original = moderngl.Context.memory_barrier
         monkeypatch.setattr(moderngl.Context, "memory_barrier",
-                            lambda self, *a, **k: (issued.append(a[0] if a else k["barriers"]), original(self, *a, **k)))
+                            lambda self, *a, **k: (issued.append(a[0] if a else k["barriers"]),
+                                                   original(self, *a, **k)))
         r.render(cam, profile=True)
         assert issued == [SSB | IMG]  # the one barrier the plan derives, before the compositor
         assert list(r.last_wall_ms) == ["shadow", "gbuffer", "compose", "ui", "present"]  # the plan's scopes

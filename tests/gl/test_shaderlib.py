@@ -2,11 +2,12 @@
 include cycles, the program cache (hits, keyed by defines) and hot reload keeping the old program."""
 from __future__ import annotations
 
+import moderngl
 import pytest
 
 from engine.gpu.layouts import GLSL_CONSTANTS
 from engine.gpu.resources import GpuResources
-from engine.gpu.shaderlib import ProgramCache, ShaderError, ShaderIncludeError, ShaderLibrary
+from engine.gpu.shaderlib import ProgramCache, ShaderError, ShaderIncludeError, ShaderLibrary, uniform
 
 pytestmark = pytest.mark.gl
 
@@ -77,7 +78,8 @@ def test_missing_version_gets_default_and_unused_define_is_refused(lib, tmp_path
 def test_include_relative_to_including_file_and_once(lib):
     (lib.root / "render" / "local.glsl").write_text('#include "common.glsl"\nfloat local_fn() { return 1.0; }\n')
     (lib.root / "render" / "d.vert").write_text(
-        '#version 430 core\n#include "local.glsl"\n#include "common.glsl"\nvoid main() { gl_Position = tint(vec4(local_fn())); }\n')
+        '#version 430 core\n#include "local.glsl"\n#include "common.glsl"\n'
+        'void main() { gl_Position = tint(vec4(local_fn())); }\n')
     src = lib.load("render/d.vert")
     assert src.files == ["render/d.vert", "render/local.glsl", "include/common.glsl"]
     assert src.text.count("vec4 tint(vec4 c)") == 1  # diamond: included once
@@ -234,3 +236,21 @@ def test_driver_log_formats_are_parsed():
            "unrelated line\n")
     assert _parse_log(log) == [(0, 12, "error: `foo' undeclared"), (2, 7, 'error C1008: undefined variable "x"'),
                                (1, 3, "'y' : undeclared identifier")]
+
+
+def test_uniform_returns_uniforms_and_refuses_other_members(gl_ctx):
+    prog = gl_ctx.program(
+        vertex_shader="#version 430 core\nuniform float u_scale;\nin vec3 in_pos;\n"
+                      "void main() { gl_Position = vec4(in_pos * u_scale, 1.0); }\n",
+        fragment_shader="#version 430 core\nout vec4 o;\nvoid main() { o = vec4(1.0); }\n")
+    try:
+        u = uniform(prog, "u_scale")
+        assert isinstance(u, moderngl.Uniform)
+        u.value = 2.5
+        assert uniform(prog, "u_scale").value == pytest.approx(2.5)
+        with pytest.raises(TypeError, match="in_pos"):
+            uniform(prog, "in_pos")  # an attribute, not a uniform
+        with pytest.raises(KeyError):
+            uniform(prog, "u_missing")
+    finally:
+        prog.release()

@@ -19,8 +19,8 @@ pytestmark = pytest.mark.gl
 
 def test_demo_window_under_xvfb(tmp_path):
     if shutil.which("xvfb-run") is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("CI=true but xvfb-run is missing: `make test` installs xvfb")
+        if os.environ.get("CI", "").lower() == "true" and os.geteuid() == 0:
+            pytest.fail("CI=true as root but xvfb-run is missing: `make test` installs xvfb")
         pytest.skip("xvfb-run not installed (apt-get install xvfb xauth)")
     png = tmp_path / "window.png"
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}

@@ -329,8 +329,8 @@ def _compare(raw: Raw, asset: m.Asset, worlds_only: bool = False) -> int:
         diag = float(np.linalg.norm(allpos.max(0) - allpos.min(0)))
         for key in want:
             err = np.abs(got[key] - want[key]).max()
-            assert err <= 1e-4 * diag, f"{raw.path.name} clip={ci} t={t:.4f} mesh node/prim {key}: " \
-                                       f"max error {err:.3g} > 1e-4 * diag {diag:.3g}"
+            assert err <= 1e-4 * diag, (f"{raw.path.name} clip={ci} t={t:.4f} mesh node/prim {key}: "
+                                        f"max error {err:.3g} > 1e-4 * diag {diag:.3g}")
         checked += 1
     return checked
 

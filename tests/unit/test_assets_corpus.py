@@ -138,9 +138,8 @@ def _readme_table(folder: Path) -> dict[str, dict[str, str]]:
             continue
         if header and len(cells) == len(header) and cells[0].endswith((".gltf", ".glb")):
             rows[cells[0]] = dict(zip(header, cells))
-        elif header and not line.startswith("|"):
-            if rows:
-                break
+        elif header and not line.startswith("|") and rows:
+            break
     return rows
 
 

@@ -534,7 +534,7 @@ def test_rig_rest_rotations_roundtrip():
     ch = shapes.plus()
     world = ch.rig.world()
     # each arm joint's local +Y points along its arm, outward from the centre
-    for k, name in enumerate(ch.rig.names[1:], start=1):
+    for k, _name in enumerate(ch.rig.names[1:], start=1):
         d = world[k, :3, 3] - world[0, :3, 3]
         np.testing.assert_allclose(world[k, :3, :3] @ [0, 1, 0], d / np.linalg.norm(d), atol=1e-6)
     q = ch.rig.rest_q[1]

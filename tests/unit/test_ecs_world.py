@@ -116,7 +116,7 @@ def test_structural_change_while_iterating_uses_snapshot():
     for i in range(5):
         w.spawn(Pos(float(i)))
     seen = []
-    for e, (p,) in w.query(Pos):
+    for e, (_p,) in w.query(Pos):
         seen.append(e)
         w.spawn(Pos(99.0))  # shows up in the next query only
     assert len(seen) == 5

@@ -39,10 +39,12 @@ def joint(t, axis=(0, 0, 1), ang=0.0) -> np.ndarray:
 def tube(rings, segs, length, radius):
     th = 2 * np.pi * np.arange(segs) / segs
     y = np.linspace(0.0, length, rings)
-    pos = np.stack(np.broadcast_arrays(radius * np.cos(th)[None], y[:, None], radius * np.sin(th)[None]), -1).reshape(-1, 3)
+    pos = np.stack(np.broadcast_arrays(radius * np.cos(th)[None], y[:, None], radius * np.sin(th)[None]),
+                   -1).reshape(-1, 3)
     i, k = np.meshgrid(np.arange(rings - 1), np.arange(segs), indexing="ij")
     a, b = i * segs + k, i * segs + (k + 1) % segs
-    tris = np.concatenate([np.stack([a, a + segs, b], -1).reshape(-1, 3), np.stack([b, a + segs, b + segs], -1).reshape(-1, 3)])
+    tris = np.concatenate([np.stack([a, a + segs, b], -1).reshape(-1, 3),
+                           np.stack([b, a + segs, b + segs], -1).reshape(-1, 3)])
     return pos, tris
 
 
@@ -124,7 +126,9 @@ def test_bind_project_picks_closest_bone_and_far_points():
     np.testing.assert_allclose(t[:2], [0.5, 0.5], atol=1e-6)
     # a point far from every bone is still bound, to the nearest bone (the tip bone along +X)
     p, c = bone_endpoints(bones, bj)
-    d = [np.linalg.norm(pts[2] - (p[b] + np.clip(np.dot(pts[2] - p[b], c[b] - p[b]) / np.dot(c[b] - p[b], c[b] - p[b]), 0, 1) * (c[b] - p[b]))) for b in range(bones.count)]
+    d = [np.linalg.norm(pts[2] - (p[b] + np.clip(np.dot(pts[2] - p[b], c[b] - p[b]) / np.dot(c[b] - p[b], c[b] - p[b]),
+                                                 0, 1) * (c[b] - p[b])))
+         for b in range(bones.count)]
     assert bone[2] == int(np.argmin(d))
 
 

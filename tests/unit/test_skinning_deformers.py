@@ -34,10 +34,12 @@ def mat(t=(0, 0, 0), axis=(0, 1, 0), ang=0.0, scale=(1, 1, 1)) -> np.ndarray:
 def tube(rings=41, segs=24, length=2.0, radius=0.2):
     th = 2 * np.pi * np.arange(segs) / segs
     y = np.linspace(0.0, length, rings)
-    pos = np.stack(np.broadcast_arrays(radius * np.cos(th)[None], y[:, None], radius * np.sin(th)[None]), -1).reshape(-1, 3)
+    pos = np.stack(np.broadcast_arrays(radius * np.cos(th)[None], y[:, None], radius * np.sin(th)[None]),
+                   -1).reshape(-1, 3)
     i, k = np.meshgrid(np.arange(rings - 1), np.arange(segs), indexing="ij")
     a, b = i * segs + k, i * segs + (k + 1) % segs
-    tris = np.concatenate([np.stack([a, a + segs, b], -1).reshape(-1, 3), np.stack([b, a + segs, b + segs], -1).reshape(-1, 3)])
+    tris = np.concatenate([np.stack([a, a + segs, b], -1).reshape(-1, 3),
+                           np.stack([b, a + segs, b + segs], -1).reshape(-1, 3)])
     return pos.astype(np.float32), tris
 
 
@@ -83,11 +85,13 @@ def test_lbs_by_hand_and_identity():
     w = np.array([[0.25, 0.75, 0, 0]], np.float32)
     # 0.25 * (1, 2, 0) + 0.75 * (0, 1, 0)
     np.testing.assert_allclose(lbs(v, j, w, m), [[0.25, 1.25, 0.0]], atol=1e-6)
-    n = lbs_normals(np.array([[1.0, 0, 0]], np.float32), np.array([[1, 0, 0, 0]]), np.array([[1.0, 0, 0, 0]], np.float32), m)
+    n = lbs_normals(np.array([[1.0, 0, 0]], np.float32), np.array([[1, 0, 0, 0]]),
+                    np.array([[1.0, 0, 0, 0]], np.float32), m)
     np.testing.assert_allclose(n, [[0, 1, 0]], atol=1e-6)
     # non-uniform scale: a normal transforms by the inverse transpose
     ms = mat(scale=(2, 1, 1))[None].astype(np.float32)
-    n2 = lbs_normals(np.array([[1, 1, 0]], np.float32) / np.sqrt(2), np.zeros((1, 4), int), np.array([[1.0, 0, 0, 0]], np.float32), ms)
+    n2 = lbs_normals(np.array([[1, 1, 0]], np.float32) / np.sqrt(2), np.zeros((1, 4), int),
+                     np.array([[1.0, 0, 0, 0]], np.float32), ms)
     np.testing.assert_allclose(n2, [[0.5, 1, 0] / np.linalg.norm([0.5, 1, 0])], atol=1e-6)
     with pytest.raises(ValueError, match="joint indices"):
         lbs(v, np.array([[0, 5, 0, 0]]), w, m)
@@ -122,7 +126,8 @@ def test_dqs_single_joint_is_the_rigid_transform():
 def test_dqs_antipodal_quaternions_take_the_short_arc():
     # joints at +170 and -170 degrees about z: their canonical quaternions are antipodal-ish (dot < 0);
     # with the hemisphere flip a 50/50 blend is the 180 degree rotation (the short way between them)
-    m = np.stack([mat(axis=(0, 0, 1), ang=np.radians(170)), mat(axis=(0, 0, 1), ang=np.radians(-170))]).astype(np.float32)
+    m = np.stack([mat(axis=(0, 0, 1), ang=np.radians(170)),
+                  mat(axis=(0, 0, 1), ang=np.radians(-170))]).astype(np.float32)
     q = Q.from_matrix(m[:, :3, :3])
     assert np.dot(q[0], q[1]) < 0
     v = np.array([[1.0, 0, 0], [0, 1.0, 0.5]], np.float32)
@@ -144,7 +149,8 @@ def test_dqs_stretch_is_blended_linearly():
     rng = np.random.default_rng(4)
     v = rng.normal(size=(10, 3)).astype(np.float32)
     # same uniform scale on both joints, different rotations: stretch then blended rotation
-    s = np.stack([mat((0, 1, 0), axis=(0, 0, 1), ang=0.2, scale=(2, 2, 2)), mat((0, 1, 0), axis=(0, 0, 1), ang=0.6, scale=(2, 2, 2))]).astype(np.float32)
+    s = np.stack([mat((0, 1, 0), axis=(0, 0, 1), ang=0.2, scale=(2, 2, 2)),
+                  mat((0, 1, 0), axis=(0, 0, 1), ang=0.6, scale=(2, 2, 2))]).astype(np.float32)
     j = np.tile([0, 1, 0, 0], (10, 1))
     w = np.tile([0.5, 0.5, 0, 0], (10, 1)).astype(np.float32)
     expect = 2.0 * v @ rot((0, 0, 1), 0.4).T + [0, 1, 0]
@@ -246,7 +252,8 @@ def test_irs_bend_is_continuous_and_length_correction_keeps_distance(chain):
     sharp = pose(bj, mat(axis=(0, 0, 1), ang=np.radians(135)))
     d0 = skeleton_distance(topo.positions, binding.bones, bj)
     e_no = np.abs(skeleton_distance(irs(binding, bj, sharp, parents), binding.bones, sharp) - d0)
-    e_lc = np.abs(skeleton_distance(irs(binding, bj, sharp, parents, length_correction=True), binding.bones, sharp) - d0)
+    e_lc = np.abs(skeleton_distance(irs(binding, bj, sharp, parents, length_correction=True), binding.bones, sharp)
+                  - d0)
     assert np.all(e_lc <= e_no + 1e-6) and e_lc.mean() < e_no.mean()
 
 
@@ -282,7 +289,8 @@ def test_irs_coincident_joints_act_as_one_location():
     first = split[1] @ mat(axis=(0, 0, 1), ang=0.4)
     ps = np.stack([split[0], first, first @ np.linalg.inv(split[1]) @ split[2] @ mat(axis=(0, 0, 1), ang=0.6), pm[2]])
     np.testing.assert_allclose(ps[2], pm[1], atol=1e-6)
-    np.testing.assert_allclose(irs(bs, split, ps, np.array([-1, 0, 1, 2])), irs(bm, merged, pm, np.array([-1, 0, 1])), atol=1e-5)
+    np.testing.assert_allclose(irs(bs, split, ps, np.array([-1, 0, 1, 2])), irs(bm, merged, pm, np.array([-1, 0, 1])),
+                               atol=1e-5)
 
 
 # ---------------------------------------------------------------------------------------------- all
@@ -313,7 +321,8 @@ def test_dispatcher(chain):
     np.testing.assert_allclose(
         skin_control_points("dqs", topo, bj, posed, joints=joints, weights=weights, inverse_bind=np.linalg.inv(bj)),
         dqs(topo.positions, joints, weights, skin), atol=1e-5)
-    np.testing.assert_array_equal(skin_control_points("rigid", topo, bj, posed, binding=binding), rigid(binding, bj, posed))
+    np.testing.assert_array_equal(skin_control_points("rigid", topo, bj, posed, binding=binding),
+                                  rigid(binding, bj, posed))
     np.testing.assert_array_equal(
         skin_control_points("irs", topo, bj, posed, binding=binding, parents=parents, length_correction=True),
         irs(binding, bj, posed, parents, length_correction=True))

@@ -13,16 +13,19 @@ from engine.skinning.meshprep import (
 )
 
 
-def tube(rings: int = 6, segs: int = 8, length: float = 1.0, radius: float = 0.25, seam: bool = False, caps: bool = False):
+def tube(rings: int = 6, segs: int = 8, length: float = 1.0, radius: float = 0.25, seam: bool = False,
+         caps: bool = False):
     """Open (or capped) tube along +Y with outward counter-clockwise faces; seam=True duplicates the first
     column of every ring as glTF does at a UV seam."""
     ncol = segs + 1 if seam else segs
     th = 2 * np.pi * np.arange(ncol) / segs
     y = np.linspace(0.0, length, rings)
-    pos = np.stack(np.broadcast_arrays(radius * np.cos(th)[None], y[:, None], radius * np.sin(th)[None]), -1).reshape(-1, 3)
+    pos = np.stack(np.broadcast_arrays(radius * np.cos(th)[None], y[:, None], radius * np.sin(th)[None]),
+                   -1).reshape(-1, 3)
     i, k = np.meshgrid(np.arange(rings - 1), np.arange(segs), indexing="ij")
     a, b = i * ncol + k, i * ncol + (k + 1) % ncol
-    tris = np.concatenate([np.stack([a, a + ncol, b], -1).reshape(-1, 3), np.stack([b, a + ncol, b + ncol], -1).reshape(-1, 3)])
+    tris = np.concatenate([np.stack([a, a + ncol, b], -1).reshape(-1, 3),
+                           np.stack([b, a + ncol, b + ncol], -1).reshape(-1, 3)])
     if caps:
         n = pos.shape[0]
         pos = np.vstack([pos, [[0, 0, 0], [0, length, 0]]])
@@ -106,7 +109,8 @@ def test_defects_are_counted_not_fatal():
     assert r["isolated_vertices"] == 1
     assert r["nonmanifold_edges"] == 1  # edge (0,2) has 3 faces
     assert topo.triangles.shape == (5, 3)  # degenerate triangles kept
-    np.testing.assert_array_equal(degenerate_triangles(topo.positions, topo.triangles), [False, True, True, False, False])
+    np.testing.assert_array_equal(degenerate_triangles(topo.positions, topo.triangles),
+                                  [False, True, True, False, False])
     # boundary: edges with exactly one non-collapsed face: (1,2),(0,5),(2,5),(0,6),(2,6),(0,4),(1,4) -> 7
     assert r["boundary_edges"] == 7
 

@@ -30,7 +30,8 @@ def cube():
 def capped_tube(rings=21, segs=16, length=2.0, radius=0.2):
     th = 2 * np.pi * np.arange(segs) / segs
     y = np.linspace(0.0, length, rings)
-    pos = np.stack(np.broadcast_arrays(radius * np.cos(th)[None], y[:, None], radius * np.sin(th)[None]), -1).reshape(-1, 3)
+    pos = np.stack(np.broadcast_arrays(radius * np.cos(th)[None], y[:, None], radius * np.sin(th)[None]),
+                   -1).reshape(-1, 3)
     i, k = np.meshgrid(np.arange(rings - 1), np.arange(segs), indexing="ij")
     a, b = i * segs + k, i * segs + (k + 1) % segs
     tris = [np.stack([a, a + segs, b], -1).reshape(-1, 3), np.stack([b, a + segs, b + segs], -1).reshape(-1, 3)]
@@ -38,7 +39,8 @@ def capped_tube(rings=21, segs=16, length=2.0, radius=0.2):
     pos = np.vstack([pos, [[0, 0, 0], [0, length, 0]]])
     kk = np.arange(segs)
     top = (rings - 1) * segs
-    tris += [np.stack([np.full(segs, n), kk, (kk + 1) % segs], -1), np.stack([np.full(segs, n + 1), top + (kk + 1) % segs, top + kk], -1)]
+    tris += [np.stack([np.full(segs, n), kk, (kk + 1) % segs], -1),
+             np.stack([np.full(segs, n + 1), top + (kk + 1) % segs, top + kk], -1)]
     return pos.astype(np.float32), np.concatenate(tris)
 
 
@@ -112,14 +114,18 @@ def test_collapse_lbs_vs_dqs_and_report():
     c_dqs = collapse(out_dqs, topo.positions, binding.bones, bj, posed)
     assert c_lbs["collapse_min"] < 0.01
     assert c_dqs["collapse_min"] > 0.99 and c_dqs["collapse_p5"] > 0.99
-    rep_l = quality_report(out_lbs, topo.positions, topo.triangles, bones=binding.bones, bind_joints=bj, posed_joints=posed, joint=1)
-    rep_d = quality_report(out_dqs, topo.positions, topo.triangles, bones=binding.bones, bind_joints=bj, posed_joints=posed, joint=1)
+    rep_l = quality_report(out_lbs, topo.positions, topo.triangles, bones=binding.bones, bind_joints=bj,
+                           posed_joints=posed, joint=1)
+    rep_d = quality_report(out_dqs, topo.positions, topo.triangles, bones=binding.bones, bind_joints=bj,
+                           posed_joints=posed, joint=1)
     assert rep_l["volume_ratio"] < 0.8 < 0.95 < rep_d["volume_ratio"] < 1.0  # twisted facets lose a little
     assert rep_l["edge_distortion_max"] > rep_d["edge_distortion_max"]
-    for key in ("volume_bind", "volume", "collapse_min", "collapse_p5", "edge_distortion_mean", "normal_angle", "normal_pairs"):
+    for key in ("volume_bind", "volume", "collapse_min", "collapse_p5", "edge_distortion_mean", "normal_angle",
+                "normal_pairs"):
         assert key in rep_l
     # at bind every measure is neutral
-    rep0 = quality_report(rigid(binding, bj, bj), topo.positions, topo.triangles, bones=binding.bones, bind_joints=bj, posed_joints=bj, joint=1)
+    rep0 = quality_report(rigid(binding, bj, bj), topo.positions, topo.triangles, bones=binding.bones, bind_joints=bj,
+                          posed_joints=bj, joint=1)
     assert rep0["volume_ratio"] == pytest.approx(1.0, abs=1e-5)
     assert rep0["collapse_min"] == pytest.approx(1.0, abs=1e-4)
     assert rep0["edge_distortion_max"] < 1e-5 and abs(rep0["normal_angle_increase"]) < 1e-5

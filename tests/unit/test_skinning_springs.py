@@ -428,8 +428,8 @@ def test_safe_range_rule(tube):
     dmax = int(tube.topo.adj_count.max())
     assert rng["dt"] == pytest.approx(1.0 / (2 * dmax * 0.5))  # dt * 2 d k_s < 1
     assert rng["k_s"] == pytest.approx(1.0 / (2 * dmax * d.params.dt))
-    shortest = min(LENGTH / (N_RINGS - 1), 2 * RADIUS * math.sin(math.pi / N_AROUND))
-    assert rng["shortest_edge"] == pytest.approx(shortest, rel=1e-5)
+    assert rng["shortest_edge"] == pytest.approx(min(LENGTH / (N_RINGS - 1), 2 * RADIUS * math.sin(math.pi / N_AROUND)),
+                                                 rel=1e-5)
     full = tube.deformer()
     assert full.params.dt < full.safe_range()["dt"]  # the defaults sit inside the range
     # inside the range, explicit steps only ever lower the energy (they descend its gradient)

@@ -155,7 +155,8 @@ def mesh_surface(prims: list[sdf.Primitive], cell: float, *, relax: int = 3,
     report: dict = {}
     for attempt in range(max_attempts):
         origin = lo - cell * np.array([0.37, 0.23, 0.11]) * attempt
-        shape = tuple(int(v) for v in np.ceil((hi - origin) / cell).astype(int) + 1)
+        sx, sy, sz = (int(v) for v in np.ceil((hi - origin) / cell).astype(int) + 1)
+        shape = (sx, sy, sz)
         field = sdf.union_on_grid(prims, origin, cell, shape)
         amb = ambiguity_counts(field)["ambiguous_faces"]
         field, flips = make_manifold(field, origin, cell, value_at=lambda q: sdf.union_at_points(prims, q))
@@ -263,7 +264,8 @@ def clips(rig: Rig) -> dict:
         d = _arm_dir(sgn)
         swing = np.cross(d, z)  # + angle swings the arm forward
         walk.append(rotation_track(rig, f"upper_arm_{side}", t,
-                                   [(z, -sgn * np.radians(30) + 0 * t), (swing, np.radians(20) * np.sin(phase + np.pi))]))
+                                   [(z, -sgn * np.radians(30) + 0 * t),
+                                    (swing, np.radians(20) * np.sin(phase + np.pi))]))
         walk.append(rotation_track(rig, f"forearm_{side}", t,
                                    [(swing, np.radians(18 + 10 * np.sin(phase + np.pi)))]))
     out["walk"] = walk
@@ -276,7 +278,8 @@ def clips(rig: Rig) -> dict:
     r_up = quat.to_matrix(raise_q)
     fore_q = quat.between(d_r, r_up.T @ np.array([-0.12, 1.0, 0.12]))
     wave_axis = r_up.T @ quat.to_matrix(fore_q).T @ z  # the forearm's own frontal-plane axis
-    wiggle = np.radians(25) * np.sin(2 * np.pi * 1.5 * (t - 0.6)) * smoothstep(0.45, 0.8, t) * (1 - smoothstep(2.1, 2.45, t))
+    wiggle = (np.radians(25) * np.sin(2 * np.pi * 1.5 * (t - 0.6))
+              * smoothstep(0.45, 0.8, t) * (1 - smoothstep(2.1, 2.45, t)))
     out["wave"] = [
         quat_track(rig, "upper_arm_R", t, _partial(raise_q, env)),
         quat_track(rig, "forearm_R", t, quat.multiply(_partial(fore_q, env), quat.from_axis_angle(wave_axis, wiggle))),

@@ -63,10 +63,9 @@ def _ambiguous_faces(inside: np.ndarray) -> list[tuple[int, np.ndarray]]:
     out = []
     for axis in range(3):
         u, v = [a for a in range(3) if a != axis]
-        sl = [slice(None)] * 3
 
-        def corner(du: int, dv: int) -> np.ndarray:
-            c = list(sl)
+        def corner(du: int, dv: int, u: int = u, v: int = v) -> np.ndarray:
+            c = [slice(None)] * 3
             c[u] = slice(du, inside.shape[u] - 1 + du)
             c[v] = slice(dv, inside.shape[v] - 1 + dv)
             return inside[tuple(c)]

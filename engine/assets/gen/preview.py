@@ -55,6 +55,8 @@ def pose(ch: Character, clip: str | None, t: float) -> np.ndarray:
 
 def skin(ch: Character, world: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """LBS positions and normals (N,3) for joint world matrices (J,4,4)."""
+    if ch.normals is None:
+        raise ValueError(f"character {ch.name!r} has no normals to skin")
     mats = world @ np.linalg.inv(ch.rig.world())
     m = np.einsum("nk,nkij->nij", ch.weights.astype(np.float64), mats[ch.joints.astype(np.int64)])
     p = np.einsum("nij,nj->ni", m[:, :3, :3], ch.positions) + m[:, :3, 3]
@@ -76,7 +78,10 @@ def render(ch: Character, views: list[tuple[str | None, float]], path: str | Pat
     import moderngl
     from PIL import Image
 
-    ctx = moderngl.create_standalone_context(require=330, backend="egl")
+    from engine.gpu.context import egl_context
+    from engine.gpu.shaderlib import uniform
+
+    ctx = egl_context(330)
     try:
         prog = ctx.program(vertex_shader=_VS, fragment_shader=_FS)
         w, h = size * 2 * len(views), size
@@ -100,14 +105,14 @@ def render(ch: Character, views: list[tuple[str | None, float]], path: str | Pat
                 m[:3, :3] = rot / half
                 m[:3, 3] = -rot @ center / half
                 m[2, :] *= -0.5  # depth: nearer the camera (+z view space) -> smaller depth
-                prog["mvp"].write(m.T.astype(np.float32).tobytes())
-                prog["rot"].write(rot.T.astype(np.float32).tobytes())
-                prog["color"].value = tuple(float(v) for v in ch.base_color[:3])
+                uniform(prog, "mvp").write(m.T.astype(np.float32).tobytes())
+                uniform(prog, "rot").write(rot.T.astype(np.float32).tobytes())
+                uniform(prog, "color").value = tuple(float(v) for v in ch.base_color[:3])
                 ctx.viewport = ((2 * vi + k) * size, 0, size, size)
                 vao.render()
             vao.release()
             vbo.release()
-        img = Image.frombytes("RGB", (w, h), fbo.read(components=3)).transpose(Image.FLIP_TOP_BOTTOM)
+        img = Image.frombytes("RGB", (w, h), fbo.read(components=3)).transpose(Image.Transpose.FLIP_TOP_BOTTOM)
         out = Path(path)
         img.save(out)
         return out

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from engine.assets.writer import AnimChannel, GltfBuilder
 from engine.math import quat
@@ -45,7 +46,7 @@ class Rig:
             raise ValueError(f"joints must be listed parents first, got parents {self.parents.tolist()}")
 
     @classmethod
-    def from_world_positions(cls, names: Sequence[str], parents: Sequence[int], world: np.ndarray,
+    def from_world_positions(cls, names: Sequence[str], parents: Sequence[int] | np.ndarray, world: np.ndarray,
                              world_rot: np.ndarray | None = None) -> Rig:
         """Rig from world-space joint positions (J,3) and optional world rest rotations (J,4)."""
         world = np.asarray(world, np.float64)
@@ -141,7 +142,7 @@ def key_times(duration: float, fps: float = 30.0) -> np.ndarray:
 
 
 def rotation_track(rig: Rig, joint: str | int, times: np.ndarray,
-                   deltas: Sequence[tuple[Sequence[float], np.ndarray]]) -> AnimChannel:
+                   deltas: Sequence[tuple[ArrayLike, ArrayLike]]) -> AnimChannel:
     """Rotation channel: rest rotation * delta_1 * delta_2 ..., each delta an (axis in the joint's rest
     frame, angles (K,) radians) pair, so delta_1 is the outermost."""
     j = rig.index(joint) if isinstance(joint, str) else int(joint)

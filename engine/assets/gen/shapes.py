@@ -95,11 +95,11 @@ def cylinder(*, radius: float = 0.1, length: float = 1.0, segments: int = 48, sp
     pos, nrm, uv = [tube_pos], [tube_nrm], [tube_uv]
     base = len(tube_pos)
     th_c = th[:-1]
-    for y, up in ((0.0, -1.0), (length, 1.0)):
+    for cap_y, up in ((0.0, -1.0), (length, 1.0)):
         radii = radius * np.arange(1, cap_rings + 1) / cap_rings
-        ring_pos = np.stack([np.outer(radii, np.sin(th_c)), np.full((cap_rings, segments), y),
+        ring_pos = np.stack([np.outer(radii, np.sin(th_c)), np.full((cap_rings, segments), cap_y),
                              np.outer(radii, np.cos(th_c))], -1).reshape(-1, 3)
-        cap_pos = np.concatenate([[[0.0, y, 0.0]], ring_pos])
+        cap_pos = np.concatenate([[[0.0, cap_y, 0.0]], ring_pos])
         cap_pos[:, [0, 2]] = np.where(np.abs(cap_pos[:, [0, 2]]) < 1e-12, 0.0, cap_pos[:, [0, 2]])
         cap_nrm = np.tile([0.0, up, 0.0], (len(cap_pos), 1))
         cap_uv = 0.5 + 0.5 * cap_pos[:, [0, 2]] / radius
@@ -124,7 +124,7 @@ def cylinder(*, radius: float = 0.1, length: float = 1.0, segments: int = 48, sp
     y = positions[:, 1]
     mid = length / 2
     rig = Rig.from_world_positions(["root", "mid", "tip"], [-1, 0, 1],
-                                   [[0, 0, 0], [0, mid, 0], [0, length, 0]])
+                                   np.array([[0, 0, 0], [0, mid, 0], [0, length, 0]], np.float64))
     upper = chain_weights(y, [0.0, mid], 0.15 * length)[:, 1]
     tip_share = np.clip((y - mid) / (length - mid), 0.0, 1.0)
     dense = np.stack([1.0 - upper, upper * (1.0 - tip_share), upper * tip_share], 1)
@@ -198,11 +198,11 @@ def plus(*, width: int = 16, thickness: int = 8, arm: int = 24, cell: float = 0.
     inner = width * cell / 2  # arm roots at the centre square's edge
     arm_len = arm * cell
     spacing = arm_len / (arm_joints + 0.0) * 0.75  # joints over the first 3/4, the last bone to the tip
-    dirs = {"px": [1.0, 0, 0], "nx": [-1.0, 0, 0], "py": [0, 1.0, 0], "ny": [0, -1.0, 0]}
+    dirs = {"px": np.array([1.0, 0, 0]), "nx": np.array([-1.0, 0, 0]), "py": np.array([0, 1.0, 0]),
+            "ny": np.array([0, -1.0, 0])}
     names, parents, world, wrot = ["center"], [-1], [center], [np.array([0.0, 0, 0, 1])]
     for key, d in dirs.items():
-        d = np.asarray(d)
-        q = quat.between([0, 1.0, 0], d)
+        q = quat.between(np.array([0, 1.0, 0]), d)
         for k in range(arm_joints):
             names.append(f"arm_{key}_{k}")
             parents.append(0 if k == 0 else len(names) - 2)
@@ -229,7 +229,7 @@ def plus(*, width: int = 16, thickness: int = 8, arm: int = 24, cell: float = 0.
     w = _wave(t, 2.0)
     bend, wave = [], []
     for a, d in enumerate(dirs.values()):
-        r_world = quat.to_matrix(quat.between([0, 1.0, 0], d))
+        r_world = quat.to_matrix(quat.between(np.array([0, 1.0, 0]), d))
         curl_axis = r_world.T @ np.cross(d, [0, 0, 1.0])  # rotates the arm toward +Z (the viewer)
         plane_axis = r_world.T @ np.array([0, 0, 1.0])  # in-plane swing
         for k in range(arm_joints):

@@ -40,7 +40,9 @@ class BackdropPass:
     def run(self, state: RenderState, frame: Frame) -> None:
         look = state.look
         target = np.asarray(getattr(frame.camera, "target", state.eye), np.float64)
-        key = (state.last_view_proj.tobytes(), target.tobytes(), state.width, state.height, state.lights.version,
+        vp = state.last_view_proj
+        assert vp is not None, "set_camera runs before the passes"
+        key = (vp.tobytes(), target.tobytes(), state.width, state.height, state.lights.version,
                dataclasses.astuple(look))
         if key == self._key:
             return
@@ -53,7 +55,7 @@ class BackdropPass:
         state.lights.buffer.bind_to_uniform_block(GLSL_CONSTANTS["BINDING_LIGHTS"])
         eye = state.eye
         sky, bounce = look.ambient_colors()
-        set_matrix(prog, "u_view_proj", state.last_view_proj)
+        set_matrix(prog, "u_view_proj", vp)
         set_matrix(prog, "u_inv_view_proj", state.inv_view_proj)
         set_uniform(prog, "u_eye", tuple(float(x) for x in eye))
         set_uniform(prog, "u_light_count", state.lights.count)
@@ -69,6 +71,7 @@ class BackdropPass:
         set_uniform(prog, "u_ground_albedo", linear_rgb(look.ground_color))
         set_uniform(prog, "u_grid_color", linear_rgb(look.grid_color))
         set_uniform(prog, "u_grid_spacing", tuple(float(x) for x in look.grid_spacing))
+        fade: tuple[float, ...]
         if look.fade_range is None:
             d = float(np.linalg.norm(eye - target))
             fade = (max(3.0, 1.5 * d), max(8.0, 4.0 * d))

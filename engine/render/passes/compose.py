@@ -34,6 +34,21 @@ from engine.render.state import Frame, RenderState
 
 __all__ = ["ComposePass", "ContactShadows", "compose_program"]
 
+#: blend that darkens the frame colour by the source alpha and keeps the destination alpha (blobs, ground shadow)
+_DARKEN = (moderngl.ZERO, moderngl.ONE_MINUS_SRC_ALPHA, moderngl.ZERO, moderngl.ONE)
+#: moderngl.DEFAULT_BLENDING spelled out (its stub types the constant as an int)
+_DEFAULT_BLENDING = (moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA)
+
+
+def _set_blend_func(ctx: moderngl.Context, func: tuple[int, int, int, int]) -> None:
+    """Separate RGB / alpha blend factors; moderngl takes 2 or 4 values, its stub declares only the pair."""
+    ctx.blend_func = func  # type: ignore[assignment]  # stub: Tuple[int, int]
+
+
+def _set_color_masks(fbo: moderngl.Framebuffer, masks: tuple[tuple[bool, bool, bool, bool], ...]) -> None:
+    """One RGBA write mask per colour attachment; moderngl takes that, its stub declares a single mask."""
+    fbo.color_mask = masks  # type: ignore[assignment]  # stub: Tuple[bool, bool, bool, bool]
+
 
 def compose_program(state: RenderState) -> moderngl.Program:
     """The compose variant of the current settings (light count, layers, frame ids, view, shadow taps)."""
@@ -59,12 +74,12 @@ class ContactShadows:
         the compose quads, which then overwrite the pixels that show a mesh: no depth test, no read of the
         frame. (Where the ground hides part of a mesh the compositor writes the plain backdrop, without
         the blob.)"""
-        hs = [h for meshes in lists.values() for h in meshes if h.bounds is not None]
-        if not hs:
+        boxes = [(h, h.bounds) for meshes in lists.values() for h in meshes if h.bounds is not None]
+        if not boxes:
             return
-        keys = np.array([h.entity if h.entity >= 0 else -1 - h.id for h in hs])
-        lo = np.array([h.bounds[0] for h in hs], np.float64)
-        hi = np.array([h.bounds[1] for h in hs], np.float64)
+        keys = np.array([h.entity if h.entity >= 0 else -1 - h.id for h, _ in boxes])
+        lo = np.array([b[0] for _, b in boxes], np.float64)
+        hi = np.array([b[1] for _, b in boxes], np.float64)
         uniq, inv = np.unique(keys, return_inverse=True)
         glo = np.full((len(uniq), 3), np.inf)
         ghi = np.full((len(uniq), 3), -np.inf)
@@ -91,19 +106,21 @@ class ContactShadows:
         prog = state.programs.program("blob")
         attachments = len(fbo.color_attachments)
         if attachments > 1:
-            fbo.color_mask = ((True,) * 4,) + ((False,) * 4,) * (attachments - 1)
+            _set_color_masks(fbo, ((True,) * 4,) + ((False,) * 4,) * (attachments - 1))
         fbo.use()
         ctx.disable(moderngl.DEPTH_TEST)
         ctx.enable(moderngl.BLEND)
-        ctx.blend_func = (moderngl.ZERO, moderngl.ONE_MINUS_SRC_ALPHA, moderngl.ZERO, moderngl.ONE)
-        set_matrix(prog, "u_view_proj", state.last_view_proj)
+        _set_blend_func(ctx, _DARKEN)
+        vp = state.last_view_proj
+        assert vp is not None, "set_camera runs before the passes"
+        set_matrix(prog, "u_view_proj", vp)
         set_uniform(prog, "u_ground_height", float(look.ground_height))
         self.buffer.bind_to_storage_buffer(GLSL_CONSTANTS["BINDING_BLOBS"])
         state.programs.vao(prog, None).render(moderngl.TRIANGLES, vertices=18, instances=n)
         ctx.disable(moderngl.BLEND)
-        ctx.blend_func = moderngl.DEFAULT_BLENDING
+        ctx.blend_func = _DEFAULT_BLENDING
         if attachments > 1:
-            fbo.color_mask = ((True,) * 4,) * attachments
+            _set_color_masks(fbo, ((True,) * 4,) * attachments)
             fbo.use()
 
     def release(self) -> None:
@@ -206,6 +223,7 @@ class ComposePass:
             if not frame.lists[names[k]]:
                 continue  # an empty G-buffer has no surface to run on
             fbo = gb.compose_fbo if frame_ids else gb.compose_color_fbo
+            assert fbo is not None, "the targets made the G-buffer's compose framebuffers"
             if blobs:  # into the same framebuffer, so that llvmpipe rasterises both in one pass
                 self.blobs.draw(state, frame.lists, fbo)
                 blobs = False
@@ -228,7 +246,7 @@ class ComposePass:
         prog = state.programs.program("ground_shadow")
         t.overlay.use()
         ctx.enable(moderngl.BLEND)
-        ctx.blend_func = (moderngl.ZERO, moderngl.ONE_MINUS_SRC_ALPHA, moderngl.ZERO, moderngl.ONE)
+        _set_blend_func(ctx, _DARKEN)
         t.depth.use(location=0)
         t.backdrop_depth.use(location=1)
         self.shadow.texture.use(location=2)
@@ -241,7 +259,7 @@ class ComposePass:
         set_uniform(prog, "u_ground_shadow", float(state.look.ground_shadow))
         state.programs.vao(prog, None).render(moderngl.TRIANGLES, vertices=3)
         ctx.disable(moderngl.BLEND)
-        ctx.blend_func = moderngl.DEFAULT_BLENDING
+        ctx.blend_func = _DEFAULT_BLENDING
 
     def release(self) -> None:
         self.blobs.release()

@@ -30,6 +30,7 @@ from __future__ import annotations
 import moderngl
 
 from engine.gpu.layouts import GLSL_CONSTANTS
+from engine.gpu.shaderlib import uniform
 from engine.render.framegraph import ATTACHMENT, HOST, STORAGE, PassSpec, uses
 from engine.render.programs import set_matrix, set_uniform
 from engine.render.state import Frame, RenderState
@@ -72,7 +73,8 @@ class GBufferPass:
 
     def spec(self, state: RenderState) -> PassSpec:
         return PassSpec(self.name, reads=uses(STORAGE, "vertices", "screen_rects"),
-                        writes=uses(ATTACHMENT, gbuffer_resource(self.layer)) + uses(STORAGE, rect_resource(self.layer)),
+                        writes=(uses(ATTACHMENT, gbuffer_resource(self.layer))
+                                + uses(STORAGE, rect_resource(self.layer))),
                         timer=self.name)
 
     def run(self, state: RenderState, frame: Frame) -> None:
@@ -101,8 +103,8 @@ class GBufferPass:
         bt = GLSL_CONSTANTS["BINDING_TEXCOORDS"]
         programs = state.programs
         vp = state.last_view_proj
+        current: tuple[bool, moderngl.Program, moderngl.Uniform, moderngl.Uniform, moderngl.Uniform | None] | None
         current = None
-        u_id = u_scale = u_tex = None
         last_scale = last_has_tex = last_tex = last_tc = None
         cull = False
         queued = 0
@@ -110,14 +112,14 @@ class GBufferPass:
         flush_every = state.flush_triangles if flush is not None else 0
         try:
             for h in meshes:
-                if flush_every and queued >= flush_every:
+                if flush is not None and flush_every and queued >= flush_every:
                     flush()
                     queued = 0
                 queued += h.triangle_count
                 uv = h.texcoords is not None
                 if current is None or current[0] != uv:
                     prog = programs.gbuffer(uv, tess=tess, wire=wire)
-                    current = (uv, prog)
+                    assert vp is not None, "set_camera runs before the passes"
                     set_matrix(prog, "u_view_proj", vp)
                     set_uniform(prog, "u_rect_slot", self.slot)
                     set_uniform(prog, "u_viewport", (float(state.width), float(state.height)))
@@ -125,10 +127,10 @@ class GBufferPass:
                         set_uniform(prog, "u_tess_level", float(look.tess_level))
                         set_uniform(prog, "u_phong_alpha", float(look.phong_alpha))
                     set_uniform(prog, "u_base_texture", 0)
-                    u_id, u_scale = prog["u_mesh_id"], prog["u_albedo_scale"]
-                    u_tex = prog["u_has_texture"] if "u_has_texture" in prog else None
+                    current = (uv, prog, uniform(prog, "u_mesh_id"), uniform(prog, "u_albedo_scale"),
+                               uniform(prog, "u_has_texture") if "u_has_texture" in prog else None)
                     last_scale = last_has_tex = None
-                prog = current[1]
+                _, prog, u_id, u_scale, u_tex = current
                 if cull != (not h.double_sided):
                     cull = not h.double_sided
                     if cull:
@@ -142,13 +144,13 @@ class GBufferPass:
                     last_scale = scale
                 if uv:
                     has_tex = h.texture is not None
-                    if has_tex and h.texture is not last_tex:
+                    if h.texture is not None and h.texture is not last_tex:
                         h.texture.use(location=0)
                         last_tex = h.texture
                     if has_tex != last_has_tex and u_tex is not None:
                         u_tex.value = has_tex
                         last_has_tex = has_tex
-                    if tess and h.texcoords is not last_tc:
+                    if tess and h.texcoords is not None and h.texcoords is not last_tc:
                         h.texcoords.bind_to_storage_buffer(bt)
                         last_tc = h.texcoords
                 h.bind_vertices(bp, bn)

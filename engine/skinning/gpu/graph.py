@@ -41,10 +41,11 @@ stage :mod:`engine.skinning.gpu.stages` (each taking a typed context built by
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import time
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from typing import Any
 
 import moderngl
@@ -124,6 +125,10 @@ class DeformerGraph:
         self._batches: dict[str, Batch] = {}
         self._instances: dict[int, Instance] = {}
         self._batch_of: dict[int, Batch] = {}  # handle id -> the batch of its instance
+        #: batches whose instances changed inside ``deferred_layout()``: laid out once, on leaving it or on
+        #: first use (one re-layout for many adds or removes: a bake's block of instances, a release)
+        self._stale: dict[int, Batch] = {}
+        self._deferring = 0
         self._assets: dict[tuple[str, Hashable], R.Asset] = {}
         #: program(name, defines): the deform compute shaders over this graph's ProgramCache
         self._program: gpu_stages.ProgramSource = functools.partial(gpu_stages.program, self.programs)
@@ -232,12 +237,34 @@ class DeformerGraph:
         batch.instances.append(inst)
         self._instances[handle.id] = inst
         self._batch_of[handle.id] = batch
-        batch.layout()
+        self._changed(batch)
         return handle
 
+    def add_instances(self, handle: DeformHandle, count: int) -> list[DeformHandle]:
+        """``count`` more instances of ``handle``'s mesh with its graph and spring parameters (no buffers of the
+        caller's: outputs stay in the pool); cheap (nothing re-validated) and laid out once. For bakes and
+        crowds of one character."""
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(f"count must be a non-negative integer, got {count!r}")
+        src, batch = self._lookup(handle)
+        out = []
+        for _ in range(count):
+            h = DeformHandle(self._next)
+            self._next += 1
+            inst = Instance(h, src.asset, src.params, {})
+            src.asset.users += 1
+            batch.instances.append(inst)
+            self._instances[h.id] = inst
+            self._batch_of[h.id] = batch
+            out.append(h)
+        if count:
+            self._changed(batch)
+        return out
+
     def remove_mesh(self, handle: DeformHandle) -> None:
-        """Remove a mesh (buffers it was given stay with the caller); the batch's pools are re-packed."""
-        inst, batch = self._where(handle)
+        """Remove a mesh (buffers it was given stay with the caller); the batch's pools are re-packed on its
+        next use."""
+        inst, batch = self._lookup(handle)
         batch.instances.remove(inst)
         del self._instances[handle.id]
         del self._batch_of[handle.id]
@@ -245,17 +272,49 @@ class DeformerGraph:
         if inst.asset.users == 0:
             self._assets = {k: a for k, a in self._assets.items() if a is not inst.asset}
         if batch.instances:
-            batch.layout()
+            self._changed(batch)
         else:
+            self._stale.pop(id(batch), None)
             batch.release()
             self._batches = {k: b for k, b in self._batches.items() if b is not batch}
 
-    def _where(self, handle: DeformHandle) -> tuple[Instance, Batch]:
-        """(instance, its batch) of a live handle; ValueError naming the handle otherwise."""
-        inst = self._instances.get(getattr(handle, "id", None))
+    def _lookup(self, handle: DeformHandle) -> tuple[Instance, Batch]:
+        """(instance, its batch) of a live handle, laid out or not; ValueError naming the handle otherwise."""
+        hid: Any = getattr(handle, "id", None)  # any object may be passed: it is looked up, never trusted
+        inst = self._instances.get(hid)
         if inst is None:
             raise ValueError(f"unknown deform handle {handle!r}; live handles: {sorted(self._instances)}")
         return inst, self._batch_of[inst.handle.id]
+
+    def _where(self, handle: DeformHandle) -> tuple[Instance, Batch]:
+        """(instance, its batch) of a live handle with the batch laid out; ValueError naming the handle."""
+        inst, batch = self._lookup(handle)
+        if id(batch) in self._stale:
+            self._settle()
+        return inst, batch
+
+    @contextlib.contextmanager
+    def deferred_layout(self) -> Iterator[None]:
+        """Inside, adds and removes only mark their batch; it is laid out once, on leaving (or on the first
+        use of a handle inside). Outside, every add or remove re-lays out its batch at once."""
+        self._deferring += 1
+        try:
+            yield
+        finally:
+            self._deferring -= 1
+            if not self._deferring:
+                self._settle()
+
+    def _changed(self, batch: Batch) -> None:
+        self._stale[id(batch)] = batch
+        if not self._deferring:
+            self._settle()
+
+    def _settle(self) -> None:
+        """Lay out every batch whose instances changed since its last layout."""
+        stale, self._stale = self._stale, {}
+        for batch in stale.values():
+            batch.layout()
 
     @property
     def handles(self) -> list[DeformHandle]:
@@ -304,6 +363,7 @@ class DeformerGraph:
         this waits for the GPU, so use it in benchmarks only). ``last_timings["upload"]`` is the CPU time of
         packing and writing the poses."""
         self.last_timings = {}
+        self._settle()
         for batch in self._batches.values():
             if not batch.instances:
                 continue
@@ -435,6 +495,7 @@ class DeformerGraph:
     def gpu_bytes(self) -> dict[str, int]:
         """Bytes of GPU memory the graph holds per buffer kind over all batches (for the benchmark)."""
         out: dict[str, int] = {}
+        self._settle()
         for b in self._batches.values():
             for name, buf in b.buffers.items():
                 out[name] = out.get(name, 0) + buf.size
@@ -444,8 +505,11 @@ class DeformerGraph:
 
     def release(self) -> None:
         """Release every GPU object the graph owns (output buffers given by the caller are left alone)."""
+        self._deferring += 1  # no re-layout between the removes
         for h in list(self._instances):
             self.remove_mesh(DeformHandle(h))
+        self._deferring -= 1
+        self._stale = {}
         for b in self._batches.values():
             b.release()
         self._batches = {}

@@ -127,7 +127,8 @@ SPRING_HEAD = Std430Struct("SpringHead", [
     ("group", "ivec4"),        # x static control point of lane 0, y valid lanes, z instance, w 0
 ])
 SPRING_INSTANCE = Std430Struct("SpringInstance", [
-    ("run", "ivec4"),          # x flags, y dispatches it takes part in (max_iterations, +1 energy), z dyn_base, w adj_base
+    # x flags, y dispatches it takes part in (max_iterations, +1 energy), z dyn_base, w adj_base
+    ("run", "ivec4"),
     ("step", "vec4"),          # dt, tiny, handle_weight, damping (DeformInstance fields)
     ("k", "vec4"),             # k_s, k_l, k_t, k_b
     ("k2", "vec4"),            # k_r, k_e, 0, 0
@@ -384,7 +385,9 @@ def image_rows(records: np.ndarray) -> np.ndarray:
     uintBitsToFloat)."""
     rec = np.ascontiguousarray(records)
     texels = rec.dtype.itemsize // 16
-    base = rec.dtype.fields[rec.dtype.names[0]][0].base
+    fields, names = rec.dtype.fields, rec.dtype.names
+    assert fields is not None and names is not None, "records are a structured array"
+    base = fields[names[0]][0].base
     flat = rec.view(base).reshape(-1, texels * 4)
     rows = max(1, -(-flat.shape[0] // IMAGE_ROW_ITEMS))
     out = np.zeros((rows * IMAGE_ROW_ITEMS, texels * 4), base)

@@ -137,7 +137,8 @@ class GraphConfig:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> GraphConfig:
         if not isinstance(d, dict) or "nodes" not in d:
-            raise ValueError(f"a graph config needs a 'nodes' list; got keys {sorted(d) if isinstance(d, dict) else d!r}")
+            raise ValueError(f"a graph config needs a 'nodes' list; "
+                             f"got keys {sorted(d) if isinstance(d, dict) else d!r}")
         nodes = []
         for i, n in enumerate(d["nodes"]):
             if "stage" not in n:
@@ -361,7 +362,8 @@ def plan(config: GraphConfig) -> Plan:
         # be written before nodes that read them @previous (the order puts those before the copy)
         if node.name in fused_skins:
             continue
-        n, covers = node, (node.name,)
+        n = node
+        covers: tuple[str, ...] = (node.name,)
         if node.name in fused:
             n = _fused_node(fused[node.name], node)
             covers = (fused[node.name].name, node.name)

@@ -33,14 +33,35 @@ from engine.skinning.gpu.pose import PoseNeeds, PoseStack
 from engine.skinning.gpu.records import Asset, Instance
 
 
-def place(used: list[tuple[int, int]], n: int, step: int) -> int:
-    """First base (a multiple of ``step``) where ``n`` groups fit between the used (base, size) ranges."""
-    pos = 0
-    for b, size in sorted(used):
-        if b - pos >= n:
-            return pos
-        pos = max(pos, -(-(b + size) // step) * step)
-    return pos
+class RangeAllocator:
+    """Places ranges of groups in a pool around the ranges already used: first fit into a hole (a multiple of
+    ``step``), else past the end. Cost per placement: the number of holes (removed instances), not of ranges."""
+
+    def __init__(self, used: list[tuple[int, int]], step: int) -> None:
+        self.step = step
+        self.holes: list[tuple[int, int]] = []  # free [start, end) between used ranges, in order
+        pos = 0
+        for b, size in sorted(used):
+            if b > pos:
+                self.holes.append((pos, b))
+            pos = max(pos, b + size)
+        self.end = pos
+
+    def _align(self, x: int) -> int:
+        return -(-x // self.step) * self.step
+
+    def take(self, n: int) -> int:
+        """The base of ``n`` groups, now used."""
+        for k, (s, e) in enumerate(self.holes):
+            a = self._align(s)
+            if e - a >= n:
+                self.holes[k:k + 1] = [h for h in ((s, a), (a + n, e)) if h[1] > h[0]]
+                return a
+        a = self._align(self.end)
+        if a > self.end:
+            self.holes.append((self.end, a))
+        self.end = a + n
+        return a
 
 
 def make_image(res: GpuResources, records: np.ndarray, label: str) -> moderngl.Texture:
@@ -171,12 +192,13 @@ class Batch:
             b += max(inst.asset.n_bones, 1)
         step = self.range_groups
         placed = [i for i in self.instances if i.laid_out]
+        # first fit into holes left by removed instances, else past the last range
+        free_d = RangeAllocator([(i.dgroup_base, i.n_dgroups) for i in placed], step)
+        free_f = RangeAllocator([(i.fgroup_base, i.n_fgroups) for i in placed], 1)
         for inst in self.instances:
-            if inst.laid_out:
-                continue
-            inst.dgroup_base = place([(i.dgroup_base, i.n_dgroups) for i in placed], inst.n_dgroups, step)
-            inst.fgroup_base = place([(i.fgroup_base, i.n_fgroups) for i in placed], inst.n_fgroups, 1)
-            placed.append(inst)
+            if not inst.laid_out:
+                inst.dgroup_base = free_d.take(inst.n_dgroups)
+                inst.fgroup_base = free_f.take(inst.n_fgroups)
         dg = max((i.dgroup_base + i.n_dgroups for i in self.instances), default=0)
         fg = max((i.fgroup_base + i.n_fgroups for i in self.instances), default=0)
         self.total_groups, self.total_dgroups, self.total_fgroups = g, dg, fg

@@ -330,6 +330,7 @@ def spring_heads(instances: list[Instance], bases: StaticBases, n_groups: int) -
 def instance_table(instances: list[Instance], bases: StaticBases) -> np.ndarray:
     """DeformInstance records of a batch: pool ranges of each instance and its spring fields."""
     t = L.DEFORM_INSTANCE.zeros(len(instances))
+    scales: dict[int, tuple[float, float, float]] = {}  # per asset: instances of one mesh share them
     for k, inst in enumerate(instances):
         sb = bases[id(inst.asset)]
         topo = inst.asset.topology
@@ -349,7 +350,9 @@ def instance_table(instances: list[Instance], bases: StaticBases) -> np.ndarray:
         t[k]["face_base"] = inst.face_base
         t[k]["n_tris"] = inst.asset.n_tris
         t[k]["fgroup_base"] = inst.fgroup_base
-        gpu_spring.fill_record(t[k], inst.params, topo)
+        if id(inst.asset) not in scales:
+            scales[id(inst.asset)] = gpu_spring.mesh_scales(topo)
+        gpu_spring.fill_record(t[k], inst.params, topo, scales=scales[id(inst.asset)])
     return t
 
 

@@ -81,9 +81,10 @@ def rest_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: np
     return rest, vstatic
 
 
-def fill_record(rec: np.ndarray, params: SpringParams, topology: MeshTopology) -> None:
-    """Write the spring fields of one DeformInstance record."""
-    aabb_min, diag, tiny = mesh_scales(topology)
+def fill_record(rec: np.ndarray, params: SpringParams, topology: MeshTopology, *,
+                scales: tuple[float, float, float] | None = None) -> None:
+    """Write the spring fields of one DeformInstance record (``scales``: ``mesh_scales(topology)`` if known)."""
+    aabb_min, diag, tiny = scales if scales is not None else mesh_scales(topology)
     p = params
     flags = 0
     for bit, name in ((L.SPRING_EDGE, "k_s"), (L.SPRING_LENGTH, "k_l"), (L.SPRING_BONE, "k_b"),

@@ -13,6 +13,7 @@ from typing import Any
 
 import moderngl
 
+from engine.gpu.shaderlib import uniform
 from engine.skinning.gpu import layouts as L
 from engine.skinning.gpu.plan import NodeConfig
 
@@ -43,7 +44,7 @@ def set_uniform(cs: moderngl.ComputeShader, name: str, value: Any) -> None:
     """Set a uniform if the program has it (a uniform the compiler optimised away needs no value)."""
     u = cs.get(name, None)
     if u is not None:
-        u.value = value
+        uniform(cs, name).value = value
 
 
 def bind_ssbo(buf: moderngl.Buffer, point: str) -> None:

@@ -1,0 +1,241 @@
+"""`python main.py pose ASSET --strokes FILE.json [--clip C --time T] [--deformer D] [--export-frame OUT.npz]
+[--out POSED.glb] [--screenshot S.png]`: line-of-action posing (research 7.2) from a strokes file, headless.
+
+The strokes file (engine/input/strokefile.py) holds ``baseline`` and ``offset`` strokes; they are used in pairs,
+in file order: each baseline is followed by its offset, and the pairs are layered one after the other. World
+points are metres; window points are pixels (row 0 at the top) unprojected with the file's camera onto the
+default posing plane: through the skeleton's root (the top-most skin joint), facing the camera. A pair's
+``brush_radius`` is metres when its baseline is in world space, pixels when it is in window space (converted to
+metres at the root's depth).
+
+The character is spawned holding ``--clip`` at ``--time`` (default: the rest pose), posed through
+:meth:`engine.session.Character.apply_line_of_action` and then:
+
+* ``--export-frame OUT.npz``: the posed frame in the ``export-frame`` npz contract (``node{n}_mesh{m}_prim{p}``
+  -> float32 (N,3) world-space vertices of every skinned primitive instance);
+* ``--out POSED.glb``: the asset with the pose keyed at t = 0 into a new clip named ``pose`` (every node's
+  local TRS), so that ``export-frame POSED.glb --clip pose --time 0`` gives the same vertices; the asset's
+  other clips are kept (a clip already named ``pose`` is replaced);
+* ``--screenshot S.png``: the posed frame rendered with the file's camera (or, without one, the ``render``
+  command's default view), with the strokes drawn over it (baseline green, offset blue, selected joints
+  white).
+
+Bad files (no baseline, an offset without its baseline, an empty or one-point stroke, an unknown role or space,
+window points without a camera) exit 2 with one ``error:`` line.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.input.strokefile import CameraSpec, StrokeFile, StrokeFileError, StrokeSpec, load_stroke_file
+from engine.input.strokes import Stroke, StrokeError
+
+__all__ = ["ROLES", "POSE_CLIP", "StrokePair", "pair_strokes", "posing_plane", "lift_window_stroke",
+           "pixels_to_metres", "skeleton_root", "pose_command"]
+
+ROLES = ("baseline", "offset")
+POSE_CLIP = "pose"
+BASELINE_RGB = (40, 220, 90)
+OFFSET_RGB = (60, 140, 255)
+
+
+@dataclass(frozen=True)
+class StrokePair:
+    """One baseline and the offset stroke that follows it in the file."""
+
+    baseline: StrokeSpec
+    offset: StrokeSpec
+
+
+def pair_strokes(sf: StrokeFile) -> list[StrokePair]:
+    """The file's strokes as (baseline, offset) pairs in file order; StrokeFileError when they do not pair."""
+    pairs: list[StrokePair] = []
+    pending: StrokeSpec | None = None
+    for s in sf.strokes:
+        if s.role == "baseline":
+            if pending is not None:
+                raise StrokeFileError(f"{pending.where}: a baseline needs an offset stroke after it, got another "
+                                      f"baseline ({s.where})")
+            pending = s
+        else:
+            if pending is None:
+                raise StrokeFileError(f"{s.where}: an offset stroke needs a baseline stroke before it")
+            pairs.append(StrokePair(pending, s))
+            pending = None
+    if pending is not None:
+        raise StrokeFileError(f"{pending.where}: a baseline needs an offset stroke after it")
+    if not pairs:
+        raise StrokeFileError("strokes: no 'baseline' stroke (the file needs at least one)")
+    return pairs
+
+
+def posing_plane(root: np.ndarray, eye: np.ndarray) -> np.ndarray:
+    """The default posing plane (a pyrr plane): through the skeleton's ``root``, facing the camera at ``eye``."""
+    from engine.input.rays import facing_plane
+
+    return facing_plane(root, eye)
+
+
+def lift_window_stroke(spec: StrokeSpec, camera: Any, width: int, height: int, plane: np.ndarray) -> Stroke:
+    """Fit a window-space stroke (RDP epsilon scaled to the window height) and unproject its samples onto
+    ``plane`` through ``camera``: a 3D stroke in metres."""
+    from engine.input.rays import ray_plane_hit, window_ray
+
+    stroke = _fit(spec, window_height=height)
+    view, proj = camera.view, camera.projection_for(width / height)
+    hits = []
+    for x, y in stroke.samples:
+        hit = ray_plane_hit(window_ray(x, y, width, height, view, proj), plane)
+        if hit is None:
+            raise StrokeFileError(f"{spec.where}: the point ({x:g}, {y:g}) does not meet the posing plane "
+                                  "(it lies behind the camera or the view grazes the plane)")
+        hits.append(hit)
+    try:
+        return stroke.lifted(np.asarray(hits))
+    except StrokeError as e:
+        raise StrokeFileError(f"{spec.where}: {e}") from None
+
+
+def pixels_to_metres(pixels: float, camera: Any, height: int, point: np.ndarray) -> float:
+    """A length of ``pixels`` on screen, in metres at the depth of ``point`` (vertical fov, ``height`` rows)."""
+    forward = np.asarray(camera.target, np.float64) - np.asarray(camera.eye, np.float64)
+    forward /= np.linalg.norm(forward)
+    depth = float((np.asarray(point, np.float64) - np.asarray(camera.eye, np.float64)) @ forward)
+    if not depth > 0:
+        raise StrokeFileError("the skeleton's root is behind the camera: window strokes cannot be placed")
+    return float(pixels) * 2.0 * depth * np.tan(np.radians(camera.fov_y) / 2.0) / height
+
+
+def skeleton_root(character: Any) -> np.ndarray:
+    """World position of the skeleton's root: the top-most skin joint (by depth, then node index)."""
+    from engine.anim.posing import skin_joints
+
+    rig = character.loaded.rig
+    joints = skin_joints(rig)
+    if joints.size == 0:
+        raise ValueError(f"{character.name!r} has no skin joints to pose")
+    root = joints[np.lexsort((joints, rig.depth[joints]))[0]]
+    return character.joints()[root, :3, 3].astype(np.float64)
+
+
+def _fit(spec: StrokeSpec, *, window_height: int | None = None) -> Stroke:
+    try:
+        return Stroke.fit(spec.points, spec.times, window_height=window_height)
+    except StrokeError as e:
+        raise StrokeFileError(f"{spec.where}: {e}") from None
+
+
+def _camera(spec: CameraSpec | None, bounds: tuple[np.ndarray, np.ndarray], width: int, height: int) -> Any:
+    """The ``render`` command's camera for the file's (near/far fitted to the bounds), or its default front
+    view fitting the bounds when the file has none."""
+    from engine.tools.render_frame import make_camera
+
+    def vec(v: np.ndarray) -> str:
+        return ",".join(repr(float(x)) for x in v)
+
+    args = argparse.Namespace(fov=45.0, up="0,1,0", camera=None)
+    if spec is not None:
+        args = argparse.Namespace(fov=spec.fov, up=vec(spec.up), camera=f"{vec(spec.eye)}:{vec(spec.target)}")
+    lo, hi = bounds
+    return make_camera(args, lo, hi, width / height)
+
+
+def _project(points: np.ndarray, camera: Any, width: int, height: int) -> np.ndarray:
+    m = camera.projection_for(width / height).astype(np.float64) @ camera.view.astype(np.float64)
+    clip = np.c_[points, np.ones(len(points))] @ m.T
+    w = np.where(np.abs(clip[:, 3]) > 1e-12, clip[:, 3], 1e-12)
+    return np.c_[(clip[:, 0] / w + 1) * 0.5 * width, (1 - clip[:, 1] / w) * 0.5 * height]
+
+
+def _draw_overlay(image: np.ndarray, strokes: list[tuple[Stroke, Stroke]], joints: np.ndarray, camera: Any) -> Any:
+    from PIL import Image, ImageDraw
+
+    h, w = image.shape[:2]
+    img = Image.fromarray(image, "RGBA").convert("RGB")
+    draw = ImageDraw.Draw(img)
+    width = max(2, round(h / 240))
+    for base, off in strokes:
+        for stroke, rgb in ((base, BASELINE_RGB), (off, OFFSET_RGB)):
+            px = _project(stroke.point(np.linspace(0, 1, 96)), camera, w, h)
+            draw.line([tuple(p) for p in px.tolist()], fill=rgb, width=width)
+            for k in _project(stroke.knots, camera, w, h).tolist():  # the control knots
+                draw.rectangle([k[0] - width, k[1] - width, k[0] + width, k[1] + width], outline=rgb)
+    r = width + 1
+    for x, y in _project(joints, camera, w, h).tolist() if len(joints) else []:
+        draw.ellipse([x - r, y - r, x + r, y + r], fill=(255, 255, 255), outline=(0, 0, 0))
+    return img
+
+
+def pose_command(args: argparse.Namespace) -> int:
+    """The ``pose`` command (see the module doc)."""
+    from engine import Session
+    from engine.scene import quiet_load, require_finite
+    from engine.tools.export_frame import check_time, deformer_config
+
+    for flag, value, suffix in (("--export-frame", args.export_frame, ".npz"), ("--out", args.out, ".glb"),
+                                ("--screenshot", args.screenshot, ".png")):
+        if value is not None and Path(value).suffix.lower() != suffix:
+            raise ValueError(f"{flag} must end in {suffix}, got {Path(value).name!r}")
+    check_time(args.time)
+    sf = load_stroke_file(args.strokes, roles=ROLES, required=("baseline",))
+    pairs = pair_strokes(sf)
+    loaded = quiet_load(args.asset)
+    width, height = (sf.camera.width, sf.camera.height) if sf.camera is not None else (1280, 720)
+    shot = args.screenshot is not None
+    with Session(device=args.device, render=shot, width=width, height=height, deformer=args.deformer,
+                 config=deformer_config(args), strict=True) as s:
+        ch = s.spawn(loaded, clip=args.clip, time=args.time, speed=0.0, mode="clamp")
+        # the strokes' camera: the file's, else (world strokes only) the default view of the rest of the frame
+        cam = _camera(sf.camera, s.bounds() or (np.full(3, -1.0), np.ones(3)), width, height)
+        drawn: list[tuple[Stroke, Stroke]] = []
+        selected: list[int] = []
+        for pair in pairs:
+            root = skeleton_root(ch)
+            plane = posing_plane(root, cam.eye)
+            world = [lift_window_stroke(sp, cam, width, height, plane) if sp.space == "window" else _fit(sp)
+                     for sp in (pair.baseline, pair.offset)]
+            radius = float(sf.brush_radius or 0.0)
+            if pair.baseline.space == "window":
+                radius = pixels_to_metres(radius, cam, height, root)
+            windowed = "window" in (pair.baseline.space, pair.offset.space)
+            reference = np.asarray(cam.eye, np.float64) - root if windowed else None
+            try:
+                res = ch.apply_line_of_action(world[0], world[1], brush_radius=radius, reference=reference)
+            except ValueError as e:
+                raise StrokeFileError(f"{pair.baseline.where}: {e}") from None
+            drawn.append((world[0], world[1]))
+            selected.extend(int(j) for j in res.selected if int(j) not in selected)
+        frames = {k: v for k, v in ch.vertices().items() if k in set(ch.skinned_primitives)}
+        require_finite(frames)
+        wrote = []
+        if args.export_frame is not None:
+            out = Path(args.export_frame)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            arrays: dict[str, Any] = {k.export_key: np.asarray(v, np.float32) for k, v in frames.items()}
+            np.savez(out, **arrays)
+            wrote.append(str(out))
+        if args.out is not None:
+            ch.key_pose(POSE_CLIP, time=0.0)
+            wrote.append(str(ch.save_glb(args.out)))
+        if shot:
+            lo, hi = s.bounds() or (np.full(3, -1.0), np.ones(3))
+            renderer = s.renderer
+            assert renderer is not None  # the session was made with render=True for the screenshot
+            renderer.look.ground_height = float(lo[1])
+            renderer.invalidate()
+            s.camera = _camera(sf.camera, (lo, hi), width, height)
+            image = s.render()
+            joints = ch.joints()[selected, :3, 3].astype(np.float64)
+            out = Path(args.screenshot)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            _draw_overlay(image, drawn, joints, s.camera).save(out)
+            wrote.append(str(out))
+        names = ", ".join(loaded.rig.names[j] for j in selected)
+    print(f"posed {loaded.name}: {len(pairs)} stroke pair(s), {len(selected)} joint(s) ({names})"
+          + (f"; wrote {', '.join(wrote)}" if wrote else ""))
+    return 0
