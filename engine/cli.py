@@ -9,7 +9,7 @@
     skinengine compare ASSET --clip C --time T [--deformers lbs,dqs,irs,spring] --out sheet.png
     skinengine pose ASSET --strokes FILE.json [--clip C --time T] [--deformer D] [--export-frame OUT.npz]
                       [--out POSED.glb] [--screenshot S.png]      line-of-action posing from a strokes file
-    skinengine bench deform|render|reference|anim|scene [...]    (needs a checkout: bench/ is not installed)
+    skinengine bench deform|render|reference|anim|scene|bake|soak [...]    (needs a checkout: bench/ is not installed)
     skinengine --record FILE                 the editor window, recording the session to FILE (.jsonl)
     skinengine replay FILE [--headless] [--screenshot S.png] [--export-frame F.npz] [--save P.glb]
     skinengine --version
@@ -25,7 +25,8 @@ set the logging level once (engine.log); a closed pipe (``skinengine inspect X |
 quietly with status 141. The demo's options (``--frames``, ``--screenshot``, ``--characters``, ...) belong to
 the ``demo`` sub-command; for the documented ``main.py --headless --frames N`` they are also accepted with no
 sub-command, and refused, with a line saying so, next to any other sub-command. Values that look like negative
-numbers (``--time -inf``, ``--time -1e-3``) are read as values, not flags.
+numbers (``--time -inf``, ``--time -1e-3``) are read as values, not flags. Output paths (``--out``,
+``--gbuffer``) are checked writable before the command starts, so no work is lost to a bad path.
 """
 from __future__ import annotations
 
@@ -36,12 +37,13 @@ import re
 import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 from engine.skinning import registry
 
-__all__ = ["DEFORMERS", "DEMO_DEFAULTS", "EXIT_USAGE", "ArgumentParser", "UsageError", "build_parser", "main",
-           "run", "version"]
+__all__ = ["DEFORMERS", "DEMO_DEFAULTS", "EXIT_USAGE", "ArgumentParser", "UsageError", "build_parser",
+           "check_output", "main", "run", "version"]
 
 #: the public deformer names (engine/skinning/registry.py is the table)
 DEFORMERS = registry.names()
@@ -113,7 +115,7 @@ def _add_demo_options(p: argparse.ArgumentParser, *, dest_prefix: str = "") -> N
     add("--deformer", choices=("auto",) + registry.names(device="gpu"),
         help="demo deformer: %(choices)s (default auto: spring on a GPU, lbs on a software rasteriser)")
     add("--device", choices=("gpu", "cpu"),
-        help="deform on the GPU deformer graph (default) or with numpy (lbs/dqs)")
+        help="deform on the GPU deformer graph (default) or with the numpy reference")
     add("--graph", metavar="FILE", help="deformer graph file (TOML/JSON, see config/) for the skinned meshes")
     add("--compare", metavar="D1,D2,...", nargs="?", const="lbs,dqs,irs,spring",
         help="side-by-side comparison: the same character and clip once per deformer, labelled "
@@ -291,6 +293,44 @@ def _cli_warning(message: Warning | str, category: type[Warning], filename: str,
     logging.getLogger("py.warnings").warning("%s", message)
 
 
+#: Output files per command: (attribute, flag, whether the command creates missing parent folders).
+_OUTPUTS: dict[str, tuple[tuple[str, str, bool], ...]] = {
+    "export-frame": (("out", "--out", False),),
+    "render": (("out", "--out", True), ("gbuffer", "--gbuffer", True)),
+    "compare": (("out", "--out", True),),
+}
+
+
+def check_output(flag: str, value: str, *, makes_parents: bool) -> None:
+    """Refuse an output path that cannot be written, before any work (UsageError naming the flag, the path and
+    why). Nothing is created: the folder (or, where the command creates missing folders, its nearest existing
+    ancestor) must be a writable directory, and an existing target must be a writable file. A value ending in
+    a path separator names a folder of outputs (``export-frame --out DIR/``)."""
+    p = Path(value)
+    as_folder = value.endswith(("/", os.sep)) or p.is_dir()
+    if as_folder and flag == "--out" and p.is_dir() and not value.endswith(("/", os.sep)) and p.suffix:
+        raise UsageError(f"{flag} {value!r} cannot be written: it is a folder")
+    folder = p if as_folder else p.parent
+    probe = folder
+    while not probe.exists() and (makes_parents or as_folder) and probe != probe.parent:
+        probe = probe.parent
+    if not probe.exists():
+        raise UsageError(f"{flag} {value!r} cannot be written: the folder {str(folder) or '.'!r} does not exist")
+    if not probe.is_dir():
+        raise UsageError(f"{flag} {value!r} cannot be written: {str(probe)!r} is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {value!r} cannot be written: no write permission in {str(probe) or '.'!r}")
+    if p.exists() and not as_folder and not os.access(p, os.W_OK):
+        raise UsageError(f"{flag} {value!r} cannot be written: the file is read-only")
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    for attr, flag, makes_parents in _OUTPUTS.get(args.command or "", ()):
+        value = getattr(args, attr, None)
+        if value:
+            check_output(flag, str(value), makes_parents=makes_parents)
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "doctor":
         from engine.tools.doctor import doctor
@@ -346,6 +386,7 @@ def run(argv: Sequence[str] | None = None, *, prog: str = "main.py") -> int:
     configure(-1 if args.quiet else args.verbose)
     warnings.showwarning = _cli_warning
     try:
+        _check_outputs(args)
         status = _dispatch(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return status
