@@ -7,6 +7,9 @@ Uses bench_reference's synthetic cases (tube + joint chain, bent and twisted) an
 "spring-it" is one iteration (`spring_step`: forces over the CSR slots + explicit update) from the rigid
 initial skinning; "spring-pose" is the per-frame set-up before iterating (pose frame + rigid skinning).
 Importing this module is enough for bench_reference to list the rows too.
+
+``--family [N]`` prints issue 13's quality table instead: LBS, DQS and the springs (defaults) on the seeded
+family of N generated tubes (engine.assets.gen.family) over every pose of ``tube_poses()``.
 """
 from __future__ import annotations
 
@@ -48,7 +51,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default=",".join(SIZES), help=f"comma-separated subset of {','.join(SIZES)}")
     ap.add_argument("--repeat", type=int, default=5, help="timed calls per cell (after one warm-up)")
     ap.add_argument("--with-lbs", action="store_true", help="add the LBS row for comparison")
+    ap.add_argument("--family", type=int, nargs="?", const=12, default=None, metavar="N",
+                    help="print the quality table of LBS, DQS and springs on N generated tubes (default 12)")
     args = ap.parse_args(argv)
+    if args.family is not None:
+        if args.family < 1:
+            ap.error(f"--family must be >= 1, got {args.family}")
+        from engine.assets.gen.family import family_table, format_family_table, tube_family, tube_poses
+
+        print(format_family_table(family_table(tube_family(args.family), tube_poses())))
+        return 0
     sizes = [s for s in args.sizes.split(",") if s]
     bad = [s for s in sizes if s not in SIZES]
     if bad:

@@ -201,7 +201,8 @@ def edit_pose(binding: Any, bind_joints: np.ndarray, posed_joints: np.ndarray, *
               index: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(attach (V,3), rot (V,3,3)): every control point's posed attachment and the rotation of its bone relative
     to bind, for joint world matrices ``posed_joints`` (J,4,4): what edits are encoded against and decoded in
-    (the same quantities as the spring deformer's `pose_frame`). ``index``: only these rows are computed (the
+    (the spring deformer's `pose_frame` before its joint blend: ``plain_attach`` and ``bone_rot``; an edit
+    follows its vertex's own bone rigidly, also near a joint). ``index``: only these rows are computed (the
     others are zero), e.g. the kinematic vertices of the edits, per frame."""
     from engine.skinning.springs import joint_rotations
     from engine.skinning.types import bone_endpoints

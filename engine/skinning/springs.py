@@ -23,6 +23,32 @@ F(i) = sum_j k(i,j) (Delta(i,j)_current - Delta(i,j)_bind), are:
   F_e  surface edits: sum over edits of k_e k_edit w_edit (v'_i - v_i) (see edits.py). The static sets of
        the edits are held: their vertices get no force and no velocity, so they stay at the initial skinning.
 
+Joint blending (`SpringParams.joint_blend`, on by default; off is the research's per-bone frames): near an
+interior joint (one bone ending where another starts) a vertex's posed attachment, its bone reference and its
+rigid start are turned about the joint by a share of the rotation between its own bone and the bone across the
+joint: own weight w_i = 1/2 at the joint rising smoothly (smoothstep) to 1 at rho_i = JOINT_BLEND x its bind
+|s_i| from it (at most half the bone). Both sides of a joint turn about one axis (the relative rotation is taken
+from the lower-numbered bone to the higher one, so a 180 deg twist, whose shortest arc has no preferred sense,
+does not tear the joint ring in two). Only mesh pieces spanning the joint blend: a separate piece bound to
+one bone stays rigid with it (`joint_blend_weights`). At bind the blend is the identity (the bind pose stays a
+fixed point).
+
+Why the equilibrium folded without it (issue 13): with per-bone frames the attachment path is the skeleton
+polyline, so the rigid start a_i + R s_i has the polyline's corner at the joint, and the bone springs pull
+every scale vector back to its own bone's frame, which is the same corner: the whole turn of the limb happens
+between two rings whatever the mesh resolution. On the inner side of a bend the surface there is compressed
+to zero length and beyond, and the edge, length and torsion springs (which only see lengths and angles between
+neighbours, not which side of each other they lie on) settle on the folded sheet: it is the minimum of their
+energy around the bone springs' target, so rigid, LBS and DQS starts all land in it. With the frames blended,
+a point at distance d from the joint on the inner side of a bend of angle theta moves along the curve
+J + Rot(phi(d)) (d, r): its tangent is Rot(phi) (1 - phi' r, phi' d), so the inner surface keeps its
+orientation while the frames turn slower than 1 / r per unit length. The smoothstep share peaks at
+phi' = 0.75 theta / rho, so rho >= 0.75 pi r ~ 2.4 r keeps every bend up to 180 deg fold-free; JOINT_BLEND = 3
+leaves a margin (a wider blend stays fold-free but bends more of the limb). Past the blend the limbs are the
+posed bones' own straight cylinders, whose inner sides meet at r tan(theta / 2) from the joint: a bend stays
+free of self-intersection when the blend reaches that far (theta <= 143 deg for rho = 3 r; shorter bones cap
+rho at half the bone); beyond, only a contact force could keep the inner sides apart (research 8.2).
+
 As in Algorithm 1 the neighbour forces (F_t, F_l, F_s) of a vertex that is a kinematic handle of an active edit
 are multiplied by `handle_weight`, then F_e is added, then the per-vertex bone (and radial) forces. The
 position update is eq. 23, v += dt F ("explicit"), or semi-implicit Euler with velocity damping.
@@ -59,7 +85,10 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
+from engine.math.quat import from_matrix as quat_from_matrix
 from engine.skinning.edits import EditStack, EditTerms
 from engine.skinning.types import Binding, MeshTopology, bone_endpoints
 
@@ -68,7 +97,7 @@ __all__ = [
     "SpringParams", "SpringRest", "PoseFrame", "SpringStats", "SpringState", "SpringDeformer",
     "csr_slots", "build_rest", "joint_rotations", "pose_frame", "spring_forces", "integrate", "spring_step",
     "safe_range", "STEP_SAFETY", "LAMBDA_COLUMNS", "lambda_columns", "lambda_per_vertex", "step_sizes",
-    "release_held",
+    "release_held", "JOINT_BLEND", "joint_blend_weights", "mesh_islands", "blend_rotations", "rotation_share",
 ]
 
 INTEGRATORS = ("explicit", "semi_implicit")
@@ -81,6 +110,9 @@ _SIN_EPS = 1e-9  # below this sine, the rotation direction of a torsion force is
 STEP_SAFETY = 0.9
 """Step limiting keeps dt_i lambda_i <= STEP_SAFETY (explicit; semi-implicit dt_i^2 lambda_i <= 2 STEP_SAFETY):
 a margin below the monotone bound 1 (instability starts at 2; semi-implicit 4)."""
+JOINT_BLEND = 3.0
+"""Joint blending reaches JOINT_BLEND x the bind |s_i| of a vertex from its joint (capped at half the bone); the
+blended frames then turn slower than 1 / |s_i| per unit length for bends up to 180 deg (module docstring)."""
 LAMBDA_COLUMNS: tuple[tuple[str, ...], ...] = (("k_s", "k_l"), ("k_t",), ("k_b",), ("k_r",))
 """Stiffnesses multiplying each column of `lambda_columns` (edge and length springs share one coefficient)."""
 
@@ -111,7 +143,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 }
 _STIFFNESS = ("k_s", "k_l", "k_t", "k_b", "k_r", "k_e")
 _SWITCH = {"k_s": "use_s", "k_l": "use_l", "k_t": "use_t", "k_b": "use_b", "k_r": "use_r", "k_e": "use_e"}
-_BOOLS = ("step_limit",)  # switches besides the use_* ones
+_BOOLS = ("step_limit", "joint_blend")  # switches besides the use_* ones
 
 
 def _range_text(lo: float, hi: float, lo_inc: bool, hi_inc: bool) -> str:
@@ -128,6 +160,9 @@ class SpringParams:
     step_limit (default on) moves each vertex by its own step dt_i = min(dt, STEP_SAFETY / lambda_i) (see the
     module docstring), which makes any dt and stiffness stable on any mesh (no set-up warning then); off gives
     the research's plain update x += dt F, warned about at set-up when dt is past the stable range.
+
+    joint_blend (default on) turns attachments, bone references and the rigid start near an interior joint by a
+    share of the rotation across it (see the module docstring); off gives the research's per-bone frames.
     """
 
     k_s: float = 0.5
@@ -156,6 +191,7 @@ class SpringParams:
     handle_weight: float = 0.5
     divergence_rel: float = 0.25  # a step moving a vertex further than this x bbox diagonal is divergence
     step_limit: bool = True  # per-vertex steps dt_i = min(dt, STEP_SAFETY / lambda_i); False: plain dt
+    joint_blend: bool = True  # attachments, bone references and rigid start blended across joints
 
     def validate(self) -> SpringParams:
         """Raise ValueError naming the first bad parameter, its value and the valid range; return self."""
@@ -222,6 +258,9 @@ class SpringRest:
     s_floor    (V,)  floor of |s_i| in denominators
     degree     (V,)  neighbour count
     lam_cols   (V,4) Gershgorin coefficients per unit stiffness, columns as LAMBDA_COLUMNS (`lambda_columns`)
+    blend_other (V,) joint blending: the bone across the nearer interior joint, -1 for none
+    blend_end   (V,) 0 when that joint is the parent end of the vertex's bone, 1 the child end
+    blend_w     (V,) own weight in [1/2, 1] (1: no blending)
     """
 
     rows: np.ndarray
@@ -237,6 +276,9 @@ class SpringRest:
     degree: np.ndarray
     tiny: float
     lam_cols: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
+    blend_other: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    blend_end: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    blend_w: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def n_vertices(self) -> int:
@@ -245,12 +287,24 @@ class SpringRest:
 
 @dataclass
 class PoseFrame:
-    """Per-vertex pose data for one frame: posed attachments (V,3), rotation of each vertex's bone relative to
-    bind (V,3,3), and the bone reference direction the bone springs pull towards (V,3, unit)."""
+    """Per-vertex pose data for one frame: posed attachments (V,3), the rotation of each vertex's frame relative
+    to bind (V,3,3; its bone's, turned by the joint blend), and the bone reference direction the bone springs
+    pull towards (V,3, unit). bone_attach / bone_rot: the plain attachment on the bone and the bone's rotation
+    (what the frame-dependent start carries the last output with); None when equal to attach / rot."""
 
     attach: np.ndarray
     rot: np.ndarray
     bone_ref: np.ndarray
+    bone_attach: np.ndarray | None = None
+    bone_rot: np.ndarray | None = None
+
+    @property
+    def plain_attach(self) -> np.ndarray:
+        return self.attach if self.bone_attach is None else self.bone_attach
+
+    @property
+    def plain_rot(self) -> np.ndarray:
+        return self.rot if self.bone_rot is None else self.bone_rot
 
 
 @dataclass
@@ -342,7 +396,92 @@ def build_rest(topology: MeshTopology, binding: Binding, bind_joints: np.ndarray
         tiny=tiny,
     )
     rest.lam_cols = lambda_columns(rest)
+    rest.blend_other, rest.blend_end, rest.blend_w = joint_blend_weights(binding, bind_joints, r,
+                                                                         mesh_islands(topology))
     return rest
+
+
+def mesh_islands(topology: MeshTopology) -> np.ndarray:
+    """(V,) label of the connected piece (over the mesh edges) every control point belongs to."""
+    v = topology.n_control
+    e = np.asarray(topology.edges, np.int64).reshape(-1, 2)
+    graph = coo_matrix((np.ones(e.shape[0], np.int8), (e[:, 0], e[:, 1])), shape=(v, v))
+    return np.asarray(connected_components(graph, directed=False)[1], np.int64)
+
+
+def joint_blend_weights(binding: Binding, bind_joints: np.ndarray, r: np.ndarray, island: np.ndarray | None = None
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per vertex (other bone or -1, joint end 0 = parent / 1 = child, own weight) of joint blending.
+
+    The nearer end of a vertex's bone is an interior joint when another bone ends there (parent end: a bone whose
+    child joint is this bone's parent joint; child end: exactly one bone starting at the child joint). A vertex at
+    distance d from that joint along its bone, with rho = min(JOINT_BLEND r_i, half the bone), gets the own
+    weight w = 1/2 + 1/2 smoothstep(d / rho) (1 at and past rho).
+
+    island (V,): mesh piece labels (`mesh_islands`). A vertex blends only when its piece also has points bound to
+    the bone across the joint: a separate piece bound to one bone (a rigid panel, a shell ending before the
+    joint) follows its bone rigidly, as LBS keeps it, instead of being bent by a joint it does not span."""
+    bones = binding.bones
+    nb = bones.count
+    p, c = bone_endpoints(bones, np.asarray(bind_joints, np.float64))
+    length = _norm((c - p).astype(np.float64))
+    pj, cj = np.asarray(bones.parent_joint), np.asarray(bones.child_joint)
+    parent_bone = np.full(nb, -1, np.int64)
+    child_bone = np.full(nb, -1, np.int64)
+    for k in range(nb):  # set-up only, per bone
+        m = np.nonzero((cj == pj[k]) & (cj >= 0))[0]
+        if m.size:
+            parent_bone[k] = m[0]
+        if cj[k] >= 0:
+            m = np.nonzero(pj == cj[k])[0]
+            if m.size == 1:
+                child_bone[k] = m[0]
+    b = np.asarray(binding.bone, np.int64)
+    t = np.asarray(binding.t, np.float64)
+    end = (t >= 0.5).astype(np.int64)
+    other = np.where(end == 0, parent_bone[b], child_bone[b])
+    d = np.where(end == 0, t, 1.0 - t) * length[b]
+    rho = np.minimum(JOINT_BLEND * np.asarray(r, np.float64), 0.5 * length[b])
+    u = np.clip(d / np.where(rho > 0, rho, 1.0), 0.0, 1.0)
+    spans = other >= 0
+    if island is not None:  # the vertex's piece has points on the other bone
+        lab = np.asarray(island, np.int64)
+        present = np.unique(lab * nb + b)
+        spans &= np.isin(lab * nb + np.where(other >= 0, other, 0), present)
+    w = np.where(spans & (rho > 0), 0.5 + 0.5 * u * u * (3.0 - 2.0 * u), 1.0)
+    other = np.where(w < 1.0, other, -1)
+    return other, end, w
+
+
+def rotation_share(rel: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """(V,3,3) rotations by the share f (V,) (any sign) of the rotations rel (V,3,3): rel's unit quaternion
+    (w >= 0, Shepperd's method, exact near a half turn) as axis and angle, the angle times f, by Rodrigues'
+    formula (identity where f = 0 or rel is the identity)."""
+    q = quat_from_matrix(np.asarray(rel, np.float64))  # xyzw, w >= 0
+    sin_half = _norm(q[:, :3])
+    ok = sin_half > _SIN_EPS
+    axis = q[:, :3] * (ok / np.where(ok, sin_half, 1.0))[:, None]
+    ang = 2.0 * np.arctan2(sin_half, q[:, 3]) * np.asarray(f, np.float64)
+    k = np.zeros(q.shape[:1] + (3, 3))
+    k[:, 0, 1], k[:, 0, 2], k[:, 1, 2] = -axis[:, 2], axis[:, 1], -axis[:, 0]
+    k[:, 1, 0], k[:, 2, 0], k[:, 2, 1] = axis[:, 2], -axis[:, 1], axis[:, 0]
+    kk = np.einsum("vij,vjk->vik", k, k)
+    return np.eye(3)[None] + np.sin(ang)[:, None, None] * k + (1.0 - np.cos(ang))[:, None, None] * kk
+
+
+def blend_rotations(own: np.ndarray, other: np.ndarray, w: np.ndarray, own_first: np.ndarray) -> np.ndarray:
+    """(V,3,3) rotations turning by the share 1 - w of the rotation from `own` to `other` (both (V,3,3)).
+
+    Both sides of a joint turn about one axis: the relative rotation is always taken from the lower-numbered
+    bone of the pair to the higher one (own_first (V,) bool: the vertex's own bone is the lower one), and the
+    higher bone's vertices turn by the negative share. Away from a half turn this equals the share of
+    other own^T; at a half turn (a 180 deg twist, where the shortest arc has no preferred sense) it keeps the
+    two sides of the joint turning the same way instead of 180 deg apart."""
+    first = np.asarray(own_first, bool)
+    fwd = np.einsum("vij,vkj->vik", other, own)  # other own^T
+    rel = np.where(first[:, None, None], fwd, np.transpose(fwd, (0, 2, 1)))
+    share = 1.0 - np.asarray(w, np.float64)
+    return rotation_share(rel, np.where(first, share, -share))
 
 
 def joint_rotations(bind_joints: np.ndarray, posed_joints: np.ndarray) -> np.ndarray:
@@ -356,8 +495,10 @@ def joint_rotations(bind_joints: np.ndarray, posed_joints: np.ndarray) -> np.nda
 
 
 def pose_frame(binding: Binding, bind_joints: np.ndarray, posed_joints: np.ndarray, rest: SpringRest,
-               bone_mode: str = "frame") -> PoseFrame:
-    """Posed attachments a_i = p + t_i (c - p), per-vertex bone rotations and bone reference directions."""
+               bone_mode: str = "frame", joint_blend: bool = False) -> PoseFrame:
+    """Posed attachments a_i = p + t_i (c - p), per-vertex bone rotations and bone reference directions; with
+    joint_blend, attachments, rotations and references near interior joints turned about the joint J by
+    `blend_rotations` (a_i = J + B (a_i - J), rot = B R, ref = B ref)."""
     posed = np.asarray(posed_joints, np.float64)
     p, c = bone_endpoints(binding.bones, posed)
     p = p.astype(np.float64)
@@ -371,7 +512,16 @@ def pose_frame(binding: Binding, bind_joints: np.ndarray, posed_joints: np.ndarr
     else:
         bdir, _, _ = _unit(c - p, rest.tiny)
         ref = bdir[b]
-    return PoseFrame(attach=attach, rot=rot, bone_ref=ref)
+    if not joint_blend or rest.blend_w.shape[0] != b.shape[0] or not np.any(rest.blend_other >= 0):
+        return PoseFrame(attach=attach, rot=rot, bone_ref=ref)
+    has = rest.blend_other >= 0
+    jrot = joint_rotations(bind_joints, posed)[binding.bones.parent_joint]
+    other = np.where(has, rest.blend_other, b)
+    turn = blend_rotations(rot, jrot[other], np.where(has, rest.blend_w, 1.0), b < other)
+    joint = np.where((rest.blend_end == 0)[:, None], p[b], c[b])
+    return PoseFrame(attach=joint + np.einsum("vij,vj->vi", turn, attach - joint),
+                     rot=np.einsum("vij,vjk->vik", turn, rot), bone_ref=np.einsum("vij,vj->vi", turn, ref),
+                     bone_attach=attach, bone_rot=rot)
 
 
 def spring_forces(x: np.ndarray, attach: np.ndarray, bone_ref: np.ndarray, rest: SpringRest,
@@ -569,6 +719,14 @@ def _weights_skinner(topology: MeshTopology, bind_joints: np.ndarray, joints: np
     return skin
 
 
+def _check_ranges(params: SpringParams, rest: SpringRest) -> None:
+    """The mesh-derived parameter ranges the GPU graph also applies (engine.skinning.config imports this module,
+    hence the local import): the same parameters are refused on both devices."""
+    from engine.skinning.config import check_spring_ranges
+
+    check_spring_ranges(params, rest)
+
+
 class SpringDeformer:
     """Spring-based skinning of one mesh's control points.
 
@@ -599,6 +757,7 @@ class SpringDeformer:
         self.parents = parents
         self.skinner = skinner
         self.rest = build_rest(topology, binding, bind_joints)
+        _check_ranges(self.params, self.rest)
         x = np.asarray(topology.positions, np.float64)
         ext = x.max(0) - x.min(0) if v else np.ones(3)
         pos_ext = ext[ext > 0.0]
@@ -620,7 +779,9 @@ class SpringDeformer:
         return p.force_tol if p.force_tol is not None else self.displacement_threshold / p.dt
 
     def set_params(self, params: SpringParams) -> None:
-        self.params = params.validate()
+        params = params.validate()
+        _check_ranges(params, self.rest)
+        self.params = params
         self._lam = lambda_per_vertex(self.rest, self.params)
         self._warn_if_unsafe()
 
@@ -676,11 +837,14 @@ class SpringDeformer:
         posed = np.asarray(posed_joints, np.float64)
         if posed.shape != self.bind_joints.shape:
             raise ValueError(f"posed_joints has shape {posed.shape}; valid: {self.bind_joints.shape}")
-        return pose_frame(self.binding, self.bind_joints, posed, self.rest, self.params.bone_mode)
+        return pose_frame(self.binding, self.bind_joints, posed, self.rest, self.params.bone_mode,
+                          self.params.joint_blend)
 
-    def rigid(self, frame: PoseFrame) -> np.ndarray:
-        """Attachment-based rigid skinning (research 4.1, first stage): v = a' + R(parent joint) s, (V,3)."""
-        return frame.attach + np.einsum("vij,vj->vi", frame.rot, np.asarray(self.binding.scale, np.float64))
+    def rigid(self, frame: PoseFrame, *, plain: bool = False) -> np.ndarray:
+        """Attachment-based rigid skinning (research 4.1, first stage): v = a' + R s, (V,3), in the vertex's
+        (joint-blended) frame; plain: on the bone itself, a' + R(parent joint) s (what `skinning.rigid` does)."""
+        a, r = (frame.plain_attach, frame.plain_rot) if plain else (frame.attach, frame.rot)
+        return a + np.einsum("vij,vj->vi", r, np.asarray(self.binding.scale, np.float64))
 
     def edit_terms(self, edits: EditStack | EditTerms | None, frame: PoseFrame, time: float = 0.0) -> EditTerms | None:
         if edits is None or isinstance(edits, EditTerms):
@@ -700,14 +864,18 @@ class SpringDeformer:
 
     def initial_positions(self, posed_joints: np.ndarray, frame: PoseFrame) -> np.ndarray:
         """Where iteration starts: the chosen initial skinning ("independent", or first "dependent" frame), or
-        last frame's output moved by the differential bone transforms ("dependent")."""
+        last frame's output moved by the differential bone transforms ("dependent"). Rigid is the joint-blended
+        rigid skinning (`rigid`) in "independent" mode, plain rigid on the bones in "dependent" mode (the GPU's
+        frame-dependent loop carries its output on the bones)."""
         st = self.state
-        if self.params.mode == "dependent" and st.positions is not None and st.frame is not None:
-            delta = np.einsum("vij,vkj->vik", frame.rot, st.frame.rot)  # R_now R_prev^T
-            return frame.attach + np.einsum("vij,vj->vi", delta, st.positions - st.frame.attach)
+        dependent = self.params.mode == "dependent"
+        if dependent and st.positions is not None and st.frame is not None:
+            # carried on the bones (as the GPU's differential skinning does), not in the blended frames
+            delta = np.einsum("vij,vkj->vik", frame.plain_rot, st.frame.plain_rot)  # R_now R_prev^T
+            return frame.plain_attach + np.einsum("vij,vj->vi", delta, st.positions - st.frame.plain_attach)
         method = self.params.initial_skinning
         if method == "rigid":
-            return self.rigid(frame)
+            return self.rigid(frame, plain=dependent)
         if self.skinner is None:
             raise ValueError(f"initial_skinning = {method!r} needs a skinner(method, posed_joints) or "
                              "solve(..., initial=positions); valid without one: 'rigid'")

@@ -3,10 +3,41 @@
 // attachment a_i = p' + t_i (c' - p') and the bone reference direction (reference springs.pose_frame), and the
 // initial state S0 = (skinned position, initial velocity). Both go to the images the iterations read
 // (SpringFrame, SpringState: gpu_layouts, "spring stage images").
+// Joint blending (reference springs.pose_frame / blend_rotations, on when inst.k2.z > 0): a control point near an
+// interior joint J (SpringVertex.rest.z = +-(other bone + 1), + the parent end of its bone, - the child end; 0
+// none; rest.w its own weight w) turns its attachment, frame and bone reference about J by the share 1 - w of
+// the rotation from its bone to the other one. inst.k2.w > 0 (rigid initial skinning, independent mode): the
+// start is the blended rigid skinning, i.e. the plain rigid output of the skin stage moved by
+// (a_b - a) + (B - I) R s with s = r * s_dir (reference SpringDeformer.rigid).
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "deform_common.glsl"
 #include "deform_images.glsl"
+#include "deform_quat.glsl"
+
+// Unit quaternion (x, y, z, w), w >= 0, of a rotation matrix by Shepperd's method (the largest of 4w^2, 4x^2,
+// 4y^2, 4z^2 picks the formula; exact near a half turn; reference engine.math.quat.from_matrix).
+vec4 quat_of_rotation(mat3 m) {
+    // m is column-major: m[c][r] is row r, column c
+    float m00 = m[0][0], m11 = m[1][1], m22 = m[2][2];
+    float a = m[1][2] - m[2][1], b = m[2][0] - m[0][2], c = m[0][1] - m[1][0];  // 4wx, 4wy, 4wz
+    float d = m[1][0] + m[0][1], e = m[2][0] + m[0][2], f = m[2][1] + m[1][2];  // 4xy, 4xz, 4yz
+    vec4 big = vec4(1.0 + m00 + m11 + m22, 1.0 + m00 - m11 - m22, 1.0 - m00 + m11 - m22, 1.0 - m00 - m11 + m22);
+    float top = max(max(big.x, big.y), max(big.z, big.w));
+    float s = 2.0 * sqrt(max(top, 1e-30));
+    vec4 q;
+    if (big.x == top) q = vec4(a / s, b / s, c / s, 0.25 * s);
+    else if (big.y == top) q = vec4(0.25 * s, d / s, e / s, a / s);
+    else if (big.z == top) q = vec4(d / s, 0.25 * s, f / s, b / s);
+    else q = vec4(e / s, f / s, 0.25 * s, c / s);
+    q = normalize(q);
+    return q.w < 0.0 ? -q : q;
+}
+
+// Rotation by the share f (any sign) of the rotation `rel` (reference springs.rotation_share).
+mat3 rotation_share(mat3 rel, float f) {
+    return quat_to_mat3(quat_fraction(quat_of_rotation(rel), f));
+}
 
 // SpringVertex (static per control point) comes from generated/deform_layouts.glsl (gpu_layouts.SPRING_VERTEX)
 
@@ -36,9 +67,29 @@ void main() {
     } else {
         ref = mat3(b.rot_now) * vstatic[sidx].sdir.xyz;
     }
+    vec3 shift = vec3(0.0);
+    float code = vstatic[sidx].rest.z;
+    if (inst.k2.z > 0.0 && code != 0.0) {
+        int other = int(abs(code) + 0.5) - 1;
+        mat3 own = mat3(b.rot_now);
+        // from the lower-numbered bone of the pair to the higher (reference springs.blend_rotations): both sides
+        // of the joint turn about one axis, also at a half turn
+        mat3 rel = mat3(bones[inst.bone_base + other].rot_now) * transpose(own);
+        float share = 1.0 - vstatic[sidx].rest.w;
+        bool own_first = bone_of[sidx] < other;
+        mat3 turn = rotation_share(own_first ? rel : transpose(rel), own_first ? share : -share);
+        vec3 joint = code > 0.0 ? b.p.xyz : b.c.xyz;
+        vec3 ab = joint + turn * (a - joint);
+        ref = turn * ref;
+        if (inst.k2.w > 0.0) {
+            vec3 rs = own * (vstatic[sidx].sdir.w * vstatic[sidx].sdir.xyz);
+            shift = (ab - a) + (turn * rs - rs);
+        }
+        a = ab;
+    }
     imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_ATTACH), vec4(a, 0.0));
     imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_BONE_REF), vec4(ref, 0.0));
     vec3 v0 = (inst.flags & uint(FLAG_KEEP_VELOCITY)) != 0u ? vel_final[didx].xyz : vec3(0.0);
-    imageStore(s0, record_texel(didx, SPRING_STATE_TEXELS, SPRING_STATE_X), vec4(skinned[didx].xyz, 1.0));
+    imageStore(s0, record_texel(didx, SPRING_STATE_TEXELS, SPRING_STATE_X), vec4(skinned[didx].xyz + shift, 1.0));
     imageStore(s0, record_texel(didx, SPRING_STATE_TEXELS, SPRING_STATE_V), vec4(v0, 0.0));
 }

@@ -51,7 +51,9 @@ CASES = [
     dict(convergence="displacement", max_iterations=300, dt=0.08, step_limit=False),
     dict(convergence="iterations", max_iterations=60, dt=0.3, step_limit=True),
     dict(convergence="displacement", max_iterations=300, dt=0.5, integrator="semi_implicit", damping=0.3),
-    dict(convergence="energy", max_iterations=300, dt=0.08, energy_rtol=1e-4, step_limit=False),
+    # 2e-4: the reference's relative descents straddle it by 2 % and more (at 1e-4 the joint-blended start put one
+    # iteration's descent 0.01 % above it, within float32 energy-sum resolution)
+    dict(convergence="energy", max_iterations=300, dt=0.08, energy_rtol=2e-4, step_limit=False),
     dict(convergence="force", max_iterations=300, dt=0.08),
     dict(convergence="energy", max_iterations=300, dt=0.08, energy_rtol=1e-4),
     dict(convergence="displacement", max_iterations=200, dt=0.08, integrator="semi_implicit"),
@@ -87,6 +89,68 @@ def test_spring_matches_reference(gl_ctx, resources, rig, case):
         if case["convergence"] != "iterations":
             assert st["iterations"] < params.max_iterations  # the scheme stopped it early
         np.testing.assert_allclose(p, M.copy_to_display(rig.topology, ref), atol=TOL * diag, rtol=0)
+    finally:
+        graph.release()
+
+
+
+@pytest.mark.parametrize("twist", [np.pi, 0.5 * np.pi])
+def test_joint_blend_half_turn_twist_matches_reference(gl_ctx, resources, rig, twist):
+    """Every joint twisted by a half turn (the shortest arc has no preferred sense there): the GPU's blended
+    frames turn both sides of each joint the same way, as the reference does."""
+    params = SpringParams(convergence="iterations", max_iterations=20)
+    graph = DeformerGraph(gl_ctx, resources)
+    try:
+        h = _add(graph, rig, params)
+        skin, posed = pose(rig, bend=0.0, twist=twist)
+        graph.set_pose(h, skin, posed)
+        graph.run()
+        p, _ = graph.download(h)
+        ref, _ = _reference(rig, params, posed)
+        diag = M.bbox_diagonal(rig.topology.positions)
+        np.testing.assert_allclose(p, M.copy_to_display(rig.topology, ref), atol=TOL * diag, rtol=0)
+    finally:
+        graph.release()
+
+
+
+def test_separate_pieces_stay_rigid_on_gpu(gl_ctx, resources):
+    """Two shells, one per bone (no piece spans the elbow): the GPU's joint blending leaves both rigid, as the
+    reference does (the blend codes are set-up data: springs.joint_blend_weights with mesh_islands)."""
+    from engine.assets.gen.family import tube_grid
+    from engine.skinning.binding import bind
+    from tests.helpers.tube_rig import Rig
+
+    pa, ta = tube_grid(0.3, 1.7, 10, 8)
+    pb, tb = tube_grid(0.27, 1.7, 10, 8)
+    pb[:, 0] += 2.2
+    pos = np.concatenate([pa, pb]).astype(np.float32)
+    topo = M.prepare_mesh(pos, np.concatenate([ta, tb + len(pa)]).astype(np.int32))
+    bind_joints = np.tile(np.eye(4), (2, 1, 1))
+    bind_joints[1, 0, 3] = 2.0
+    parents = np.array([-1, 0], np.int32)
+    joints = np.zeros((len(pos), 4), np.uint16)
+    joints[len(pa):, 0] = 1
+    weights = np.zeros((len(pos), 4), np.float32)
+    weights[:, 0] = 1.0
+    rig = Rig(topo, bind(topo, bind_joints.astype(np.float32), parents), pos, joints, weights,
+              np.linalg.inv(bind_joints).astype(np.float32), bind_joints, parents)
+    params = SpringParams(convergence="iterations", max_iterations=20)
+    posed = bind_joints.copy()
+    c, s = np.cos(np.radians(110)), np.sin(np.radians(110))
+    posed[1, :2, :2] = [[c, -s], [s, c]]
+    skin = (posed @ np.linalg.inv(bind_joints)).astype(np.float32)
+    graph = DeformerGraph(gl_ctx, resources)
+    try:
+        h = _add(graph, rig, params)
+        graph.set_pose(h, skin, posed.astype(np.float32))
+        graph.run()
+        p, _ = graph.download(h)
+        ref, _ = _reference(rig, params, posed)
+        rigid = np.concatenate([pa, (pb - bind_joints[1, :3, 3]) @ posed[1, :3, :3].T + posed[1, :3, 3]])
+        diag = M.bbox_diagonal(pos)
+        np.testing.assert_allclose(ref, rigid, atol=1e-5 * diag)
+        np.testing.assert_allclose(p, M.copy_to_display(topo, ref), atol=TOL * diag, rtol=0)
     finally:
         graph.release()
 
@@ -244,12 +308,13 @@ def test_fan_pole_plain_diverges_limited_converges_on_gpu(gl_ctx, resources):
     fan = fan_rig()
     skin, posed = pose(fan, bend=0.6, twist=0.3)
     diag = M.bbox_diagonal(fan.topology.positions)
-    plain = SpringParams(step_limit=False, max_iterations=400)  # the research's defaults, plain update
+    # the research's defaults, plain update (joint blending off: its start is the plain rigid skinning)
+    plain = SpringParams(step_limit=False, max_iterations=400, joint_blend=False)
     ref, stats = _reference(fan, plain, posed)
     gpu, st = _gpu_solve(gl_ctx, resources, fan, plain, skin, posed)
     assert stats.diverged and st["reason"] == "diverged" and st["iterations"] == stats.iterations
     np.testing.assert_allclose(gpu, ref, atol=TOL * diag, rtol=0)  # both kept the last good state
-    limited = SpringParams(max_iterations=400)  # the defaults: step_limit on
+    limited = SpringParams(max_iterations=400, joint_blend=False)  # step_limit on (the default)
     ref, stats = _reference(fan, limited, posed)
     gpu, st = _gpu_solve(gl_ctx, resources, fan, limited, skin, posed)
     assert stats.reason == st["reason"] == "displacement" and st["iterations"] == stats.iterations

@@ -1,4 +1,6 @@
-"""Quality metrics: volume, collapse, edge distortion, normal smoothness and the combined report."""
+"""Quality metrics: volume, collapse, edge distortion, normal smoothness and the combined report; the fold and
+quality metrics of issue 13 (intersecting triangle pairs, crease, dihedral-change and strain shares, roughness,
+ring twist profile, radius near a joint, deformation_metrics) on constructed cases with known answers."""
 from __future__ import annotations
 
 import numpy as np
@@ -163,3 +165,131 @@ def test_skeleton_distance_and_argument_checks():
         normal_smoothness(pos, pos, tris, center=[0, 0, 0], radius=0.0)
     with pytest.raises(ValueError, match="joint"):
         quality_report(pos, pos, tris, joint=0)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# fold and quality metrics (issue 13) on constructed cases
+
+
+def _twisted_tube(total_deg: float, rings: int = 11, segments: int = 12):
+    from engine.assets.gen.family import tube_grid
+
+    pos, tri = tube_grid(0.5, 4.0, rings, segments)
+    ring = np.repeat(np.arange(rings), segments)
+    ang = np.radians(total_deg) * ring / (rings - 1)
+    c, s = np.cos(ang), np.sin(ang)
+    out = pos.copy()
+    out[:, 1], out[:, 2] = c * pos[:, 1] - s * pos[:, 2], s * pos[:, 1] + c * pos[:, 2]
+    return pos, out, tri, ring
+
+
+def test_intersecting_pairs_exact_cases():
+    from engine.skinning.metrics import intersecting_pairs
+
+    # two triangles piercing each other (a cross), two apart, and two sharing a vertex (excluded)
+    cross = np.array([[-1, -1, 0], [1, -1, 0], [0, 1, 0], [0, 0, -1], [0, 0.2, 1], [0, -0.5, 0.5]], float)
+    assert intersecting_pairs(cross, [[0, 1, 2], [3, 4, 5]]).tolist() == [[0, 1]]
+    apart = cross + np.array([[0, 0, 0]] * 3 + [[0, 0, 5]] * 3)
+    assert intersecting_pairs(apart, [[0, 1, 2], [3, 4, 5]]).shape == (0, 2)
+    shared = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0.2, 0.2, -1], [0.2, 0.2, 1]], float)
+    assert intersecting_pairs(shared, [[0, 1, 2], [0, 3, 4]]).shape == (0, 2)  # shares vertex 0
+    # touching at an edge only (no proper crossing) is not an intersection
+    touch = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0.2, 0.2, 0], [0.2, 0.2, 1], [0.4, 0.0, 1]], float)
+    assert intersecting_pairs(touch, [[0, 1, 2], [3, 4, 5]]).shape == (0, 2)
+
+
+def test_intersecting_pairs_on_a_tube():
+    from engine.assets.gen.family import tube_grid
+    from engine.skinning.metrics import intersecting_pairs
+
+    pos, tri = tube_grid(0.5, 4.0, 41, 32)  # issue 13's tube: 1312 points
+    assert intersecting_pairs(pos, tri).shape == (0, 2)
+    # push one ring through the opposite wall: each of its pierced faces is reported
+    dent = pos.copy()
+    k = 20 * 32  # ring 20, the point at angle 0 (+y)
+    dent[k, 1] = -0.8
+    pairs = intersecting_pairs(dent, tri)
+    assert pairs.shape[0] > 0
+    moved = np.nonzero((tri == k).any(1))[0]
+    assert np.all(np.isin(pairs, moved).any(1))  # every pair involves a face of the moved point
+
+
+def test_crease_dihedral_change_and_strain_shares():
+    from engine.skinning.metrics import dihedral_change_share, max_crease, mesh_edges, strain_share
+
+    flat = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], float)
+    tri = [[0, 1, 2], [0, 2, 3]]
+    assert max_crease(flat, tri) == pytest.approx(0.0, abs=1e-9)
+    folded = flat.copy()
+    folded[3] = [0.5, 0.5, np.sqrt(0.5)]  # the second face turned 90 deg about the diagonal
+    assert max_crease(folded, tri) == pytest.approx(90.0, abs=1e-6)
+    assert dihedral_change_share(folded, flat, tri) == 1.0  # the one interior edge changed by 90 > 45
+    assert dihedral_change_share(folded, flat, tri, threshold_deg=100.0) == 0.0
+    edges = mesh_edges(tri)  # 5 edges
+    stretched = flat.copy()
+    stretched[1, 0] = 1.4  # edges 0-1 (+40 %) and 1-2 (sqrt(1.16) = +7.7 %) change
+    assert strain_share(stretched, flat, edges) == pytest.approx(1 / 5)
+    assert strain_share(stretched, flat, edges, threshold=0.05) == pytest.approx(2 / 5)
+
+
+def test_roughness_is_zero_for_rigid_motion_and_sees_a_bump():
+    from engine.assets.gen.family import tube_grid
+    from engine.skinning.metrics import mesh_edges, roughness
+
+    pos, tri = tube_grid(0.5, 2.0, 9, 12)
+    edges = mesh_edges(tri)
+    c, s = np.cos(0.7), np.sin(0.7)
+    moved = pos @ np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]]).T + [1.0, 2.0, 3.0]
+    assert roughness(moved, pos, edges)["roughness"] == pytest.approx(0.0, abs=1e-12)
+    bump = pos.copy()
+    bump[4 * 12, 1] += 0.1  # one point of ring 4 pushed out
+    r = roughness(bump, pos, edges)
+    assert r["roughness_max"] > 0.3 and 0.0 < r["roughness"] < r["roughness_max"]
+    rim = np.repeat(np.arange(9), 12) == 0
+    assert roughness(bump, pos, edges, rim)["roughness"] == 0.0  # the rim is untouched
+
+
+def test_ring_twist_profile_of_a_linear_twist():
+    from engine.skinning.metrics import ring_twist
+
+    bind, twisted, _, ring = _twisted_tube(90.0)
+    tw = ring_twist(twisted, bind, ring)
+    np.testing.assert_allclose(tw["twist_steps"], 9.0, atol=1e-6)  # 90 deg over 10 steps
+    assert tw["twist_total"] == pytest.approx(90.0, abs=1e-6)
+    assert tw["twist_step_max"] == pytest.approx(9.0, abs=1e-6)
+    np.testing.assert_allclose(tw["twist_profile"], np.linspace(0, 90, 11), atol=1e-6)
+    # a rigid turn of the whole tube is no twist
+    assert ring_twist(_twisted_tube(0.0)[1] @ np.array([[0, -1, 0], [1, 0, 0], [0, 0, 1]]).T, bind,
+                      ring)["twist_step_max"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_radius_near_joint_sees_thinning_only_near_the_joint():
+    from engine.skinning.metrics import radius_near_joint
+    from engine.skinning.types import Bones
+
+    bind, _, _, ring = _twisted_tube(0.0)
+    joints = np.tile(np.eye(4), (2, 1, 1))
+    joints[1, 0, 3] = 2.0
+    bones = Bones(np.array([0, 1], np.int32), np.array([1, -1], np.int32), np.array([[0, 0, 0], [2, 0, 0]], np.float32))
+    thin = bind.copy()
+    near = np.abs(bind[:, 0] - 2.0) < 0.3
+    thin[near, 1:] *= 0.6
+    assert radius_near_joint(thin, bind, bones, joints, joints, 1, 0.8) == pytest.approx(0.6, abs=1e-3)
+    far = bind.copy()
+    far[bind[:, 0] < 0.5, 1:] *= 0.5  # thinning away from the joint is not seen
+    assert radius_near_joint(far, bind, bones, joints, joints, 1, 0.8) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_deformation_metrics_collects_one_primitive():
+    from engine.skinning.metrics import deformation_metrics
+
+    bind, twisted, tri, ring = _twisted_tube(60.0)
+    out = deformation_metrics(twisted, bind, tri, rings=ring, boundary=ring == 0)
+    assert out["intersecting_pairs"] == 0 and out["twist_total"] == pytest.approx(60.0, abs=1e-6)
+    for key in ("crease_max", "dihedral_change_45", "strain_30", "volume_ratio", "roughness", "roughness_max",
+                "roughness_rim", "twist_step_max"):
+        assert key in out
+    assert 0.0 < out["roughness_rim"] < 0.1  # the first ring's neighbours turn 6 deg: a slight shear, no wrinkle
+    assert deformation_metrics(bind, bind, tri, boundary=ring == 0)["roughness_rim"] == 0.0
+    with pytest.raises(ValueError, match="differ"):
+        deformation_metrics(twisted[:-1], bind, tri)

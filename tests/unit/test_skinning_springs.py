@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 import pytest
 
+from engine.assets.gen.family import tube_grid
 from engine.skinning.binding import bind
 from engine.skinning.edits import EditStack, SurfaceEdit
 from engine.skinning.meshprep import prepare_mesh
@@ -25,6 +26,7 @@ from engine.skinning.springs import (
     STEP_SAFETY,
     SpringDeformer,
     SpringParams,
+    blend_rotations,
     csr_slots,
     lambda_per_vertex,
     step_sizes,
@@ -87,14 +89,7 @@ class Tube:
 
     def __init__(self, n_around: int = N_AROUND, n_rings: int = N_RINGS, radius: float = RADIUS,
                  length: float = LENGTH) -> None:
-        xs = np.linspace(0.0, length, n_rings)
-        al = 2 * np.pi * np.arange(n_around) / n_around
-        pos = np.stack(np.broadcast_arrays(xs[:, None], radius * np.cos(al)[None], radius * np.sin(al)[None]),
-                       -1).reshape(-1, 3)
-        k, m = (a.ravel() for a in np.meshgrid(np.arange(n_rings - 1), np.arange(n_around), indexing="ij"))
-        m1 = (m + 1) % n_around
-        a, b, c, d = k * n_around + m, k * n_around + m1, (k + 1) * n_around + m1, (k + 1) * n_around + m
-        tri = np.concatenate([np.stack([a, b, c], 1), np.stack([a, c, d], 1)])
+        pos, tri = tube_grid(radius, length, n_rings, n_around)
         self.topo = prepare_mesh(pos.astype(np.float32), tri.astype(np.int32))
         self.joints = np.tile(np.eye(4, dtype=np.float32), (2, 1, 1))
         self.joints[1, 0, 3] = length / 2
@@ -191,7 +186,9 @@ def fan():
 
 
 def fan_deformer(rig, params: SpringParams) -> SpringDeformer:
-    return SpringDeformer(rig.topology, rig.binding, rig.bind_joints, rig.parents, params)
+    """The fan's deformer with joint blending off: the step-limiting tests measure stability from the research's
+    plain rigid start (the blended start is much closer to equilibrium, so the plain update need not diverge)."""
+    return SpringDeformer(rig.topology, rig.binding, rig.bind_joints, rig.parents, params.replace(joint_blend=False))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -448,7 +445,7 @@ def test_safe_range_rule(tube):
 def test_huge_dt_diverges_keeps_last_good_state_and_warns(tube):
     posed = tube.pose([0, 0, 1], 120)
     with pytest.warns(RuntimeWarning, match="`dt`"):
-        d = tube.deformer(dt=5.0, max_iterations=50, step_limit=False)
+        d = tube.deformer(dt=5.0, max_iterations=50, step_limit=False, joint_blend=False)
     fr = d.frame(posed)
     with pytest.warns(RuntimeWarning, match=r"diverged.*last good state.*`dt` \(now 5"):
         x, st = d.solve(posed)
@@ -718,3 +715,73 @@ def test_initial_skinnings_reach_the_same_equilibrium(tube):
     for method in ("lbs", "dqs"):
         gap = np.abs(out[method] - out["rigid"]).max()
         assert gap < 0.05 * RADIUS and gap < 0.25 * start_gap
+
+
+# ----------------------------------------------------------------------------------------------------------
+# joint blending
+
+
+def test_joint_blend_turns_both_sides_of_a_half_turn_the_same_way():
+    eye, half = np.eye(3)[None], rot([1, 0, 0], 180)[None]
+    w = np.array([0.5])
+    # bone 0 (lower index) sees bone 1 across the joint and the other way round: one frame at the joint
+    from_low = blend_rotations(eye, half, w, np.array([True]))[0]
+    from_high = blend_rotations(half, eye, w, np.array([False]))[0] @ half[0]
+    np.testing.assert_allclose(from_low, from_high, atol=1e-12)
+    np.testing.assert_allclose(np.abs(np.trace(from_low)), 1.0, atol=1e-12)  # a quarter turn about x
+    # away from a half turn it is the share of other own^T, from either side
+    other = rot([0.3, 1, 0.2], 100)[None]
+    for w_own in (0.5, 0.8):
+        share = blend_rotations(eye, other, np.array([w_own]), np.array([False]))[0]
+        np.testing.assert_allclose(share, rot([0.3, 1, 0.2], 100 * (1 - w_own)), atol=1e-12)
+        np.testing.assert_allclose(blend_rotations(eye, other, np.array([w_own]), np.array([True]))[0], share,
+                                   atol=1e-12)
+
+
+def test_joint_blend_keeps_the_inner_side_of_a_180_deg_bend_unfolded():
+    """The blended frames turn slower than 1 / r (JOINT_BLEND): along the inner side of even a 180 deg bend
+    the rigid start moves forward in every vertex's own frame (1 - phi' r > 0), where per-bone frames fold."""
+    from engine.assets.gen.family import MemberRig, TubePose, tube_member
+
+    m = tube_member("long", radius=0.2, length=4.0, rings=81, segments=16)
+    rig = MemberRig(m)
+    posed = m.posed_joints(TubePose("bend180", bend=180.0))
+    inner = np.nonzero(np.isclose(m.positions[:, 1], m.radius, atol=1e-6))[0]  # bend about +z: +y is inside
+    inner = inner[np.argsort(m.positions[inner, 0])]
+    for blend, folds in ((True, False), (False, True)):
+        d = SpringDeformer(rig.topology, rig.binding, m.bind_joints, m.parents, SpringParams(joint_blend=blend))
+        fr = d.frame(posed)
+        x = d.rigid(fr)
+        ahead = np.einsum("vi,vi->v", x[inner[1:]] - x[inner[:-1]], fr.rot[inner[:-1], :, 0])
+        assert bool((ahead <= 0).any()) == folds, blend
+
+
+def test_joint_blend_leaves_separate_pieces_on_one_bone_rigid():
+    """A limb of two separate shells, each bound to its own bone (a rigid-panel rig): no piece spans the elbow,
+    so nothing is blended and the springs keep both pieces rigid, as LBS does; a single tube over the same
+    bones blends near the elbow."""
+    from engine.assets.gen.family import tube_grid
+
+    pa, ta = tube_grid(0.3, 1.7, 18, 16)
+    pb, tb = tube_grid(0.27, 1.7, 18, 16)
+    pb[:, 0] += 2.2
+    pos = np.concatenate([pa, pb]).astype(np.float32)
+    topo = prepare_mesh(pos, np.concatenate([ta, tb + len(pa)]).astype(np.int32))
+    joints = np.tile(np.eye(4), (2, 1, 1))
+    joints[1, 0, 3] = 2.0
+    parents = np.array([-1, 0], np.int32)
+    binding = bind(topo, joints.astype(np.float32), parents)
+    piece = np.repeat([0, 1], [len(pa), len(pb)])
+    assert np.array_equal(binding.bone, piece)  # each shell on its own bone
+    d = SpringDeformer(topo, binding, joints, parents, SpringParams())
+    assert np.all(d.rest.blend_other < 0) and np.all(d.rest.blend_w == 1.0)
+    posed = joints.copy()
+    posed[1, :3, :3] = rot([0, 0, 1], 110)
+    x, _ = d.solve(posed)
+    rigid = np.where((piece == 0)[:, None], pos, (pos - joints[1, :3, 3]) @ posed[1, :3, :3].T + joints[1, :3, 3])
+    np.testing.assert_allclose(x, rigid, atol=1e-5)
+    # one piece over the same bones: the points near the elbow blend
+    ps, ts = tube_grid(0.3, 4.0, 41, 16)
+    one = prepare_mesh(ps.astype(np.float32), ts)
+    d1 = SpringDeformer(one, bind(one, joints.astype(np.float32), parents), joints, parents, SpringParams())
+    assert np.count_nonzero(d1.rest.blend_other >= 0) > 0

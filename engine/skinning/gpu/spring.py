@@ -52,7 +52,8 @@ def rest_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: np
                 ) -> tuple[np.ndarray, np.ndarray]:
     """(rest (H,4) per CSR slot: rest_len, rest_dlen, rest_angle, w_t; vstatic (V, SPRING_VERTEX floats): the
     ``gpu_layouts.SPRING_VERTEX`` record of each control point as float32 rows: s_dir xyz, r | bone_angle,
-    s_floor, 0, 0 | Gershgorin coefficients (``springs.lambda_columns``, the step-limiting lambda_i per unit
+    s_floor, joint-blend code (+-(other bone + 1), + parent end / - child end, 0 none), own blend weight |
+    Gershgorin coefficients (``springs.lambda_columns``, the step-limiting lambda_i per unit
     stiffness; the shader adds k_e K_i). Zeros without a binding (no spring stage then)."""
     v = topology.n_control
     h = int(topology.adj_index.shape[0])
@@ -72,6 +73,10 @@ def rest_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: np
     rec["sdir"][:, 3] = r.r
     rec["rest"][:, 0] = r.bone_angle
     rec["rest"][:, 1] = r.s_floor
+    # joint blending (springs.joint_blend_weights): z = +-(other bone + 1) (+ parent end, - child end, 0 none)
+    code = np.where(r.blend_end == 0, 1.0, -1.0) * (r.blend_other + 1.0)
+    rec["rest"][:, 2] = np.where(r.blend_other >= 0, code, 0.0)
+    rec["rest"][:, 3] = r.blend_w
     rec["lam"] = r.lam_cols  # columns in springs.LAMBDA_COLUMNS order: k_s + k_l, k_t, k_b, k_r
     return rest, vstatic
 
@@ -107,7 +112,11 @@ def fill_record(rec: np.ndarray, params: SpringParams, topology: MeshTopology, *
     rec["damping"] = p.damping
     rec["energy_rtol"] = p.energy_rtol
     rec["k"] = [p.stiffness("k_s"), p.stiffness("k_l"), p.stiffness("k_t"), p.stiffness("k_b")]
-    rec["k2"] = [p.stiffness("k_r"), p.stiffness("k_e"), 0.0, 0.0]
+    # z: joint blending on; w: the start is the blended rigid skinning (rigid initial skinning, independent mode:
+    # spring_frame.comp moves the skin stage's plain rigid output, as SpringDeformer.rigid / initial_positions)
+    blend = 1.0 if p.joint_blend else 0.0
+    blend_start = blend if (p.initial_skinning == "rigid" and p.mode == "independent") else 0.0
+    rec["k2"] = [p.stiffness("k_r"), p.stiffness("k_e"), blend, blend_start]
 
 
 def _influence(value: Any, nj: int, name: str) -> np.ndarray:

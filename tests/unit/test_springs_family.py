@@ -1,0 +1,181 @@
+"""Issue 13's claims for the spring deformer, measured on the seeded family of generated tubes
+(engine.assets.gen.family: 12 members varying radius, length, rings, segments, elbow position and 2-3 bones)
+against glTF-weight LBS and DQS, with the default parameters (50 iterations at most) and the default binding.
+
+The module fixture builds the table once and prints it (``pytest -s`` shows it); each test asserts one claim
+over every member and pose it applies to, naming the rows that break it. Claims that do not hold with the
+defaults are not asserted here (see the module docstring of engine.skinning.springs and the README's deformer
+section): volume within 3 % of bind at bends past 90 deg on the thickest tubes, and the share of edges
+strained by more than 30 % at bends past 90 deg (the inner side of a bend is compressed more than LBS's).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.assets.gen.family import MemberRig, family_table, format_family_table, tube_family, tube_poses
+from engine.skinning.springs import SpringParams
+
+POSES = ("bend0", "bend67.5", "bend90", "bend135", "bend150", "twist90", "twist180", "bend90+twist90", "stretch1.3")
+CREASE_SLACK = 0.5  # deg: the tubes' own facet angle moves by a fraction of a degree when the springs settle
+
+
+@pytest.fixture(scope="module")
+def family():
+    return tube_family(12)
+
+
+@pytest.fixture(scope="module")
+def table(family):
+    poses = [p for p in tube_poses() if p.name in POSES]
+    rows = family_table(family, poses)
+    print("\n" + format_family_table(rows))
+    return {(r["member"], r["pose"], r["method"]): r for r in rows}
+
+
+def _cases(table, poses=None):
+    """(member, pose, lbs row, dqs row, springs row) for every member and pose (of `poses`, a predicate)."""
+    keys = dict.fromkeys((m, p) for m, p, _ in table)
+    return [(m, p, table[m, p, "lbs"], table[m, p, "dqs"], table[m, p, "springs"])
+            for m, p in keys if poses is None or poses(p)]
+
+
+def _twists(p: str) -> bool:
+    return "twist" in p
+
+
+def test_the_family_is_varied_and_seeded(family):
+    assert len(family) >= 12
+    assert len({(m.radius, m.length, m.rings, m.segments) for m in family}) == len(family)
+    assert {len(m.elbows) + 1 for m in family} == {2, 3}
+    again = tube_family(12)
+    assert all(np.array_equal(a.positions, b.positions) for a, b in zip(family, again))
+
+
+def test_bind_pose_is_a_fixed_point(family):
+    pose = next(p for p in tube_poses() if p.name == "bend0")
+    for m in family[:4]:
+        rig = MemberRig(m)
+        x = rig.deform(pose, "springs")
+        diag = float(np.linalg.norm(np.ptp(rig.bind_positions, 0)))
+        assert np.abs(x - rig.bind_positions).max() < 1e-6 * diag, m.name
+
+
+def test_no_intersection_where_lbs_has_none_and_never_more_than_lbs(table):
+    bad = [(m, p, s["intersecting_pairs"], lb["intersecting_pairs"]) for m, p, lb, _, s in _cases(table)
+           if s["intersecting_pairs"] > lb["intersecting_pairs"]]
+    assert not bad
+    # the folds of issue 13 are gone: up to 90 deg no member intersects itself at all
+    assert all(s["intersecting_pairs"] == 0 for _, p, _, _, s in _cases(table, lambda p: p in POSES[:3]))
+
+
+def test_crease_never_exceeds_lbs(table):
+    bad = [(m, p, round(s["crease_max"], 1), round(lb["crease_max"], 1)) for m, p, lb, _, s in _cases(table)
+           if s["crease_max"] > lb["crease_max"] + CREASE_SLACK]
+    assert not bad
+
+
+def test_dihedral_changes_at_most_lbs(table):
+    bad = [(m, p) for m, p, lb, _, s in _cases(table) if s["dihedral_change_45"] > lb["dihedral_change_45"]]
+    assert not bad
+
+
+def test_twist_is_spread_at_most_as_steeply_as_dqs_and_reaches_the_tip(table):
+    bad = [(m, p, round(s["twist_step_max"], 1), round(d["twist_step_max"], 1))
+           for m, p, _, d, s in _cases(table, _twists) if s["twist_step_max"] > d["twist_step_max"]]
+    assert not bad
+    twists = {p.name: p.twist for p in tube_poses()}
+    short = [(m, p, round(s["twist_tip"], 1)) for m, p, _, _, s in _cases(table, lambda p: p.startswith("twist"))
+             if abs(s["twist_tip"] - twists[p]) > 2.0]
+    assert not short
+
+
+def test_no_collapse_under_twist_and_stretch_and_rings_stay_round(table):
+    thin = [(m, p, round(s["radius_min"], 3)) for m, p, _, _, s in
+            _cases(table, lambda p: p.startswith(("twist", "stretch"))) if s["radius_min"] < 0.9]
+    assert not thin
+    # LBS collapses the 180 deg twist on the thick tubes; the springs keep the radius there
+    assert any(lb["radius_min"] < 0.5 for _, p, lb, _, _ in _cases(table, lambda p: p == "twist180"))
+    oval = [(m, round(s["ring_spread"], 4)) for m, _, _, _, s in _cases(table, lambda p: p.startswith("stretch"))
+            if s["ring_spread"] > 0.01]
+    assert not oval
+
+
+def test_volume_within_three_percent_up_to_90_deg_and_under_twist(table):
+    mild = ("bend67.5", "bend90", "twist90", "twist180")
+    bad = [(m, p, round(s["volume_ratio"], 3)) for m, p, _, _, s in _cases(table, lambda p: p in mild)
+           if abs(s["volume_ratio"] - 1.0) > 0.03]
+    assert not bad
+
+
+MOMENTUM = dict(integrator="semi_implicit", dt=1.0, damping=0.2)
+"""Semi-implicit steps at the largest stable per-vertex step (step limiting caps dt = 1 at sqrt(1.8 / lambda_i))
+with damping 0.2: the heavy-ball form of the same iteration, which settles the soft modes (the scale vectors'
+directions, held by k_b alone) within 50 iterations; the research's explicit dt = 1/30 needs hundreds there."""
+
+
+def test_default_rigid_start_lands_near_the_equilibrium(family):
+    poses = {p.name: p for p in tube_poses()}
+    for m in (family[0], family[2], family[4]):
+        rig = MemberRig(m)
+        diag = float(np.linalg.norm(np.ptp(rig.bind_positions, 0)))
+        for name in ("bend135", "twist135"):
+            x = rig.deform(poses[name], "springs")
+            settled = rig.deform(poses[name], "springs", SpringParams(**MOMENTUM, max_iterations=1000))
+            assert np.abs(x - settled).max() < 0.01 * diag, (m.name, name)
+
+
+def test_same_equilibrium_from_rigid_lbs_and_dqs_starts_with_momentum_steps(family):
+    poses = {p.name: p for p in tube_poses()}
+    for m in (family[0], family[2]):
+        rig = MemberRig(m)
+        diag = float(np.linalg.norm(np.ptp(rig.bind_positions, 0)))
+        for name in ("bend90", "twist135"):
+            out = {s: rig.deform(poses[name], "springs", SpringParams(initial_skinning=s, **MOMENTUM))
+                   for s in ("rigid", "lbs", "dqs")}
+            gap = max(np.abs(out[s] - out["rigid"]).max() for s in ("lbs", "dqs"))
+            assert gap < 0.01 * diag, (m.name, name, gap / diag)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# multi-part limbs: rigid panels and overlapping open shells with rims (engine.assets.gen.family.parts_limb)
+
+
+def _parts(kind: str, elbow: float, wrist: float) -> dict:
+    from engine.assets.gen.family import parts_limb
+    from engine.skinning.binding import bind
+    from engine.skinning.meshprep import prepare_mesh
+    from engine.skinning.metrics import deformation_metrics
+    from engine.skinning.skinning import lbs
+    from engine.skinning.springs import SpringDeformer
+
+    limb = parts_limb(kind)
+    topo = prepare_mesh(limb.positions, limb.triangles)
+    binding = bind(topo, limb.bind_joints.astype(np.float32), limb.parents)
+    posed = limb.posed_joints(elbow, wrist)
+    skin = (posed @ np.linalg.inv(limb.bind_joints)).astype(np.float32)
+    x0 = limb.positions.astype(np.float64)
+    out = {"lbs": np.asarray(lbs(limb.positions, limb.joints, limb.weights, skin), np.float64),
+           "springs": np.asarray(SpringDeformer(topo, binding, limb.bind_joints, limb.parents).solve(posed)[0],
+                                 np.float64)}
+    return {k: (x, deformation_metrics(x, x0, topo.triangles, boundary=limb.rim)) for k, x in out.items()}
+
+
+@pytest.mark.parametrize("elbow,wrist", [(110.0, 0.0), (90.0, 45.0)])
+def test_rigid_panels_stay_rigid(elbow, wrist):
+    """Every panel is weighted to one joint and bound to one bone: the springs move it as LBS does."""
+    res = _parts("panels", elbow, wrist)
+    (x_l, _), (x_s, m_s) = res["lbs"], res["springs"]
+    assert m_s["strain_30"] == 0.0 and m_s["dihedral_change_45"] == 0.0
+    np.testing.assert_allclose(x_s, x_l, atol=1e-5)
+
+
+@pytest.mark.parametrize("elbow,wrist", [(110.0, 0.0), (90.0, 45.0)])
+def test_open_shells_keep_their_rims_and_crease_less_than_lbs(elbow, wrist):
+    """Shells overlapping across the joints: fewer strained and re-angled edges than LBS, rims rougher than
+    bind by less than LBS's. (Not asserted: the layers are solved independently, so where a sleeve overlaps the
+    next shell they can cross each other where LBS, one space warp for both, keeps them nested.)"""
+    res = _parts("shells", elbow, wrist)
+    m_l, m_s = res["lbs"][1], res["springs"][1]
+    for key in ("strain_30", "dihedral_change_45", "roughness", "roughness_rim", "crease_max"):
+        assert m_s[key] <= m_l[key], (key, m_s[key], m_l[key])
