@@ -291,7 +291,7 @@ def run_case(ctx, w: int, h: int, n: int, frames: int, png: Path | None = None) 
     # frames until the result is ready, against as many frames without a query just before (pairs of adjacent
     # frames: the machine's drift cancels); the median over the pairs.
     issue, result, lat, stall = [], [], [], []
-    for _ in range(max(5, frames)):
+    for _ in range(max(9, frames)):
         t0 = time.perf_counter()
         frame()
         plain = (time.perf_counter() - t0) * 1e3
