@@ -9,7 +9,9 @@
     skinengine compare ASSET --clip C --time T [--deformers lbs,dqs,irs,spring] --out sheet.png
     skinengine pose ASSET --strokes FILE.json [--clip C --time T] [--deformer D] [--export-frame OUT.npz]
                       [--out POSED.glb] [--screenshot S.png]      line-of-action posing from a strokes file
-    skinengine bench deform|render|reference|anim [...]    (needs a checkout: bench/ is not installed)
+    skinengine bench deform|render|reference|anim|scene|bake|soak [...]    (needs a checkout: bench/ is not installed)
+    skinengine --record FILE                 the editor window, recording the session to FILE (.jsonl)
+    skinengine replay FILE [--headless] [--screenshot S.png] [--export-frame F.npz] [--save P.glb]
     skinengine --version
 
 This module owns the argument parsing; the command bodies live in engine.tools and game.demo and keep their
@@ -23,7 +25,8 @@ set the logging level once (engine.log); a closed pipe (``skinengine inspect X |
 quietly with status 141. The demo's options (``--frames``, ``--screenshot``, ``--characters``, ...) belong to
 the ``demo`` sub-command; for the documented ``main.py --headless --frames N`` they are also accepted with no
 sub-command, and refused, with a line saying so, next to any other sub-command. Values that look like negative
-numbers (``--time -inf``, ``--time -1e-3``) are read as values, not flags.
+numbers (``--time -inf``, ``--time -1e-3``) are read as values, not flags. Output paths (``--out``,
+``--gbuffer``) are checked writable before the command starts, so no work is lost to a bad path.
 """
 from __future__ import annotations
 
@@ -34,12 +37,13 @@ import re
 import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 from engine.skinning import registry
 
-__all__ = ["DEFORMERS", "DEMO_DEFAULTS", "EXIT_USAGE", "ArgumentParser", "UsageError", "build_parser", "main",
-           "run", "version"]
+__all__ = ["DEFORMERS", "DEMO_DEFAULTS", "EXIT_USAGE", "ArgumentParser", "UsageError", "build_parser",
+           "check_output", "main", "run", "version"]
 
 #: the public deformer names (engine/skinning/registry.py is the table)
 DEFORMERS = registry.names()
@@ -48,8 +52,9 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a command whos
 
 #: The demo's options and their defaults (the ``demo`` sub-command, or no sub-command at all).
 DEMO_DEFAULTS: dict[str, Any] = {"headless": False, "frames": None, "screenshot": None, "width": 1280,
-                                 "height": 720, "characters": 6, "asset": None, "deformer": "auto",
-                                 "device": "gpu", "graph": None}
+                                 "height": 720, "characters": None, "asset": None, "deformer": "auto",
+                                 "device": "gpu", "graph": None, "compare": None, "overlay": False,
+                                 "profile": None, "record": None}
 _TOP = "_top_"  # dest prefix of the demo options given before (or without) a sub-command
 
 # A float the way a user writes one: -1, -.5, -1e3, -inf, -nan (argparse alone reads only -1 and -1.5).
@@ -104,13 +109,22 @@ def _add_demo_options(p: argparse.ArgumentParser, *, dest_prefix: str = "") -> N
     add("--screenshot", metavar="PNG", help="write the last frame to this PNG (headless default out/demo.png)")
     add("--width", type=int, metavar="PX", help=f"window / frame width in pixels (default {d['width']})")
     add("--height", type=int, metavar="PX", help=f"window / frame height in pixels (default {d['height']})")
-    add("--characters", type=int, metavar="N", help=f"number of characters in the scene (default {d['characters']})")
+    add("--characters", type=int, metavar="N",
+        help="N characters on a grid, up to 256 (stress; default: the composed showcase cast)")
     add("--asset", metavar="GLTF", help="play this glTF file instead of the generated cast")
     add("--deformer", choices=("auto",) + registry.names(device="gpu"),
         help="demo deformer: %(choices)s (default auto: spring on a GPU, lbs on a software rasteriser)")
     add("--device", choices=("gpu", "cpu"),
-        help="deform on the GPU deformer graph (default) or with numpy (lbs/dqs)")
+        help="deform on the GPU deformer graph (default) or with the numpy reference")
     add("--graph", metavar="FILE", help="deformer graph file (TOML/JSON, see config/) for the skinned meshes")
+    add("--compare", metavar="D1,D2,...", nargs="?", const="lbs,dqs,irs,spring",
+        help="side-by-side comparison: the same character and clip once per deformer, labelled "
+             "(default lbs,dqs,irs,spring)")
+    add("--overlay", action="store_true",
+        help="show the profiler overlay from the start (headless: drawn into the screenshot)")
+    add("--profile", metavar="FILE.json", help="write a Chrome/Perfetto trace of the frames to this file")
+    add("--record", metavar="FILE", help="open the editor window and record the session to FILE (.jsonl; "
+        "replay it with the replay command)")
 
 
 def _add_verbosity(p: argparse.ArgumentParser, *, default: Any) -> None:
@@ -224,6 +238,16 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
                    help="render the posed frame with the file's camera, strokes drawn over it")
     _add_deform_options(p)
 
+    p = sub.add_parser("replay", parents=[common], help="reproduce a recorded editor session (.jsonl)")
+    p.add_argument("file", help="a recording written by --record (or by hand, see the README)")
+    p.add_argument("--headless", action="store_true", help="replay offscreen (the default without a display)")
+    p.add_argument("--screenshot", default=None, metavar="PNG", help="write the last frame as PNG")
+    p.add_argument("--export-frame", default=None, metavar="NPZ",
+                   help="write the last frame's deformed vertices (export-frame keys)")
+    p.add_argument("--save", default=None, metavar="GLB", help="write the posed asset as .glb")
+    p.add_argument("--device", default="gpu", choices=("gpu", "cpu"),
+                   help="gpu = compute shaders, cpu = numpy reference (default gpu)")
+
     p = sub.add_parser("bench", parents=[common], help="benchmarks (print tables; needs a checkout)")
     p.add_argument("which", choices=tuple(BENCHES), help="benchmark: %(choices)s")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options passed to the benchmark (see bench WHICH -h)")
@@ -269,6 +293,44 @@ def _cli_warning(message: Warning | str, category: type[Warning], filename: str,
     logging.getLogger("py.warnings").warning("%s", message)
 
 
+#: Output files per command: (attribute, flag, whether the command creates missing parent folders).
+_OUTPUTS: dict[str, tuple[tuple[str, str, bool], ...]] = {
+    "export-frame": (("out", "--out", False),),
+    "render": (("out", "--out", True), ("gbuffer", "--gbuffer", True)),
+    "compare": (("out", "--out", True),),
+}
+
+
+def check_output(flag: str, value: str, *, makes_parents: bool) -> None:
+    """Refuse an output path that cannot be written, before any work (UsageError naming the flag, the path and
+    why). Nothing is created: the folder (or, where the command creates missing folders, its nearest existing
+    ancestor) must be a writable directory, and an existing target must be a writable file. A value ending in
+    a path separator names a folder of outputs (``export-frame --out DIR/``)."""
+    p = Path(value)
+    as_folder = value.endswith(("/", os.sep)) or p.is_dir()
+    if as_folder and flag == "--out" and p.is_dir() and not value.endswith(("/", os.sep)) and p.suffix:
+        raise UsageError(f"{flag} {value!r} cannot be written: it is a folder")
+    folder = p if as_folder else p.parent
+    probe = folder
+    while not probe.exists() and (makes_parents or as_folder) and probe != probe.parent:
+        probe = probe.parent
+    if not probe.exists():
+        raise UsageError(f"{flag} {value!r} cannot be written: the folder {str(folder) or '.'!r} does not exist")
+    if not probe.is_dir():
+        raise UsageError(f"{flag} {value!r} cannot be written: {str(probe)!r} is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {value!r} cannot be written: no write permission in {str(probe) or '.'!r}")
+    if p.exists() and not as_folder and not os.access(p, os.W_OK):
+        raise UsageError(f"{flag} {value!r} cannot be written: the file is read-only")
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    for attr, flag, makes_parents in _OUTPUTS.get(args.command or "", ()):
+        value = getattr(args, attr, None)
+        if value:
+            check_output(flag, str(value), makes_parents=makes_parents)
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "doctor":
         from engine.tools.doctor import doctor
@@ -291,6 +353,12 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "bench":
         from engine.tools.bench import run_bench
         return run_bench(args.which, args.rest)
+    if args.command == "replay":
+        from engine.editor.commands import replay_command
+        return replay_command(args)
+    if args.record is not None:
+        from game.editor import run_editor
+        return run_editor(args)
     from game.demo import run_demo
     return run_demo(args)
 
@@ -318,6 +386,7 @@ def run(argv: Sequence[str] | None = None, *, prog: str = "main.py") -> int:
     configure(-1 if args.quiet else args.verbose)
     warnings.showwarning = _cli_warning
     try:
+        _check_outputs(args)
         status = _dispatch(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return status

@@ -41,7 +41,9 @@ from engine.components import Animator, AssetRef, DeformedMeshes, Placement, Pos
 from engine.ecs import Clock, Phase, Schedule, World
 from engine.gpu.timers import record_gpu_timings
 from engine.math.transform import compose_trs, decompose
+from engine.profile.stats import cpu_scope
 from engine.profile.timings import current_timings
+from engine.profile.trace import GRAPH_SCOPE
 from engine.scene import SceneMeshes
 
 __all__ = ["View", "ENGINE_SYSTEMS", "build_schedule", "animation_system", "skeleton_system",
@@ -64,6 +66,9 @@ class View:
     #: finish the GPU work around each renderer pass and record its wall time (``renderer.last_wall_ms``)
     profile: bool = False
     after_render: list[Callable[[World], None]] = field(default_factory=list)
+    #: overlays drawn into the frame before it is presented (``fn(renderer)``, the renderer's ``ui=`` pass;
+    #: the profiler overlay, the editor's panels); they see the timings of the last finished frame
+    ui: list[Callable[[Any], None]] = field(default_factory=list)
 
 
 # ---- fixed step -------------------------------------------------------------------------------------------
@@ -149,7 +154,8 @@ def _deform(world: World, meshes: SceneMeshes, alpha: float) -> None:
         g = skel.globals if alpha >= 1.0 else interpolate_matrices(skel.previous, skel.globals, alpha)
         meshes.pose(e, g, out.positions)
         meshes.upload(e, out.positions)
-    meshes.run_graph()
+    with cpu_scope(GRAPH_SCOPE):  # profiling hook: the deformer stages' GPU times are placed inside it
+        meshes.run_graph()
 
 
 def extract_system(world: World) -> None:
@@ -164,6 +170,14 @@ def extract_system(world: World) -> None:
     _deform(world, meshes, clock.alpha if clock is not None and interpolate else 1.0)
 
 
+def _overlays(fns: list[Callable[[Any], None]]) -> Callable[[Any], None]:
+    """The renderer's ``ui`` pass: every overlay of the view, in order."""
+    def draw(renderer: Any) -> None:
+        for fn in fns:
+            fn(renderer)
+    return draw
+
+
 def render_system(world: World) -> None:
     """G-buffer -> compose -> present: draw the scene into the view's target (skipped when disabled)."""
     view = world.try_resource(View)
@@ -171,7 +185,7 @@ def render_system(world: World) -> None:
         return
     r = view.renderer
     view.camera.aspect = r.width / r.height
-    r.render(view.camera, target=view.target, profile=view.profile)
+    r.render(view.camera, target=view.target, profile=view.profile, ui=_overlays(view.ui) if view.ui else None)
     timings = current_timings()
     if timings is not None:  # GPU pass times (a few frames late) go next to the systems' CPU times
         record_gpu_timings(timings, r.gpu_ms)

@@ -6,25 +6,38 @@ the last, runs one frame with it (fixed steps as due, the pose drawn interpolate
 the window's framebuffer, and every half second recompiles shaders whose files changed (a failed compile keeps
 the previous program; the error is printed and shown in the window title).
 
-Desktop controls (until the editor's input layer takes them): left-drag orbit, right/middle-drag pan, wheel
-zoom; Space play/pause, ``.`` one fixed step while paused, ``[`` / ``]`` halve / double the time scale,
-W wireframe, V cycles the G-buffer debug views, Esc quits.
+Desktop controls (until the editor's input layer takes them; :data:`CONTROLS` is the help text): left-drag
+orbit, right/middle-drag pan, wheel zoom; Space play/pause, ``.`` one fixed step while paused, ``[`` / ``]``
+halve / double the time scale, W wireframe, V cycles the G-buffer debug views, Esc quits; with an overlay
+(game/ui/overlay.py): P shows the profiler, F freezes it, H shows the controls help. The caller may add keys
+(``keys={symbol: (help, fn)}``; the demo's deformer switch); the overlay's imgui windows take the mouse first.
 """
 from __future__ import annotations
 
 import logging
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from engine.ecs.clock import MAX_TIME_SCALE
 
-__all__ = ["run_headless", "run_window", "HOT_RELOAD_INTERVAL"]
+__all__ = ["run_headless", "run_window", "HOT_RELOAD_INTERVAL", "CONTROLS", "OVERLAY_CONTROLS"]
 
 log = logging.getLogger(__name__)
 
 #: seconds between two checks of the shader files in the window loop
 HOT_RELOAD_INTERVAL = 0.5
+
+#: the window's controls, as the help overlay lists them
+CONTROLS = (
+    "left drag  orbit      right drag  pan      wheel  zoom",
+    "Space  play/pause     .  one step (paused)",
+    "[ ]  time scale       W  wireframe      V  G-buffer view",
+    "Esc  quit",
+)
+#: the overlay's keys (run_window with an overlay)
+OVERLAY_CONTROLS = ("P  profiler           F  freeze profiler", "H  this help")
 
 
 def run_headless(session: Any, frames: int) -> list[float]:
@@ -56,8 +69,13 @@ def reload_shaders(session: Any, *, on_error=None) -> int:
     return ok
 
 
-def run_window(session: Any, frames: int | None = None) -> list[float]:
-    """The interactive loop in the session's window (until Esc / close, or ``frames`` frames)."""
+def run_window(session: Any, frames: int | None = None, *, overlay: Any = None,
+               keys: dict[int, tuple[str, Callable[[], None]]] | None = None) -> list[float]:
+    """The interactive loop in the session's window (until Esc / close, or ``frames`` frames).
+
+    ``overlay``: a game.ui.overlay.SessionOverlay (P / F / H keys, mouse to imgui first); ``keys``: extra key
+    symbol -> (help line, action), checked before the built-in keys (an empty help line is not listed: one
+    line may describe several keys)."""
     import pyglet
     from pyglet.window import key, mouse
 
@@ -108,7 +126,11 @@ def run_window(session: Any, frames: int | None = None) -> list[float]:
     @window.event
     def on_key_press(symbol, modifiers):
         clock = session.clock
-        if symbol == key.SPACE:
+        if keys and symbol in keys:
+            keys[symbol][1]()
+        elif overlay is not None and symbol in (key.P, key.F, key.H):
+            toggle_overlay(overlay, {key.P: "profiler", key.F: "freeze", key.H: "help"}[symbol])
+        elif symbol == key.SPACE:
             clock.toggle_pause()
         elif symbol == key.PERIOD and clock.paused:
             clock.single_step()
@@ -123,9 +145,25 @@ def run_window(session: Any, frames: int | None = None) -> list[float]:
         elif symbol == key.ESCAPE:
             pyglet.app.exit()
 
+    if overlay is not None:  # after the loop's own handlers: imgui's sit on top and see events first
+        overlay.help_lines = list(CONTROLS) + list(OVERLAY_CONTROLS) + [h for h, _fn in (keys or {}).values() if h]
+        overlay.attach_window(window)
     pyglet.clock.schedule_interval(lambda dt: None, 1 / 120)
     try:
         pyglet.app.run()
     finally:
         session.view.target = None
     return frame_ms
+
+
+def toggle_overlay(overlay: Any, what: str) -> bool:
+    """The overlay keys: "profiler" (P), "freeze" (F), "help" (H); returns the new state."""
+    if what == "profiler":
+        overlay.show_profiler = not overlay.show_profiler
+        return overlay.show_profiler
+    if what == "freeze":
+        return overlay.panel.toggle_freeze()
+    if what == "help":
+        overlay.show_help = not overlay.show_help
+        return overlay.show_help
+    raise ValueError(f"unknown overlay toggle {what!r}; choose profiler, freeze or help")

@@ -186,6 +186,9 @@ class SceneMeshes:
         self.assets: dict[int, LoadedAsset] = {}
         #: entity -> positions drawn instead of deforming (cpu device; comparisons and tools)
         self.held: dict[int, dict[PrimitiveKey, np.ndarray]] = {}
+        #: profiling hook: time every deformer stage (``DeformerGraph.run(profile=True)``, serialises the GPU);
+        #: set by engine.profile.trace.Profiler
+        self.profile_graph = False
 
     # -- set-up ------------------------------------------------------------------------------------------
     @staticmethod
@@ -334,7 +337,7 @@ class SceneMeshes:
 
     def run_graph(self) -> None:
         if self.graph is not None and self.instances:
-            self.graph.run()
+            self.graph.run(profile=self.profile_graph)
 
     def vertices(self, entity: int, positions: dict[PrimitiveKey, np.ndarray], *, normals: bool = False
                  ) -> dict[PrimitiveKey, np.ndarray] | dict[PrimitiveKey, tuple[np.ndarray, np.ndarray]]:

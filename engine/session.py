@@ -83,6 +83,22 @@ def _settings(deformer: str | None, config: DeformerConfig | str | Path | None, 
     return DeformSettings(deformer, cfg, None)
 
 
+def _placement(loaded: LoadedAsset, position: Sequence[float], yaw: float, scale: float,
+               matrix: np.ndarray | None, on_ground: bool) -> np.ndarray:
+    """A character's model matrix from position/yaw/scale or a finite 4x4 ``matrix`` (float32, a new array);
+    ``on_ground`` lifts it so the rest pose stands on y = 0."""
+    if matrix is not None:
+        m = np.asarray(matrix, np.float32)
+        if m.shape != (4, 4) or not np.all(np.isfinite(m)):
+            raise ValueError(f"matrix must be a finite 4x4 array, got shape {np.shape(matrix)}")
+    else:
+        m = placement_matrix(position, yaw=yaw, scale=scale)
+    m = m.copy()
+    if on_ground:
+        m[1, 3] += loaded.ground_offset * float(np.linalg.norm(m[:3, 1]))
+    return m
+
+
 class Character:
     """A handle on one spawned character: playback, placement, deformer, deformed vertices, removal."""
 
@@ -187,15 +203,7 @@ class Character:
         """Put the character at ``position`` turned ``yaw`` degrees about +Y, or at a 4x4 ``matrix``;
         ``on_ground`` lifts it so its rest pose stands on y = 0."""
         self._check()
-        if matrix is not None:
-            m = np.asarray(matrix, np.float32)
-            if m.shape != (4, 4) or not np.all(np.isfinite(m)):
-                raise ValueError(f"matrix must be a finite 4x4 array, got shape {np.shape(matrix)}")
-        else:
-            m = placement_matrix(position, yaw=yaw, scale=scale)
-        m = m.copy()
-        if on_ground:
-            m[1, 3] += self.loaded.ground_offset * float(np.linalg.norm(m[:3, 1]))
+        m = _placement(self.loaded, position, yaw, scale, matrix, on_ground)
         self._session.world.get(self.entity, Placement).matrix = m
         self._session._settle(self.entity)
         return self
@@ -497,15 +505,7 @@ class Session:
             raise ValueError(f"no clip {clip!r}; the asset has no animations")
         else:
             playback = StillPlayback()
-        if matrix is not None:
-            m = np.asarray(matrix, np.float32)
-            if m.shape != (4, 4) or not np.all(np.isfinite(m)):
-                raise ValueError(f"matrix must be a finite 4x4 array, got shape {np.shape(matrix)}")
-        else:
-            m = placement_matrix(position, yaw=yaw, scale=scale)
-        m = m.copy()
-        if on_ground:
-            m[1, 3] += loaded.ground_offset * float(np.linalg.norm(m[:3, 1]))
+        m = _placement(loaded, position, yaw, scale, matrix, on_ground)
         e = self.world.spawn(AssetRef(loaded.name, asset, rig), Placement(m),
                              SkeletonPose.of(np.zeros((rig.count, 4, 4), np.float32)), DeformedMeshes(),
                              Animator(playback, pose))

@@ -1,11 +1,22 @@
-"""The demo scene: generated characters playing their clips on a ground plane, through :class:`engine.Session`.
+"""The demo scene, a showcase of the engine, through :class:`engine.Session`.
 
-``python main.py`` opens a window when a display exists (engine/runloop.py lists the controls) and otherwise
-runs headless. ``python main.py --headless --frames N --screenshot out.png`` renders N frames offscreen, writes
-the PNG and prints the frame-time summary.
+``python main.py`` opens a window when a display exists and otherwise runs headless. Three casts:
 
-The demo only decides the cast and where it stands; the frame (engine/frame.py), the deformation and the drawing
-are the Session's.
+* the showcase (default): humanoids walking a loop path, waving, stretching and idling, the research's test
+  pieces (twisting cylinder, bending plus and box) on pedestals; the camera frames the cast on start;
+* ``--characters N``: N characters on a grid (up to 256: a stress test);
+* ``--compare [lbs,dqs,irs,spring]``: the comparison mode, the same character and clip once per deformer in
+  a row, each labelled with its method (like the research's Fig. 19).
+
+In the window: ``1``-``5`` switch every character to lbs / dqs / rigid / irs / spring, ``C`` toggles the
+comparison mode, ``L`` the labels, ``P`` the profiler overlay (``F`` freezes it, ``H`` lists every key);
+the "Cast" panel switches one character or all. ``--overlay`` shows the profiler from the start (headless:
+drawn into the screenshot); ``--profile F.json`` writes a Perfetto / chrome://tracing trace of the frames
+(engine/profile/trace.py). ``--headless --frames N --screenshot out.png`` renders N frames offscreen,
+writes the PNG and prints the frame-time summary.
+
+The demo only decides the cast and where it stands; the frame (engine/frame.py), the deformation and the
+drawing are the Session's.
 """
 from __future__ import annotations
 
@@ -13,14 +24,19 @@ import argparse
 import math
 import sys
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from engine.profile.stats import FrameStats
 
-__all__ = ["DEFAULT_CAST", "spawn_cast", "demo_deformer", "run_demo"]
+__all__ = ["DEFAULT_CAST", "SHOWCASE", "SWITCH_DEFORMERS", "COMPARE_DEFORMERS", "COMPARE_SUBJECT", "Slot",
+           "DemoScene", "spawn_cast", "demo_deformer", "frame_camera", "parse_deformers", "run_demo"]
 
-# The default cast: (character, clip, speed). Humanoids first; the research's test pieces beside them.
+# The grid cast (--characters N): (character, clip, speed). Humanoids first; the research's test pieces beside.
 DEFAULT_CAST = (
     ("humanoid", "walk", 1.0),
     ("humanoid", "wave", 1.0),
@@ -32,7 +48,45 @@ DEFAULT_CAST = (
     ("humanoid", "walk", 0.8),
 )
 
-SPACING = 1.6  # metres between neighbouring characters
+SPACING = 1.6  # metres between neighbouring characters on the grid
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One member of the showcase: ``asset`` playing ``clip`` at ``(x, z)`` turned ``yaw`` degrees; on a
+    pedestal ``pedestal`` metres high (0: on the ground); ``loop`` > 0: walks a circle of that radius about
+    ``(x, z)`` starting at angle ``yaw`` (degrees), ``speed`` metres per second along it."""
+
+    asset: str
+    clip: str | int
+    x: float
+    z: float
+    yaw: float = 0.0
+    speed: float = 1.0
+    pedestal: float = 0.0
+    loop: float = 0.0
+
+
+#: the composed showcase (metres; the camera looks down -Z at it)
+SHOWCASE = (
+    Slot("humanoid", "walk", 0.2, -2.0, yaw=0.0, loop=1.2),
+    Slot("humanoid", "walk", 0.2, -2.0, yaw=180.0, loop=1.2),
+    Slot("humanoid", "wave", -1.4, 0.1, yaw=15.0),
+    Slot("humanoid", "stretch", 0.0, 0.5),
+    Slot("humanoid", "idle", 1.4, 0.1, yaw=-15.0),
+    Slot("cylinder", "twist", -3.0, -0.3, yaw=20.0, pedestal=0.5),
+    Slot("plus", "wave", 2.8, -1.0, yaw=-20.0, pedestal=0.3),
+    Slot("box", "bend", -2.3, -2.6, yaw=10.0, pedestal=0.6),
+)
+#: pedestal footprint (metres): the generated box (0.2 x 0.8 x 0.2) in its rest pose, scaled
+PEDESTAL_WIDTH = 0.7
+#: the switchable methods, keys 1..5 in this order
+SWITCH_DEFORMERS = ("lbs", "dqs", "rigid", "irs", "spring")
+COMPARE_DEFORMERS = ("lbs", "dqs", "irs", "spring")
+#: the comparison mode's character, clip and start time (seconds: arms raised, the shoulders at work)
+COMPARE_SUBJECT = ("humanoid", "stretch", 1.0)
+COMPARE_SPACING = 1.5
+_LABEL_LIFT = 0.25  # metres above a character's top
 
 
 def demo_deformer(deformer: str, renderer_name: str) -> str:
@@ -41,6 +95,18 @@ def demo_deformer(deformer: str, renderer_name: str) -> str:
     if deformer != "auto":
         return deformer
     return "lbs" if "llvmpipe" in renderer_name else "spring"
+
+
+def parse_deformers(text: str, *, device: str = "gpu") -> tuple[str, ...]:
+    """``"lbs,dqs"`` -> ("lbs", "dqs"): 1 to 8 names of the deformer table that ``device`` runs."""
+    from engine.skinning import registry
+
+    names = tuple(t.strip() for t in str(text).split(",") if t.strip())
+    if not 1 <= len(names) <= 8:
+        raise ValueError(f"--compare takes 1 to 8 comma-separated deformers, got {text!r}")
+    for n in names:
+        registry.check(n, device)
+    return names
 
 
 def spawn_cast(session: Any, count: int, *, cast=DEFAULT_CAST, asset: str | None = None) -> list[Any]:
@@ -57,35 +123,314 @@ def spawn_cast(session: Any, count: int, *, cast=DEFAULT_CAST, asset: str | None
         row, col = divmod(i, cols)
         x = (col - (cols - 1) / 2) * SPACING
         z = -(row - (rows - 1) / 2) * SPACING
-        clip_ok = clip if loaded.asset.clips and _has_clip(loaded.asset, clip) else (0 if loaded.asset.clips else None)
-        ch = session.spawn(loaded, clip=clip_ok, speed=speed, time=0.37 * i * speed, position=(x, 0.0, z),
-                           yaw=15.0 * ((i % 3) - 1), on_ground=True)
+        ch = session.spawn(loaded, clip=_clip(loaded, clip), speed=speed, time=0.37 * i * speed,
+                           position=(x, 0.0, z), yaw=15.0 * ((i % 3) - 1), on_ground=True)
         out.append(ch)
     return out
 
 
-def _has_clip(asset, clip) -> bool:
+def _clip(loaded: Any, clip: str | int) -> str | int | None:
+    """``clip`` when the asset has it, else its first clip (None: no clips, the rest pose)."""
+    if not loaded.asset.clips:
+        return None
     try:
-        asset.clip_index(clip)
+        loaded.asset.clip_index(clip)
     except ValueError:
-        return False
-    return True
+        return 0
+    return clip
 
 
-def frame_camera(session: Any) -> None:
-    """An orbit camera over the cast: bounds of the first frame, the ground included."""
-    import numpy as np
-
+def frame_camera(session: Any, *, margin: float = 1.04, left_px: float = 0.0, yaw: float = 20.0,
+                 pitch: float = 16.0) -> None:
+    """An orbit camera over the cast: aimed at the centre of the first frame's deformed vertices (read back
+    once), at the closest distance where they all lie inside the frame, ``margin`` around them and ``left_px``
+    pixels kept free on the left (the profiler panel)."""
     from engine.render.camera import OrbitCamera
+    from game.ui.labels import project
 
     r = session.renderer
-    cam = OrbitCamera(target=np.array([0.0, 0.9, 0.0]), distance=7.0, yaw=20.0, pitch=16.0, aspect=r.width / r.height)
+    cam = OrbitCamera(target=np.array([0.0, 0.9, 0.0]), distance=7.0, yaw=yaw, pitch=pitch,
+                      aspect=r.width / r.height)
     session.camera = cam
     session.step()
-    b = r.scene_bounds()
-    if b is not None:
-        lo, hi = b
-        cam.fit(np.minimum(lo, 0.0 * lo), hi, margin=1.05)
+    pts = [p[::5] for ch in session.characters for p in ch.vertices().values() if len(p)]  # read back once
+    if not pts:
+        return
+    corners = np.concatenate(pts).astype(np.float64)
+    lo, hi = corners.min(0), corners.max(0)
+    cam.fit(lo, hi, margin=margin)  # the bounding sphere: far enough, then come closer
+    centre = cam.target.copy()
+    w, h = r.width, r.height
+    pad = (margin - 1.0) * min(w, h)
+    left = min(max(float(left_px), 0.0), 0.6 * w)
+
+    def place(d: float) -> bool:
+        cam.distance, cam.target = d, centre.copy()
+        cam.pan(left / 2.0, 0.0, h)  # the free area's centre
+        xy = project(cam, w, h, corners)
+        return bool(np.all(np.isfinite(xy)) and xy[:, 0].min() >= left + pad and xy[:, 0].max() <= w - pad
+                    and xy[:, 1].min() >= pad and xy[:, 1].max() <= h - pad)
+
+    near, far = 0.05 * cam.distance, cam.distance
+    if not place(far):
+        return  # even the sphere's distance clips a corner (a tall, narrow free area): keep it
+    for _ in range(24):
+        mid = (near + far) / 2.0
+        near, far = (near, mid) if place(mid) else (mid, far)
+    place(far)
+
+
+def _walk_matrix(slot: Slot, angle: float) -> np.ndarray:
+    """Placement on the loop at ``angle`` radians, facing along the path (the models face +Z)."""
+    from engine.session import placement_matrix
+
+    x = slot.x + slot.loop * math.sin(angle)
+    z = slot.z + slot.loop * math.cos(angle)
+    return placement_matrix((x, 0.0, z), yaw=math.degrees(angle) + 90.0)
+
+
+class DemoScene:
+    """The demo's cast in a session: build the showcase, a grid or the comparison row; switch deformers;
+    the labels naming each character's method; the walkers' loop path (a system in ANIMATION).
+
+    ``deformer`` is the method the showcase and grid start with (None: the session's default, e.g. a graph
+    file). :attr:`characters` are the switchable characters; :attr:`props` (the pedestals) are not switched."""
+
+    WALK_SYSTEM = "demo_walk_path"
+
+    def __init__(self, session: Any, *, deformer: str | None, asset: str | None = None) -> None:
+        from engine.skinning import registry
+
+        if deformer is not None:  # None: the session's default (a deformer graph file)
+            registry.check(deformer, session.device)
+        self.session = session
+        self.deformer = deformer
+        self.asset = asset
+        #: "showcase", "grid" or "compare": what was built last ("none" before)
+        self.mode = "none"
+        self.characters: list[Any] = []
+        self.props: list[Any] = []
+        #: label every character with its name and method outside the comparison mode (the L key)
+        self.show_labels = False
+        self._walkers: list[tuple[Any, Slot, float]] = []  # (character, slot, angle now)
+        self._grid = 0
+        self._compare: tuple[str, ...] = COMPARE_DEFORMERS
+        self._previous = "showcase"
+        self._heights: dict[int, float] = {}
+        from engine.ecs import Phase
+
+        session.add_system(Phase.ANIMATION, self._walk, name=self.WALK_SYSTEM)
+
+    # -- casts ---------------------------------------------------------------------------------------------
+    def clear(self) -> None:
+        """Remove the cast and the props (their GPU memory is returned)."""
+        for ch in self.characters + self.props:
+            if ch.alive:
+                ch.remove()
+        self.characters, self.props, self._walkers = [], [], []
+        self._heights.clear()
+
+    def build_showcase(self) -> list[Any]:
+        """The composed showcase (:data:`SHOWCASE`): 8 characters, three on pedestals, two walking a loop."""
+        self.clear()
+        s = self.session
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for i, slot in enumerate(SHOWCASE):
+                loaded = s.load(slot.asset)
+                lift = 0.0
+                if slot.pedestal > 0:
+                    lift = slot.pedestal
+                    self.props.append(self._pedestal(slot.x, slot.z, slot.pedestal))
+                if slot.loop > 0:
+                    ch = s.spawn(loaded, clip=_clip(loaded, slot.clip), time=0.31 * i, deformer=self.deformer,
+                                 matrix=_walk_matrix(slot, math.radians(slot.yaw)))
+                    self._walkers.append((ch, slot, math.radians(slot.yaw)))
+                else:
+                    ch = s.spawn(loaded, clip=_clip(loaded, slot.clip), time=0.37 * i, speed=slot.speed,
+                                 position=(slot.x, lift, slot.z), yaw=slot.yaw, on_ground=True,
+                                 deformer=self.deformer)
+                self.characters.append(ch)
+        self.mode = "showcase"
+        return self.characters
+
+    def _pedestal(self, x: float, z: float, height: float) -> Any:
+        """A pedestal: the generated box in its rest pose, scaled to PEDESTAL_WIDTH x height."""
+        from engine.session import placement_matrix
+
+        box = self.session.load("box")
+        m = placement_matrix((x, 0.0, z))
+        m[:3, :3] = np.diag([PEDESTAL_WIDTH / 0.2, height / 0.8, PEDESTAL_WIDTH / 0.2])
+        return self.session.spawn(box, clip=None, matrix=m, deformer="lbs")
+
+    def build_grid(self, count: int) -> list[Any]:
+        """``count`` characters on a grid (:func:`spawn_cast`; ``asset`` instead of the cast when given)."""
+        self.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.characters = spawn_cast(self.session, count, asset=self.asset)
+        for ch in self.characters:
+            if self.deformer is not None and ch.deformer != self.deformer:
+                ch.set_deformer(self.deformer)
+        self._grid = count
+        self.mode = "grid"
+        return self.characters
+
+    def build_compare(self, deformers: tuple[str, ...] | None = None) -> list[Any]:
+        """The comparison row: :data:`COMPARE_SUBJECT` (or ``asset``) once per deformer, same clip and time,
+        left to right in the order given."""
+        if deformers is not None:
+            self._compare = tuple(deformers)
+        if self.mode in ("showcase", "grid"):
+            self._previous = self.mode
+        self.clear()
+        s = self.session
+        name, clip, start = (self.asset, 0, 0.0) if self.asset else COMPARE_SUBJECT
+        loaded = s.load(name)
+        n = len(self._compare)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for i, d in enumerate(self._compare):
+                x = (i - (n - 1) / 2) * COMPARE_SPACING
+                self.characters.append(s.spawn(loaded, clip=_clip(loaded, clip), time=start,
+                                               position=(x, 0.0, 0.0), on_ground=True, deformer=d))
+        self.mode = "compare"
+        return self.characters
+
+    def toggle_compare(self) -> str:
+        """Comparison mode on (from the showcase or grid) or back to the cast it replaced; reframes the
+        camera. Returns the new mode."""
+        if self.mode == "compare":
+            self.build_grid(self._grid) if self._previous == "grid" else self.build_showcase()
+        else:
+            self.build_compare()
+        self.frame()
+        return self.mode
+
+    def frame(self, *, left_px: float = 0.0) -> None:
+        """Frame the cast (:func:`frame_camera`): the comparison row from the front, the others at an angle."""
+        if self.mode == "compare":
+            frame_camera(self.session, margin=1.1, left_px=left_px, yaw=0.0, pitch=8.0)
+        else:
+            frame_camera(self.session, left_px=left_px)
+
+    # -- labels --------------------------------------------------------------------------------------------
+    def labels(self) -> list[Any]:
+        """The labels to draw: each character's method under its feet in comparison mode; with
+        ``show_labels`` name and method above its head (rest height from the asset)."""
+        from game.ui.labels import Label
+
+        if self.mode != "compare" and not self.show_labels:
+            return []
+        out = []
+        for ch in self.characters:
+            m = ch.matrix
+            if self.mode == "compare":  # under the feet: raised arms never cover it
+                out.append(Label(tuple(float(v) for v in m[:3, 3]), ch.deformer, below=True))
+                continue
+            up = float(np.linalg.norm(m[:3, 1]))
+            pos = m[:3, 3] + np.array([0.0, self._height(ch) * up + _LABEL_LIFT, 0.0])
+            out.append(Label(tuple(float(v) for v in pos), f"{ch.name}: {ch.deformer}"))
+        return out
+
+    def _height(self, ch: Any) -> float:
+        """The top of the character's rest pose above its placement (model units)."""
+        h = self._heights.get(ch.entity)
+        if h is None:
+            tops = [float(np.max(sp.primitive.positions[:, 1])) for sp in ch.loaded.skinned
+                    if len(sp.primitive.positions)]
+            h = self._heights[ch.entity] = (max(tops) if tops else 1.8) + ch.loaded.ground_offset
+        return h
+
+    # -- the loop path -------------------------------------------------------------------------------------
+    def _walk(self, world: Any) -> None:
+        """Advance each walker along its circle by one fixed step (placement only; the clip walks in place)."""
+        if not self._walkers:
+            return
+        from engine.components import Placement
+        from engine.ecs import Clock
+
+        step = world.resource(Clock).step
+        for i, (ch, slot, angle) in enumerate(self._walkers):
+            angle += step * slot.speed / slot.loop
+            self._walkers[i] = (ch, slot, angle)
+            world.get(ch.entity, Placement).matrix = _walk_matrix(slot, angle)
+
+    def release(self) -> None:
+        """Take the walk system out of the session's schedule (the characters stay)."""
+        if self.WALK_SYSTEM in self.session.schedule:
+            self.session.schedule.remove_system(self.WALK_SYSTEM)
+
+
+
+# ------------------------------------------------------------------------------------------------ the command
+GRID_DEFAULT = 6  # --asset without --characters: that many copies on the grid
+PROFILER_SPACE = 446.0  # pixels the profiler panel covers on the left (game/ui/overlay.py), kept free at start
+
+
+def _writable(path: str, flag: str, suffix: str) -> Path:
+    """Refuse a wrong suffix or an unwritable path now, not after every frame has rendered."""
+    p = Path(path)
+    if p.suffix.lower() != suffix:
+        raise ValueError(f"{flag} must end in {suffix}, got {p.name!r}")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with open(p, "ab"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"{flag} {path!r} cannot be written: {exc.strerror or exc}") from None
+    return p
+
+
+def _check_args(args: argparse.Namespace, headless: bool) -> None:
+    frames = args.frames
+    if frames is not None and frames < 1:
+        raise ValueError(f"--frames must be >= 1, got {frames}")
+    if args.width < 16 or args.height < 16 or args.width > 8192 or args.height > 8192:
+        raise ValueError(f"--width/--height must be in [16, 8192], got {args.width}x{args.height}")
+    if args.characters is not None and not 1 <= args.characters <= 256:
+        raise ValueError(f"--characters must be in [1, 256], got {args.characters}")
+    if getattr(args, "compare", None) is not None and args.characters is not None:
+        raise ValueError("--compare shows one character per deformer; it cannot be combined with --characters")
+    if getattr(args, "graph", None) is not None and args.device != "gpu":
+        raise ValueError("--graph needs --device gpu")
+
+
+def _window_keys(scene: DemoScene, panel: Any) -> dict[int, tuple[str, Callable[[], None]]]:
+    """The demo's keys in the window: 1-5 switch everyone, C comparison mode, L labels."""
+    from pyglet.window import key
+
+    digits = (key._1, key._2, key._3, key._4, key._5)
+    out: dict[int, tuple[str, Callable[[], None]]] = {}
+    for i, (sym, name) in enumerate(zip(digits, SWITCH_DEFORMERS, strict=True)):
+        if name in panel.choices:
+            text = "1-5  all: " + " ".join(SWITCH_DEFORMERS) if i == 0 else ""
+            out[sym] = (text, _switch_all(panel, name))
+
+    def labels() -> None:
+        scene.show_labels = not scene.show_labels
+
+    out[key.C] = ("C  comparison mode      L  labels", lambda: print(f"demo: {scene.toggle_compare()}"))
+    out[key.L] = ("", labels)
+    return out
+
+
+def _switch_all(panel: Any, name: str) -> Callable[[], None]:
+    def switch() -> None:
+        panel.set_all(name)
+        print(f"demo: {panel.message}")
+    return switch
+
+
+def _compare_checkbox(scene: DemoScene) -> None:
+    """The cast panel's extra row: the comparison mode and the labels."""
+    from imgui_bundle import imgui
+
+    changed, _on = imgui.checkbox("comparison (C)", scene.mode == "compare")
+    if changed:
+        scene.toggle_compare()
+    imgui.same_line()
+    _, scene.show_labels = imgui.checkbox("labels (L)", scene.show_labels)
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -94,33 +439,23 @@ def run_demo(args: argparse.Namespace) -> int:
     from engine.runloop import run_headless, run_window
 
     headless = bool(args.headless) or not display_present()
+    _check_args(args, headless)
     frames = args.frames
-    if frames is not None and frames < 1:
-        raise ValueError(f"--frames must be >= 1, got {frames}")
-    if args.width < 16 or args.height < 16 or args.width > 8192 or args.height > 8192:
-        raise ValueError(f"--width/--height must be in [16, 8192], got {args.width}x{args.height}")
-    if not 1 <= args.characters <= 256:
-        raise ValueError(f"--characters must be in [1, 256], got {args.characters}")
     screenshot = args.screenshot or ("out/demo.png" if headless else None)
-    if screenshot is not None and Path(screenshot).suffix.lower() != ".png":
-        raise ValueError(f"--screenshot must end in .png, got {Path(screenshot).name!r}")
-    if screenshot is not None:  # refuse an unwritable path now, not after every frame has rendered
-        shot = Path(screenshot)
-        try:
-            shot.parent.mkdir(parents=True, exist_ok=True)
-            with open(shot, "ab"):
-                pass
-        except OSError as exc:
-            raise ValueError(f"--screenshot {screenshot!r} cannot be written: {exc.strerror or exc}") from None
+    if screenshot is not None:
+        _writable(screenshot, "--screenshot", ".png")
+    profile = getattr(args, "profile", None)
+    if profile is not None:
+        _writable(profile, "--profile", ".json")
+    compare = getattr(args, "compare", None)
+    compare_list = parse_deformers(compare, device=args.device) if compare is not None else None
+    show_overlay = bool(getattr(args, "overlay", False))
     if headless and frames is None:
         frames = 120
         print("no display (or --headless): rendering 120 frames offscreen; pass --frames N to change",
               file=sys.stderr)
-    device = args.device
     graph = getattr(args, "graph", None)
-    if graph is not None and device != "gpu":
-        raise ValueError("--graph needs --device gpu")
-    with Session(device=device, width=args.width, height=args.height, window=not headless,
+    with Session(device=args.device, width=args.width, height=args.height, window=not headless,
                  headless=headless, title="skinengine demo", graph=graph) as session:
         assert session.ctx is not None  # the demo renders, so the session has a GL context
         gl_renderer = session.ctx.info.get("GL_RENDERER", "")
@@ -129,21 +464,72 @@ def run_demo(args: argparse.Namespace) -> int:
             from engine.scene import DeformSettings
 
             session.default = DeformSettings(deformer, session.default.config)
-            session.meshes.check(session.default, device)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            spawn_cast(session, args.characters, asset=args.asset)
-        print(f"demo: {args.characters} characters, deformer "
-              f"{f'graph {deformer!r}' if graph is not None else deformer} on {device} ({gl_renderer})")
-        frame_camera(session)
+            session.meshes.check(session.default, args.device)
+        scene = DemoScene(session, deformer=None if graph is not None else deformer, asset=args.asset)
+        if compare_list is not None:
+            scene.build_compare(compare_list)
+        elif args.characters is not None or args.asset:
+            scene.build_grid(args.characters or GRID_DEFAULT)
+        else:
+            scene.build_showcase()
+        what = {"compare": f"comparison of {', '.join(compare_list or ())}",
+                "grid": f"{len(scene.characters)} characters on a grid",
+                "showcase": f"showcase, {len(scene.characters)} characters"}[scene.mode]
+        print(f"demo: {what}; deformer {f'graph {deformer!r}' if graph is not None else deformer} "
+              f"on {args.device} ({gl_renderer})")
+        scene.frame(left_px=PROFILER_SPACE if show_overlay else 0.0)
         session.schedule.history.clear()
-        frame_ms = run_headless(session, frames) if headless else run_window(session, frames)
+        frame_ms, profiler = _run(session, scene, headless=headless, frames=frames, overlay=show_overlay,
+                                  profile=profile, run_headless=run_headless, run_window=run_window)
         if screenshot:
             session.save_png(screenshot)
             print(f"wrote {screenshot}")
+        if profiler is not None:
+            profiler.write(profile)
+            print(f"wrote {profile} ({len(profiler.frames)} frames; open it in https://ui.perfetto.dev)")
         print(FrameStats.of(frame_ms).summary())
         _print_system_table(session)
     return 0
+
+
+def _run(session: Any, scene: DemoScene, *, headless: bool, frames: int | None, overlay: bool,
+         profile: str | None, run_headless: Callable[..., list[float]],
+         run_window: Callable[..., list[float]]) -> tuple[list[float], Any]:
+    """Attach the profiler (``--profile``) and the overlay (window, ``--overlay``, comparison labels); run."""
+    from engine.profile.trace import Profiler
+
+    profiler = Profiler(session, keep=None if frames is not None else 3600) if profile else None
+    ui = None
+    try:
+        if not headless or overlay or scene.mode == "compare":
+            from game.ui.cast import CastPanel
+            from game.ui.labels import draw_labels
+            from game.ui.overlay import SessionOverlay
+
+            ui = SessionOverlay(session, profiler=profiler, show_profiler=overlay)
+            r = session.renderer
+
+            def labels() -> None:
+                draw_labels(session.camera, r.width, r.height, scene.labels())
+
+            ui.panels.append(labels)
+            if headless:
+                return run_headless(session, frames), profiler
+            from engine.skinning import registry
+
+            choices = tuple(d for d in SWITCH_DEFORMERS if registry.deformer(d).available(session.device))
+            panel = CastPanel(lambda: scene.characters, choices=choices, extra=lambda: _compare_checkbox(scene),
+                              on_all=lambda name: setattr(scene, "deformer", name))
+            panel.collapsed = True
+            ui.panels.append(lambda: panel.draw(pos=(max(8.0, r.width - 310.0), 8.0)))
+            return run_window(session, frames, overlay=ui, keys=_window_keys(scene, panel)), profiler
+        return run_headless(session, frames) if headless else run_window(session, frames), profiler
+    finally:
+        if ui is not None:
+            ui.release()
+        scene.release()
+        if profiler is not None:
+            profiler.detach()
 
 
 def _print_system_table(session: Any) -> None:

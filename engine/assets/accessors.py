@@ -148,7 +148,7 @@ class AccessorReader:
                 if bv.get("byteStride") is not None:
                     raise AssetError(f"{pw}.bufferView", f"bufferViews[{bv_index}] has a byteStride; only vertex "
                                                          "data may be strided")
-                if part_size is None and part == "indices":
+                if part == "indices" and int(sub["componentType"]) not in (5121, 5123, 5125):
                     raise AssetError(f"{pw}.componentType", f"sparse indices must be UNSIGNED_BYTE/SHORT/INT, not "
                                                             f"{int(sub['componentType'])}")
                 size = part_size.itemsize * scount if part_size is not None else esize * scount

@@ -11,7 +11,11 @@ Pipeline (each stage raises :class:`AssetError` naming the offending part, JSON-
 4. resolve buffers (GLB BIN chunk, base64 ``data:`` URIs, files beside the asset; no URI may leave the
    asset's folder) and check every bufferView / accessor against them (``engine.assets.accessors``);
 5. nodes (single parent, no loops, TRS xor a decomposable matrix), scenes, meshes (attributes, indices,
-   joints/weights), skins, animations, images (Pillow) and materials, into ``engine.assets.model``.
+   joints/weights), skins, animations, images (Pillow) and materials, into ``engine.assets.model``; transforms
+   whose products float32 cannot hold are refused (``engine.assets.extent``).
+
+Every stage is linear in the size of the file (node hierarchies are walked once, whatever their depth); the
+node count is bounded by ``max_nodes``.
 
 Repairable problems (non-unit quaternions, weights not summing to 1, min/max metadata that disagrees with
 the data, ...) are repaired, appended to ``Asset.warnings`` and issued as :class:`AssetWarning`.
@@ -35,12 +39,18 @@ import numpy as np
 
 from engine.assets.accessors import COMPONENT_NAMES, AccessorReader
 from engine.assets.errors import AssetError, AssetWarning
+from engine.assets.extent import check_extents
 from engine.assets.glb import is_glb, parse_glb
 from engine.assets.model import Asset, Channel, Clip, Image, Material, Mesh, Node, Primitive, Scene, Skin
 from engine.assets.validate import validate_document
 from engine.math.transform import decompose
 
 DEFAULT_MAX_BYTES = 512 * 2**20
+#: Most nodes a file may declare. Every node is a Python object with its own checks, so loading costs some
+#: microseconds per node: the limit keeps a hostile file (a 300k-node chain) from stalling the loader, far above
+#: any character or scene this engine is made for (hundreds of nodes). Hierarchy depth has no limit of its own:
+#: the rig set-up and forward kinematics are linear / logarithmic in it.
+DEFAULT_MAX_NODES = 65536
 BUFFER_MIME = ("application/octet-stream", "application/gltf-buffer")
 IMAGE_MIME = ("image/png", "image/jpeg")
 _ATTR_RE = re.compile(r"^(POSITION|NORMAL|TANGENT|(TEXCOORD|COLOR|JOINTS|WEIGHTS)_(0|[1-9][0-9]*))$")
@@ -64,16 +74,19 @@ NORMALIZED_STEP = {5121: 1 / 255, 5123: 1 / 65535}
 UNIT_TOL = 1e-3  # |length - 1| above which a quaternion / normal is reported as repaired
 
 
-def load(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Asset:
+def load(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES,
+         max_nodes: int = DEFAULT_MAX_NODES) -> Asset:
     """Load and validate a .gltf or .glb file into an :class:`Asset`.
 
     ``max_bytes`` bounds the file size, the total buffer bytes, every accessor and every decoded image,
-    so a hostile file cannot exhaust memory. Raises AssetError for every problem; repairable problems
+    so a hostile file cannot exhaust memory; ``max_nodes`` bounds the node count (checked before anything
+    else is built), so it cannot exhaust time. Raises AssetError for every problem; repairable problems
     are warned about (``AssetWarning``) and listed in ``Asset.warnings``.
     """
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes <= 0:
-        raise ValueError(f"max_bytes must be a positive int, got {max_bytes!r}")
-    loader = _Loader(Path(path), max_bytes)
+    for name, value in (("max_bytes", max_bytes), ("max_nodes", max_nodes)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    loader = _Loader(Path(path), max_bytes, max_nodes)
     try:
         # Float exceptions are not errors here: every result that matters is checked explicitly
         # (np.isfinite on decoded data and transforms), whatever the caller's np.errstate says.
@@ -93,9 +106,10 @@ def load(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Asse
 
 
 class _Loader:
-    def __init__(self, path: Path, max_bytes: int) -> None:
+    def __init__(self, path: Path, max_bytes: int, max_nodes: int = DEFAULT_MAX_NODES) -> None:
         self.path = path
         self.max_bytes = max_bytes
+        self.max_nodes = max_nodes
         self.part = "file"
         self.warnings: list[str] = []
         self.doc: dict = {}
@@ -143,6 +157,9 @@ class _Loader:
             json_bytes = data
         self.part = "JSON"
         doc = _parse_json(json_bytes)
+        nodes = doc.get("nodes") if isinstance(doc, dict) else None
+        if isinstance(nodes, list) and len(nodes) > self.max_nodes:
+            raise AssetError("nodes", f"{len(nodes)} nodes, over the limit max_nodes={self.max_nodes}")
         self.part = "root"
         self.warnings.extend(validate_document(doc))
         self.doc = doc
@@ -169,6 +186,8 @@ class _Loader:
         self._node_mesh_checks(asset)
         self.part = "animations"
         asset.clips = self._animations(asset)
+        self.part = "transforms"
+        check_extents(asset)
         self.part = "images"
         asset.images = self._images()
         self.part = "materials"
@@ -628,11 +647,9 @@ class _Loader:
                 raise AssetError(f"{where}.joints", "joints do not have a common root (they lie in different "
                                                     "node trees)")
             skeleton = None if skin.skeleton is None else int(skin.skeleton)
-            if skeleton is not None:
-                anc = self._ancestors_or_self(nodes, joints)
-                if not all(skeleton in a for a in anc):
-                    self.warn(f"{where}.skeleton", f"nodes[{skeleton}] is not an ancestor of every joint; "
-                                                   "ignored as a hint")
+            if skeleton is not None and not self._under(nodes, skeleton)[joints].all():
+                self.warn(f"{where}.skeleton", f"nodes[{skeleton}] is not an ancestor of every joint; "
+                                               "ignored as a hint")
             n_j = len(joints)
             if skin.inverseBindMatrices is None:
                 ibm = np.tile(np.eye(4, dtype=np.float32), (n_j, 1, 1))
@@ -674,16 +691,15 @@ class _Loader:
         return top
 
     @staticmethod
-    def _ancestors_or_self(nodes: list[Node], joints: np.ndarray) -> list[set[int]]:
-        out = []
-        for j in joints.tolist():
-            s = set()
-            v = j
-            while v >= 0:
-                s.add(v)
-                v = nodes[v].parent
-            out.append(s)
-        return out
+    def _under(nodes: list[Node], top: int) -> np.ndarray:
+        """(N,) bool: ``top`` and every node below it (one walk over that subtree, however deep)."""
+        mark = np.zeros(len(nodes), bool)
+        stack = [top]
+        while stack:
+            v = stack.pop()
+            mark[v] = True
+            stack.extend(nodes[v].children)
+        return mark
 
     def _node_mesh_checks(self, asset: Asset) -> None:
         in_scene: set[int] = set()
@@ -763,10 +779,9 @@ class _Loader:
                 s = int(ch.sampler)
                 samp = self.gltf.animations[ai].samplers[s]
                 interp = samp.interpolation or "LINEAR"
-                if interp not in ("LINEAR", "STEP", "CUBICSPLINE"):
-                    self.warn(f"{awhere}.samplers[{s}].interpolation", f"unknown interpolation {interp!r}: "
-                                                                       "channel skipped")
-                    continue
+                if interp not in ("LINEAR", "STEP", "CUBICSPLINE"):  # validate.py refuses these first
+                    raise AssetError(f"{awhere}.samplers[{s}].interpolation",
+                                     f"value {interp!r} is not allowed (valid: LINEAR, STEP, CUBICSPLINE)")
                 times, values = self._sampler(anim, ai, s, path, sampler_cache)
                 channels.append(Channel(node=node_i, path=path, interpolation=interp, times=times, values=values))
             clips.append(Clip(name=anim.name or f"clip{ai}", channels=channels))

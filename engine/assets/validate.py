@@ -63,13 +63,15 @@ class Num:
 
 @dataclass(frozen=True)
 class Str:
-    enum: tuple[str, ...] | None = None  # unknown values: warning only (forward compatibility)
+    enum: tuple[str, ...] | None = None  # unknown values: warning only (forward compatibility) unless strict
     pattern: re.Pattern | None = None
+    strict: bool = False  # the spec allows exactly these values (an unknown one is an error)
 
 
 @dataclass(frozen=True)
 class IntEnum:
     values: tuple[int, ...]
+    strict: bool = False  # as Str.strict
 
 
 class Bool:
@@ -112,7 +114,7 @@ _TEXTURE_INFO = Obj("textureInfo", {"index": Ref("textures"), "texCoord": Int(0)
 _SPARSE = Obj("accessor.sparse", {
     "count": Int(1),
     "indices": Obj("accessor.sparse.indices", {"bufferView": Ref("bufferViews"), "byteOffset": Int(0),
-                                               "componentType": IntEnum((5121, 5123, 5125))},
+                                               "componentType": IntEnum((5121, 5123, 5125), strict=True)},
                    ("bufferView", "componentType")),
     "values": Obj("accessor.sparse.values", {"bufferView": Ref("bufferViews"), "byteOffset": Int(0)},
                   ("bufferView",)),
@@ -132,7 +134,7 @@ SCHEMA: dict[str, Obj] = {
         }, ("sampler", "target"))),
         "samplers": Arr(Obj("animation.sampler", {
             "input": Ref("accessors"), "output": Ref("accessors"),
-            "interpolation": Str(("LINEAR", "STEP", "CUBICSPLINE")),
+            "interpolation": Str(("LINEAR", "STEP", "CUBICSPLINE"), strict=True),
         }, ("input", "output"))),
     }, ("channels", "samplers")),
     "buffers": Obj("buffer", {"uri": Str(), "byteLength": Int(1)}, ("byteLength",)),
@@ -321,7 +323,10 @@ class Validator:
             if not is_int(v):
                 raise AssetError(where, f"expected an integer, got {_type_name(v)} {_short(v)}")
             if int(v) not in spec.values:
-                self.warn(where, f"unknown value {int(v)} (valid: {', '.join(map(str, spec.values))})")
+                valid = ", ".join(map(str, spec.values))
+                if spec.strict:
+                    raise AssetError(where, f"value {int(v)} is not allowed (valid: {valid})")
+                self.warn(where, f"unknown value {int(v)} (valid: {valid})")
             return
         if isinstance(spec, Num):
             if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -338,6 +343,8 @@ class Validator:
             if not isinstance(v, str):
                 raise AssetError(where, f"expected a string, got {_type_name(v)} {_short(v)}")
             if spec.enum is not None and v not in spec.enum:
+                if spec.strict:
+                    raise AssetError(where, f"value {v!r} is not allowed (valid: {', '.join(spec.enum)})")
                 self.warn(where, f"unknown value {v!r} (valid: {', '.join(spec.enum)})")
             return
         if isinstance(spec, Bool):

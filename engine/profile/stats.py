@@ -27,6 +27,8 @@ from engine.profile.timings import FrameTimings, TimingHistory, current_timings
 
 __all__ = ["FrameStats", "cpu_scope", "trace_export", "system_table"]
 
+_now = time.perf_counter_ns  # bound once: a scope's cost is mostly attribute look-ups
+
 
 @dataclass(frozen=True)
 class FrameStats:
@@ -77,32 +79,33 @@ class cpu_scope:  # noqa: N801 - used like a function: ``with cpu_scope("name"):
     __slots__ = ("name", "_frame", "_start", "_depth", "_elapsed")
 
     def __init__(self, name: str, *, timings: FrameTimings | None = None) -> None:
-        if not isinstance(name, str) or not name:
+        if name.__class__ is not str or not name:
             raise ValueError(f"cpu_scope name must be a non-empty string, got {name!r}")
         self.name = name
         self._frame = timings
-        self._start = 0
-        self._depth = 0
         self._elapsed = 0
 
     def __enter__(self) -> cpu_scope:
-        if self._frame is None:
-            self._frame = current_timings()
-        if self._frame is not None:
-            self._frame.depth += 1
-            self._depth = self._frame.depth
-        self._start = time.perf_counter_ns()
+        frame = self._frame
+        if frame is None:
+            frame = self._frame = current_timings()
+            if frame is None:  # outside a recorded frame (profiling off): only the two clock reads
+                self._start = _now()
+                return self
+        frame.depth += 1
+        self._depth = frame.depth
+        self._start = _now()
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        end = time.perf_counter_ns()
-        self._elapsed = end - self._start
+        end = _now()
+        self._elapsed = dur = end - self._start
         frame = self._frame
         if frame is not None:
             frame.depth -= 1
-            frame.record_scope(self.name, self._start, end - self._start, self._depth)
+            frame.record_scope(self.name, self._start, dur, self._depth)
 
     @property
     def elapsed_ms(self) -> float:

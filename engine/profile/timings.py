@@ -2,7 +2,8 @@
 
 A ``FrameTimings`` holds one frame: the raw events (system calls and CPU scopes, with
 ``time.perf_counter_ns`` start and duration, nesting depth, fixed-step index) plus the per-system and
-per-phase totals in nanoseconds. ``TimingHistory`` is the ring buffer of the last N frames (default 600,
+per-phase totals in nanoseconds, and -- when a profiler runs (engine/profile/trace.py) -- GPU intervals on the
+CPU clock and counters. ``TimingHistory`` is the ring buffer of the last N frames (default 600,
 ten seconds at 60 Hz) that the profiler panel, the bench scripts and ``trace_export`` read.
 
 The frame being recorded is published through a ``ContextVar`` (``use_timings``) so that ``cpu_scope``
@@ -12,16 +13,17 @@ from __future__ import annotations
 
 import contextvars
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 __all__ = ["TimingEvent", "FrameTimings", "TimingHistory", "current_timings", "use_timings"]
 
 
-@dataclass(frozen=True, slots=True)
-class TimingEvent:
-    """One timed interval. ``kind`` is "system" or "scope"; ``phase`` the schedule phase name (or "")."""
+class TimingEvent(NamedTuple):
+    """One timed interval. ``kind`` is "system", "scope" or "gpu"; ``phase`` the schedule phase name (for
+    "gpu": the group, "render" or "deform"; "" for scopes). A named tuple: recording one is a tuple build."""
 
     name: str
     kind: str
@@ -48,6 +50,10 @@ class FrameTimings:
     phases: dict[str, int] = field(default_factory=dict)  # phase name -> total ns
     scopes: dict[str, int] = field(default_factory=dict)  # cpu_scope name -> total ns
     depth: int = 0  # current nesting depth while recording
+    #: GPU intervals placed on the CPU clock (kind "gpu"; filled by a profiler, see engine/profile/trace.py)
+    gpu: list[TimingEvent] = field(default_factory=list)
+    #: counter name -> {series: value} sampled this frame (spring iterations per mesh, GPU memory per kind)
+    counters: dict[str, dict[str, float]] = field(default_factory=dict)
 
     # ---------------------------------------------------------------- recording
     def record_system(self, name: str, phase: str, start_ns: int, dur_ns: int, step: int = -1) -> None:
@@ -63,7 +69,24 @@ class FrameTimings:
         self.events.append(TimingEvent(name, "scope", "", start_ns, dur_ns, depth, -1))
         self.scopes[name] = self.scopes.get(name, 0) + dur_ns
 
+    def record_gpu(self, name: str, start_ns: int, dur_ns: int, *, group: str = "") -> None:
+        """A GPU interval (a renderer pass, a deformer stage) already placed on the CPU clock; ``group``
+        ("render", "deform") goes into the event's phase field."""
+        self.gpu.append(TimingEvent(name, "gpu", group, int(start_ns), max(0, int(dur_ns)), 0, -1))
+
+    def record_counter(self, name: str, values: dict[str, float]) -> None:
+        """Sample a counter this frame: ``{series: value}`` (e.g. iterations per mesh)."""
+        self.counters[name] = {str(k): float(v) for k, v in values.items()}
+
     # ---------------------------------------------------------------- reading
+    def gpu_ms(self, group: str | None = None) -> dict[str, float]:
+        """GPU ms per interval name this frame (summed when a name repeats), optionally one group only."""
+        out: dict[str, float] = {}
+        for e in self.gpu:
+            if group is None or e.phase == group:
+                out[e.name] = out.get(e.name, 0.0) + e.dur_ns / 1e6
+        return out
+
     @property
     def total_ns(self) -> int:
         return max(0, self.end_ns - self.start_ns)
@@ -140,9 +163,9 @@ class TimingHistory:
 _CURRENT: contextvars.ContextVar[FrameTimings | None] = contextvars.ContextVar("engine_frame_timings", default=None)
 
 
-def current_timings() -> FrameTimings | None:
-    """The frame being recorded (set by the schedule while it runs), or None outside a frame."""
-    return _CURRENT.get()
+#: the frame being recorded (set by the schedule while it runs), or None outside a frame (the ContextVar's own
+#: ``get``: no Python call in between, since cpu_scope asks on every entry)
+current_timings: Callable[[], FrameTimings | None] = _CURRENT.get
 
 
 @contextmanager

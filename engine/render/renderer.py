@@ -81,6 +81,8 @@ class SceneRenderer:
             self._gbuffer_program(uv, tess=look.tessellation, wire=look.wireframe)
         for name in STAGES:
             self._variants.program(name)
+        # the G-buffer clear's vertex array now: the first frame clears whole and does not draw it
+        self._variants.vao(self._variants.program("rect_clear"), None)
         self.set_lights(default_lights())  # compiles the compose program for this light count
         self._shadow = ShadowPass(resources, shadow_size)
         self._backdrop = BackdropPass()

@@ -16,8 +16,18 @@ the screen rectangles; (re)created together on resize.
   G-buffer passes grow and the compose pass reads; two buffers used in turn, so that the last frame's
   rectangles (:attr:`FrameTargets.previous_rects`) tell the next G-buffer clear where to clear, on the GPU
   (no read-back).
+
+Sizes are bounded before anything is allocated (issue 16): :func:`check_device_size` against the device's
+texture, renderbuffer, viewport and framebuffer limits, :func:`check_render_memory` against the memory the
+process may still use (available RAM, the cgroup limit, ``ulimit -v`` / ``-d``), with a per-pixel estimate
+derived from the target formats plus the measured cost of reading a frame (and its G-buffer) back. A size
+that does not fit is a ValueError naming the size, the limit and the largest size that fits.
 """
 from __future__ import annotations
+
+import math
+import resource
+from pathlib import Path
 
 import moderngl
 import numpy as np
@@ -25,7 +35,9 @@ import numpy as np
 from engine.gpu.layouts import MAX_LAYERS
 from engine.gpu.resources import GpuResources
 
-__all__ = ["GBUFFER_LAYOUT", "GBuffer", "FrameTargets", "RESERVED_SOURCES", "check_size"]
+__all__ = ["GBUFFER_LAYOUT", "GBuffer", "FrameTargets", "RESERVED_SOURCES", "check_size", "check_device_size",
+           "check_render_memory", "render_bytes", "available_memory", "GBUFFER_BYTES_PER_PIXEL",
+           "FRAME_BYTES_PER_PIXEL", "READBACK_BYTES_PER_PIXEL", "GBUFFER_READBACK_BYTES_PER_PIXEL"]
 
 # G-buffer attachments: name -> (components, dtype); order = fragment output locations.
 GBUFFER_LAYOUT: tuple[tuple[str, int, str], ...] = (
@@ -37,10 +49,130 @@ GBUFFER_LAYOUT: tuple[tuple[str, int, str], ...] = (
 RESERVED_SOURCES = ("frame", "gbuffer")
 
 
+#: bytes per pixel of one G-buffer: its attachments (GBUFFER_LAYOUT; moderngl dtypes name the bytes per
+#: component: "f1", "u4") and a 32-bit depth buffer
+GBUFFER_BYTES_PER_PIXEL = sum(comps * int(dtype[1:]) for _, comps, dtype in GBUFFER_LAYOUT) + 4
+#: bytes per pixel of the frame (colour RGBA8, ids RGBA32UI, depth R32F) and the backdrop (RGBA8, depth, R32F)
+FRAME_BYTES_PER_PIXEL = (4 + 16 + 4) + (4 + 4 + 4)
+#: host bytes per pixel beyond the targets, measured with ``render`` on llvmpipe at 1024^2 and 2048^2 (the
+#: slope of the peak resident size): reading the colour back and encoding the PNG ...
+READBACK_BYTES_PER_PIXEL = 16
+#: ... and, with ``--gbuffer``, the G-buffer read-back, its decoded channels and the npz (~190 measured)
+GBUFFER_READBACK_BYTES_PER_PIXEL = 200
+#: memory a GL context, its programs and the interpreter take whatever the size (~200 MB resident measured)
+_CONTEXT_BYTES = 256 * 2**20
+#: address space a GL context maps beyond what it touches (~1 GB measured on llvmpipe): counts against
+#: ``ulimit -v`` only
+_CONTEXT_ADDRESS_SPACE = 1280 * 2**20
+_GIB = 2**30
+
+
 def check_size(width: int, height: int) -> None:
     """Raise ValueError for a render size outside [1, 16384] per side."""
     if not (1 <= int(width) <= 16384 and 1 <= int(height) <= 16384):
         raise ValueError(f"render size must be in [1, 16384] per side, got {width}x{height}")
+
+
+def check_device_size(ctx: moderngl.Context, width: int, height: int) -> None:
+    """Raise ValueError when ``width`` x ``height`` exceeds what the device can attach and draw: the smallest of
+    GL_MAX_TEXTURE_SIZE, GL_MAX_RENDERBUFFER_SIZE, GL_MAX_VIEWPORT_DIMS and GL_MAX_FRAMEBUFFER_WIDTH/HEIGHT."""
+    info = getattr(ctx, "info", {}) or {}
+    limits: list[tuple[int, int, str]] = []  # (max width, max height, name)
+    for key in ("GL_MAX_TEXTURE_SIZE", "GL_MAX_RENDERBUFFER_SIZE"):
+        if isinstance(info.get(key), int) and info[key] > 0:
+            limits.append((info[key], info[key], key))
+    dims = info.get("GL_MAX_VIEWPORT_DIMS")
+    if isinstance(dims, (tuple, list)) and len(dims) == 2:
+        limits.append((int(dims[0]), int(dims[1]), "GL_MAX_VIEWPORT_DIMS"))
+    fw, fh = info.get("GL_MAX_FRAMEBUFFER_WIDTH"), info.get("GL_MAX_FRAMEBUFFER_HEIGHT")
+    if isinstance(fw, int) and isinstance(fh, int) and fw > 0 and fh > 0:
+        limits.append((fw, fh, "GL_MAX_FRAMEBUFFER_WIDTH/HEIGHT"))
+    for mw, mh, name in limits:
+        if int(width) > mw or int(height) > mh:
+            raise ValueError(f"render size {width}x{height} exceeds the device's limit of {mw}x{mh} ({name} of "
+                             f"{info.get('GL_RENDERER', 'this GL device')})")
+
+
+def render_bytes(width: int, height: int, *, layers: int = 0, readback: bool = True,
+                 gbuffer_readback: bool = False) -> int:
+    """Estimated peak bytes of rendering one ``width`` x ``height`` frame: the frame and backdrop targets, the
+    scene G-buffer and ``layers`` more, reading the colour back (``readback``) and the G-buffer read-back."""
+    per_pixel = FRAME_BYTES_PER_PIXEL + GBUFFER_BYTES_PER_PIXEL * (1 + int(layers))
+    per_pixel += READBACK_BYTES_PER_PIXEL if readback else 0
+    per_pixel += GBUFFER_READBACK_BYTES_PER_PIXEL if gbuffer_readback else 0
+    return int(width) * int(height) * per_pixel
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        text = Path(path).read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _status_kib(key: str) -> int | None:
+    """A ``VmSize``-style field of /proc/self/status in bytes."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def available_memory(*, context_mapped: bool = False) -> tuple[int, str] | None:
+    """The bytes this process may still allocate and what bounds them, the tightest of: available RAM
+    (/proc/meminfo MemAvailable), the cgroup's memory limit (v2 memory.max, v1 memory.limit_in_bytes) less its
+    usage, and ``ulimit -v`` / ``ulimit -d`` less the process's current size (less what a GL context will map,
+    unless ``context_mapped``: the process already holds its context). None where none of them can be read."""
+    found: list[tuple[int, str]] = []
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                found.append((int(line.split()[1]) * 1024, "available memory (MemAvailable)"))
+    except (OSError, ValueError, IndexError):
+        pass
+    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        limit, usage = _read_int(limit_file), _read_int(usage_file)
+        if limit is not None and usage is not None and limit < 2**60:
+            found.append((limit - usage, f"memory left under the cgroup limit of {limit / _GIB:.1f} GiB"))
+    overhead = 0 if context_mapped else _CONTEXT_ADDRESS_SPACE
+    for rlimit, field, name in ((resource.RLIMIT_AS, "VmSize", "ulimit -v"),
+                                (resource.RLIMIT_DATA, "VmData", "ulimit -d")):
+        soft, _ = resource.getrlimit(rlimit)
+        used = _status_kib(field)
+        if soft != resource.RLIM_INFINITY and used is not None:
+            found.append((soft - used - overhead, f"memory left under the {name} limit of {soft / _GIB:.1f} GiB"))
+    return min(found) if found else None
+
+
+def check_render_memory(width: int, height: int, *, layers: int = 0, readback: bool = True,
+                        gbuffer_readback: bool = False, available: tuple[int, str] | None = None,
+                        context_exists: bool = False) -> None:
+    """Raise ValueError, before anything is allocated, when rendering ``width`` x ``height`` (see
+    :func:`render_bytes`) needs more memory than :func:`available_memory` (or ``available``) leaves; the message
+    names the size, the estimate, the limit and the largest size of the same aspect that fits. Without
+    ``context_exists`` the GL context the render will create is counted too."""
+    avail = available if available is not None else available_memory(context_mapped=context_exists)
+    if avail is None:
+        return
+    free, what = avail
+    context = 0 if context_exists else _CONTEXT_BYTES
+    need = render_bytes(width, height, layers=layers, readback=readback, gbuffer_readback=gbuffer_readback)
+    if need + context <= free:
+        return
+    per_pixel = need // max(1, int(width) * int(height))
+    scale = math.sqrt(max(0, free - context) / max(1, need))
+    fit_w, fit_h = int(width * scale), int(height * scale)
+    fits = f"at most about {fit_w}x{fit_h} fits" if fit_w >= 1 and fit_h >= 1 else "no size fits"
+    extra = " with the G-buffer read-back" if gbuffer_readback else ""
+    raise ValueError(f"render size {width}x{height}{extra} needs about {(need + context) / _GIB:.1f} GiB "
+                     f"({per_pixel} bytes per pixel), more than the {max(free, 0) / _GIB:.1f} GiB of {what}; "
+                     f"{fits}")
 
 
 class GBuffer:
@@ -118,7 +250,10 @@ class FrameTargets:
                 gb.stale = True
 
     def resize(self, width: int, height: int) -> None:
-        """(Re)create the size-dependent targets (the old ones are released first)."""
+        """(Re)create the size-dependent targets (the old ones are released first); ValueError, with nothing
+        released or allocated, for a size past the device's limits or the memory left."""
+        check_device_size(self.res.ctx, width, height)
+        check_render_memory(width, height, layers=len(self.layers), readback=False, context_exists=True)
         self.release_sized()
         self.width, self.height = int(width), int(height)
         size = (self.width, self.height)

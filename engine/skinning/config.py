@@ -18,6 +18,7 @@ aliases in OVERRIDE_ALIASES.
 """
 from __future__ import annotations
 
+import json
 import math
 import tomllib
 from dataclasses import dataclass, field, fields
@@ -29,13 +30,19 @@ import tomli_w
 from engine.skinning import registry
 from engine.skinning.laplacian import WEIGHTS
 from engine.skinning.radial import PROFILES
-from engine.skinning.springs import SpringParams
+from engine.skinning.springs import SpringParams, SpringRest, safe_range
 
 __all__ = ["SKINNING", "IrsConfig", "BindingConfig", "ArapConfig", "LaplacianConfig", "RadialConfig",
-           "DeformerConfig", "load_config", "loads_config", "OVERRIDE_ALIASES"]
+           "DeformerConfig", "load_config", "loads_config", "read_table", "OVERRIDE_ALIASES", "FLOAT32_STEP",
+           "spring_ranges", "check_spring_ranges", "spring_advice"]
 
 #: methods a deformer config may name: every GPU row of the deformer table (engine/skinning/registry.py)
 SKINNING = registry.names(device="gpu", public_only=False)
+#: The smallest relative change float32 holds (2**-23). A spring step below this fraction of the stable step
+#: moves no float32 position; a stiffness this many times past its stable value leaves every other force
+#: below float32 resolution (and overflows long before 3e38). Both bound the mesh-derived ranges below.
+FLOAT32_STEP = 2.0 ** -23
+_STIFFNESSES = ("k_s", "k_l", "k_t", "k_b", "k_r", "k_e")
 OVERRIDE_ALIASES = {"spring_iterations": "spring.max_iterations", "spring_dt": "spring.dt"}
 
 
@@ -161,7 +168,7 @@ class DeformerConfig:
     def from_dict(cls, d: dict) -> DeformerConfig:
         """Build and validate; unknown sections or keys raise ValueError naming them and the valid ones."""
         if not isinstance(d, dict):
-            raise ValueError(f"a deformer config must be a table, got {type(d).__name__}")
+            raise ValueError(f"a deformer config must be a table, got {type(d).__name__} {d!r:.60}")
         valid_top = ["skinning", *_SECTIONS]
         unknown = [k for k in d if k not in valid_top]
         if unknown:
@@ -174,7 +181,7 @@ class DeformerConfig:
                 continue
             sec = d[name]
             if not isinstance(sec, dict):
-                raise ValueError(f"{name} must be a table, got {sec!r}")
+                raise ValueError(f"{name} = {sec!r:.60} ({type(sec).__name__}); expected a table ([{name}])")
             names = [f.name for f in fields(typ)]
             bad = [k for k in sec if k not in names]
             if bad:
@@ -222,14 +229,96 @@ def loads_config(text: str) -> DeformerConfig:
     return DeformerConfig.from_dict(data)
 
 
+def read_table(path: str | Path, what: str = "config file") -> dict[str, Any]:
+    """The top-level table of a .toml file (.json files too), for the deformer config and graph files.
+
+    Every problem is a ValueError starting with the file name and saying what was expected: the file cannot
+    be read, is not UTF-8 text, is not valid TOML/JSON, or its top level is not a table.
+    """
+    p = Path(path)
+    kind = "JSON" if p.suffix.lower() == ".json" else "TOML"
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"cannot read {what} {p}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{p}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); expected a "
+                         f"UTF-8 {kind} file") from None
+    try:
+        data = json.loads(text) if kind == "JSON" else tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{p}: invalid {kind}: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"{p}: invalid {kind}: nested too deeply") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{p}: the top level is {type(data).__name__} {data!r:.60}; expected a table")
+    return data
+
+
 def load_config(path: str | Path) -> DeformerConfig:
     """Load a deformer configuration from a TOML file; errors name the file and the bad key."""
     p = Path(path)
+    data = read_table(p, "deformer config")
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"cannot read deformer config {p}: {exc}") from None
-    try:
-        return loads_config(text)
+        return DeformerConfig.from_dict(data)
     except ValueError as exc:
         raise ValueError(f"{p}: {exc}") from None
+
+
+# -- spring parameter ranges derived from the mesh (research 8.2: "automated safe parameter range settings") --
+def spring_ranges(params: SpringParams, rest: SpringRest) -> dict[str, tuple[float, float]]:
+    """The ranges float32 can integrate on this mesh: ``"dt"`` -> (smallest dt whose step float32 can still
+    hold, the stable dt for the current stiffnesses), and each active stiffness ``"k_*"`` -> (0, the largest
+    value at the current dt, 2**23 times its own stable value). From :func:`engine.skinning.springs.safe_range`
+    (Gershgorin bound lambda_max of the force Jacobian): a step moves vertices by about dt * lambda (explicit)
+    or dt^2 * lambda / 2 (semi-implicit) of their distance to rest, which must stay within [2**-23, 2**23]."""
+    explicit = params.integrator == "explicit"
+    full = safe_range(rest, params)
+    out: dict[str, tuple[float, float]] = {}
+    lam = float(full["lambda_max"])
+    if lam > 0.0:
+        low = FLOAT32_STEP / lam if explicit else math.sqrt(2.0 * FLOAT32_STEP / lam)
+        out["dt"] = (low, float(full["dt"]))
+    for name in _STIFFNESSES:
+        if not params.stiffness(name):
+            continue
+        # lambda is linear in each stiffness: its coefficient is lambda_max with only this force on, at 1
+        alone = params.replace(**{f"use_{p[2:]}": p == name for p in _STIFFNESSES}, **{name: 1.0})
+        coef = float(safe_range(rest, alone)["lambda_max"])
+        if coef > 0.0:
+            high = 1.0 / (FLOAT32_STEP * params.dt * coef) if explicit else \
+                2.0 / (FLOAT32_STEP * params.dt ** 2 * coef)
+            out[name] = (0.0, high)
+    return out
+
+
+def check_spring_ranges(params: SpringParams, rest: SpringRest) -> None:
+    """Raise ValueError for absurd spring parameters on this mesh (:func:`spring_ranges`): a stiffness far above
+    its stable bound, or a dt below what float32 can step; the message gives the valid range."""
+    ranges = spring_ranges(params, rest)
+    for name in _STIFFNESSES:
+        if name in ranges and params.stiffness(name) > ranges[name][1]:
+            raise ValueError(f"spring.{name} = {getattr(params, name):g} is far above the stable bound on this "
+                             f"mesh; valid: [0, {ranges[name][1]:.4g}] at dt = {params.dt:g} (2**23 x its "
+                             f"stable value)")
+    if "dt" in ranges and params.dt < ranges["dt"][0]:
+        low, stable = ranges["dt"]
+        raise ValueError(f"spring.dt = {params.dt:g} is below what float32 can step on this mesh; valid: "
+                         f"[{low:.4g}, 10] (stable below {stable:.4g})")
+
+
+def spring_advice(params: SpringParams, rest: SpringRest) -> str:
+    """What to change after a divergence: dt and the stiffness furthest past its safe value, with their safe
+    bounds (the form of the CPU solver's warning)."""
+    rng = safe_range(rest, params)
+    active = [p for p in _STIFFNESSES if params.stiffness(p)]
+    if not active:
+        return f"lower `dt` (now {params.dt:g})"
+    worst = max(active, key=lambda p: params.stiffness(p) / rng[p] if rng[p] > 0 else math.inf)
+    if rng[worst] > 0:
+        other = f"`{worst}` (now {getattr(params, worst):g}, safe < {rng[worst]:.4g})"
+    else:
+        other = f"`{worst}` (now {getattr(params, worst):g}; at this dt no value of it alone is enough)"
+    return f"lower `dt` (now {params.dt:g}, safe < {rng['dt']:.4g}) or {other}"

@@ -20,6 +20,8 @@ BENCHES = {
     "reference": "bench.bench_reference",
     "anim": "bench.bench_anim",
     "bake": "bench.bench_bake",
+    "soak": "bench.bench_soak",
+    "scene": "bench.bench_scene",
 }
 
 

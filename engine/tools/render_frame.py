@@ -14,6 +14,11 @@ Without ``--camera`` the camera looks from the front, slightly above, and fits t
 * ``view``, ``projection`` (4,4) float32, column-vector convention (clip = projection @ view @ world).
 
 ``--view CHANNEL`` writes a debug view of the G-buffer to the PNG instead of the lit frame.
+
+Sizes up to 8192 per side are accepted where the device and the memory left can serve them: the memory a
+frame needs (and its G-buffer read-back, ~280 bytes per pixel in all) is estimated before anything is loaded
+(``engine.render.targets.check_render_memory``); a size that does not fit is one ``error:`` line naming the
+size, the limit and the largest size that fits.
 """
 from __future__ import annotations
 
@@ -59,6 +64,7 @@ def make_camera(args: argparse.Namespace, lo: np.ndarray, hi: np.ndarray, aspect
 def render_frame(args: argparse.Namespace) -> int:
     from engine import Session
     from engine.render.renderer import VIEWS
+    from engine.render.targets import check_render_memory
     from engine.scene import quiet_load, require_finite
     from engine.tools.export_frame import check_time, deformer_config
 
@@ -73,6 +79,9 @@ def render_frame(args: argparse.Namespace) -> int:
     if args.gbuffer is not None and Path(args.gbuffer).suffix.lower() != ".npz":
         raise ValueError(f"--gbuffer must end in .npz, got {Path(args.gbuffer).name!r}")
     check_time(args.time)
+    # refuse a size the memory cannot serve now, before loading or allocating anything (the device's own
+    # limits are checked when the targets are sized, before they are allocated)
+    check_render_memory(w, h, gbuffer_readback=args.gbuffer is not None)
     loaded = quiet_load(args.asset)
     if not any(loaded.asset.nodes[n].mesh is not None for n in loaded.asset.scene_nodes()):
         raise ValueError("the asset's default scene has no meshes to render")

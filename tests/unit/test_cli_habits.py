@@ -97,7 +97,7 @@ def test_demo_options_without_a_command_and_on_demo_agree():
     for name in cli.DEMO_DEFAULTS:
         assert getattr(plain, name) == getattr(sub, name), name
     assert (plain.headless, plain.frames, plain.screenshot, plain.width, plain.characters) == \
-        (True, 3, "out.png", 1280, 6)
+        (True, 3, "out.png", 1280, None)  # no --characters: the showcase cast (game/demo.py)
     assert plain.command is None and sub.command == "demo"
     # the demo command's own value wins over one given before it
     assert cli.parse(["--frames", "2", "demo", "--frames", "5"]).frames == 5
@@ -125,7 +125,8 @@ def test_every_option_has_help_and_view_lists_its_choices():
     (view,) = [a for path, a in seen if path == " render" and "--view" in a.option_strings]
     assert all(v in view.help for v in VIEWS)
     subcommands = {path.split()[0] for path, _ in seen if path}
-    assert subcommands == {"demo", "doctor", "inspect", "export-frame", "render", "compare", "pose", "bench"}
+    assert subcommands == {"demo", "doctor", "inspect", "export-frame", "render", "compare", "pose", "replay",
+                           "bench"}
 
 
 def test_version_and_main_py_is_the_same_parser(capsys):

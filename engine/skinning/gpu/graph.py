@@ -29,7 +29,11 @@ and memory barriers follow from that. :class:`DeformerGraph` runs such graphs fo
   rebuilds the list of active work groups, so a converged mesh costs zero work; the CPU never waits;
 * per frame the CPU packs the poses of all instances of a batch at once (stacked arrays, one batched call per
   quantity, only what the batch's nodes read: LBS needs only the skin matrices) and writes each pose buffer
-  once; nothing is read back on the per-frame path; ``download`` reads for export and tests.
+  once; nothing is read back on the per-frame path but the springs' status (32 bytes per instance, copied on
+  the GPU and read :data:`engine.skinning.gpu.status.LAG` frames later, so it never waits): a divergence is
+  warned about once per mesh like the CPU solver (:mod:`engine.skinning.gpu.status`); ``download`` reads for
+  export and tests. Spring parameters absurd for the mesh (``engine.skinning.config.check_spring_ranges``)
+  are refused by ``add_mesh`` / ``set_spring``.
 
 Every stage has its numpy reference (engine.skinning.meshprep / skinning / springs); tests/gl compare them.
 
@@ -56,6 +60,7 @@ from engine.gpu.resources import GpuResources
 from engine.gpu.shaderlib import ProgramCache
 from engine.math.mesh import csr
 from engine.skinning import registry
+from engine.skinning.config import check_spring_ranges, spring_advice
 from engine.skinning.gpu import layouts as L
 from engine.skinning.gpu import records as R
 from engine.skinning.gpu import spring as gpu_spring
@@ -65,6 +70,8 @@ from engine.skinning.gpu.plan import SHADER_STORAGE_BARRIER_BIT, GraphConfig, de
 from engine.skinning.gpu.pools import Batch
 from engine.skinning.gpu.pose import upload_dual_quats
 from engine.skinning.gpu.records import DeformHandle, Instance, padded_lists
+from engine.skinning.gpu.status import SpringStatusReader
+from engine.skinning.springs import SpringRest, build_rest
 from engine.skinning.types import Binding, MeshTopology
 
 __all__ = ["DeformerGraph", "DeformHandle", "GraphConfig", "default_config", "plan", "METHODS",
@@ -139,6 +146,9 @@ class DeformerGraph:
         #: GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT (bytes); display ranges start at multiples of it
         self.offset_alignment = ssbo_offset_alignment(ctx)
         self.range_groups = L.range_groups(self.offset_alignment)
+        #: the springs' status read back a few frames late; divergence warned about once per mesh
+        self.spring_reports = SpringStatusReader(ctx, resources, advice=self._spring_advice)
+        self._rests: dict[tuple[str, Hashable], SpringRest] = {}  # spring rest state per asset key (checks, advice)
 
     # ---- configuration ------------------------------------------------------------------------------------
     @staticmethod
@@ -212,8 +222,10 @@ class DeformerGraph:
                 if res is None:
                     raise ValueError(f"{nm} given but graph {cfg.name!r} has no such output")
                 given[res] = buf
-        batch = self._batch_for(cfg)
         key = (repr(cfg.to_dict()), asset_key if asset_key is not None else id(topology))
+        if any(n.stage == "spring" for n in cfg.nodes) and binding is not None:
+            check_spring_ranges(params, self._rest_for(key, topology, binding, ib))
+        batch = self._batch_for(cfg)
         asset = self._assets.get(key)
         if asset is None:
             skin_opts = next((n.options for n in cfg.nodes if n.stage == "skin"), {})
@@ -269,12 +281,16 @@ class DeformerGraph:
         del self._instances[handle.id]
         del self._batch_of[handle.id]
         inst.asset.users -= 1
+        self.spring_reports.forget(handle.id)
         if inst.asset.users == 0:
+            for k in [k for k, a in self._assets.items() if a is inst.asset]:
+                self._rests.pop(k, None)
             self._assets = {k: a for k, a in self._assets.items() if a is not inst.asset}
         if batch.instances:
             self._changed(batch)
         else:
             self._stale.pop(id(batch), None)
+            self.spring_reports.drop_batch(id(batch))
             batch.release()
             self._batches = {k: b for k, b in self._batches.items() if b is not batch}
 
@@ -323,8 +339,35 @@ class DeformerGraph:
     def set_spring(self, handle: DeformHandle, spring: Any) -> None:
         """Change a mesh's spring parameters at run time (a SpringParams, or None for the defaults)."""
         inst, batch = self._where(handle)
-        inst.params = gpu_spring.spring_params(spring)
+        params = gpu_spring.spring_params(spring)
+        if batch.has_spring and inst.asset.binding is not None:
+            check_spring_ranges(params, self._instance_rest(inst))
+        inst.params = params
         batch.write_instance_table()
+
+    def _rest_for(self, key: tuple[str, Hashable], topology: MeshTopology, binding: Binding,
+                  inverse_bind: np.ndarray) -> SpringRest:
+        """The spring reference's rest state of an asset (for range checks and divergence advice), built once."""
+        rest = self._rests.get(key)
+        if rest is None:
+            rest = build_rest(topology, binding, np.linalg.inv(np.asarray(inverse_bind, np.float64)))
+            self._rests[key] = rest
+        return rest
+
+    def _instance_rest(self, inst: Instance) -> SpringRest:
+        """The rest state of an instance's asset (which has a binding: spring graphs need one)."""
+        key = next(k for k, a in self._assets.items() if a is inst.asset)
+        binding = inst.asset.binding
+        if binding is None:
+            raise ValueError(f"mesh {inst.handle.id} has no attachment binding, so no spring rest state")
+        return self._rest_for(key, inst.asset.topology, binding,
+                              np.linalg.inv(np.asarray(inst.asset.bind_joints, np.float64)))
+
+    def _spring_advice(self, handle_id: int, params: Any) -> str:
+        inst = self._instances.get(handle_id)
+        if inst is None or inst.asset.binding is None:
+            return f"lower `dt` (now {params.dt:g}) or the stiffnesses"
+        return spring_advice(params, self._instance_rest(inst))
 
     def set_edits(self, handle: DeformHandle, terms: Any | None) -> None:
         """Surface-edit forces of a mesh (engine.skinning.edits.EditTerms for this frame; None clears them)."""
@@ -364,6 +407,7 @@ class DeformerGraph:
         packing and writing the poses."""
         self.last_timings = {}
         self._settle()
+        self.spring_reports.poll()  # status copies old enough to read without waiting
         for batch in self._batches.values():
             if not batch.instances:
                 continue
@@ -385,8 +429,9 @@ class DeformerGraph:
                     self.ctx.finish()
                     wall = (time.perf_counter() - t0) * 1e3
                     gpu = q.elapsed * 1e-6
-                    # Mesa llvmpipe's timer reports ~0 for compute work: then fall back to the wall clock
-                    plausible = gpu > 0.01 * wall
+                    # Mesa llvmpipe's timer reports ~0 for compute work, and a 32-bit result caps at 2^32 ns
+                    # (4.29 s): where the reading is outside (1 %, 100 %] of the finished wall time, use the wall
+                    plausible = 0.01 * wall < gpu <= wall * 1.001 + 0.05
                     self.timing_source = "GL timer query" if plausible else "wall clock (glFinish)"
                     ms = gpu if plausible else wall
                     self.last_timings[step.node.name] = self.last_timings.get(step.node.name, 0.0) + ms
@@ -394,6 +439,10 @@ class DeformerGraph:
                     self._run_step(batch, step.node)
             self.ctx.memory_barrier(batch.plan.final_barrier)
             batch.end_frame()
+            if batch.has_spring:
+                self.spring_reports.after_frame(id(batch), batch.buffers["status"],
+                                                [(i.handle.id, i.params) for i in batch.instances])
+        self.spring_reports.end_frame()
 
     def _run_step(self, batch: Batch, node: Any) -> None:
         """One node of a batch's plan: its typed context over the batch's pools, then the stage."""
@@ -451,8 +500,10 @@ class DeformerGraph:
         return np.frombuffer(raw, np.float32).reshape(rows, 4).copy()
 
     def download(self, handle: DeformHandle) -> tuple[np.ndarray, np.ndarray]:
-        """Read back (positions (D,3), normals (D,3)) float32 in display order (export and tests only)."""
+        """Read back (positions (D,3), normals (D,3)) float32 in display order (export and tests only). Waits
+        for the GPU, so the springs' pending status is read (and a divergence reported) too."""
         inst, batch = self._where(handle)
+        self.spring_reports.poll(wait=True)
         outs = batch.plan.outputs
         return (self._read_display(inst, batch, outs["positions"])[:, :3].copy(),
                 self._read_display(inst, batch, outs["normals"])[:, :3].copy())
@@ -466,8 +517,10 @@ class DeformerGraph:
         return self._read_display(inst, batch, resource)
 
     def download_control(self, handle: DeformHandle, resource: str) -> np.ndarray:
-        """Read back a control-domain resource of the mesh, (V,3) (tests and debugging)."""
+        """Read back a control-domain resource of the mesh, (V,3) (tests and debugging); reads the springs'
+        pending status too (see ``download``)."""
         inst, batch = self._where(handle)
+        self.spring_reports.poll(wait=True)
         if resource in batch.plan.elided:
             raise ValueError(f"control resource {resource!r} is never written: its skin node was fused with the "
                              f"copy that reads it (one skin_copy dispatch); add the mesh with a graph config "
@@ -486,6 +539,7 @@ class DeformerGraph:
             raise ValueError("this mesh's graph has no spring node")
         k = batch.instances.index(inst)
         self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT | SHADER_STORAGE_BARRIER_BIT)
+        self.spring_reports.poll(wait=True)
         raw = batch.buffers["status"].read(size=L.DEFORM_STATUS.size, offset=k * L.DEFORM_STATUS.size)
         rec = np.frombuffer(raw, L.DEFORM_STATUS.dtype)[0]
         return {"iterations": int(rec["iterations"]), "stopped": bool(rec["converged"]),
@@ -513,6 +567,7 @@ class DeformerGraph:
         for b in self._batches.values():
             b.release()
         self._batches = {}
+        self.spring_reports.release()
         for q in self._queries.values():
             self.resources.release(q)
         self._queries = {}

@@ -44,13 +44,12 @@ The file format (TOML or JSON) mirrors :meth:`GraphConfig.to_dict`::
 from __future__ import annotations
 
 import copy
-import json
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from engine.skinning import registry
+from engine.skinning.config import read_table
 
 # Barrier bits (values of GL_*_BARRIER_BIT; identical to moderngl's constants, kept here so the plan stays
 # importable and testable without moderngl).
@@ -136,37 +135,56 @@ class GraphConfig:
     # ---- construction -------------------------------------------------------------------------------
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> GraphConfig:
-        if not isinstance(d, dict) or "nodes" not in d:
-            raise ValueError(f"a graph config needs a 'nodes' list; "
-                             f"got keys {sorted(d) if isinstance(d, dict) else d!r}")
+        """Build and validate a graph from its dict layout (:meth:`to_dict`); ValueError names the key
+        (``nodes[2].inputs``), the value and what was expected, for wrong types and unknown keys alike."""
+        if not isinstance(d, dict):
+            raise ValueError(f"a graph config must be a table with a 'nodes' list, got {_show(d)}")
+        _known_keys("the graph", d, GRAPH_KEYS)
+        if "nodes" not in d:
+            raise ValueError(f"a graph config needs a 'nodes' list; got keys {sorted(d)}")
+        raw_nodes = d["nodes"]
+        if not isinstance(raw_nodes, list):
+            raise ValueError(f"nodes = {_show(raw_nodes)}; expected an array of tables ([[nodes]] in TOML)")
         nodes = []
-        for i, n in enumerate(d["nodes"]):
+        for i, n in enumerate(raw_nodes):
+            where = f"nodes[{i}]"
+            if not isinstance(n, dict):
+                raise ValueError(f"{where} = {_show(n)}; expected a table with keys {', '.join(NODE_KEYS)}")
+            _known_keys(where, n, NODE_KEYS)
             if "stage" not in n:
                 raise ValueError(f"node {i} ({n!r}) has no 'stage'; valid stages: {sorted(STAGES)}")
-            nodes.append(NodeConfig(name=str(n.get("name", n["stage"])), stage=str(n["stage"]),
-                                    inputs=dict(n.get("inputs", {})), outputs=dict(n.get("outputs", {})),
-                                    options=dict(n.get("options", {}))))
+            stage = _string(f"{where}.stage", n["stage"])
+            nodes.append(NodeConfig(name=_string(f"{where}.name", n.get("name", stage)), stage=stage,
+                                    inputs=_ports(f"{where}.inputs", n.get("inputs", {})),
+                                    outputs=_ports(f"{where}.outputs", n.get("outputs", {})),
+                                    options=dict(_table(f"{where}.options", n.get("options", {}),
+                                                        "a table of option = value"))))
         fuse = d.get("fuse", True)
         if not isinstance(fuse, bool):
             raise ValueError(f"graph option 'fuse' must be true or false, got {fuse!r}")
-        cfg = cls(name=str(d.get("name", "custom")), nodes=nodes,
-                  outputs=dict(d.get("outputs", {"positions": "positions", "normals": "normals"})), fuse=fuse)
+        outputs = _ports("outputs", d.get("outputs", {"positions": "positions", "normals": "normals"}))
+        cfg = cls(name=_string("name", d.get("name", "custom")), nodes=nodes, outputs=outputs, fuse=fuse)
         cfg.validate()
         return cfg
 
     @classmethod
     def load(cls, path: str | Path) -> GraphConfig:
-        """Read a graph from a .toml or .json file (the layout of :meth:`to_dict`)."""
+        """Read a graph from a .toml or .json file (the layout of :meth:`to_dict`, or a ``[graph]`` table of a
+        larger file). Every problem (unreadable, not UTF-8, not TOML/JSON, a wrong type or an unknown key) is a
+        ValueError starting with the file name."""
         p = Path(path)
-        if p.suffix.lower() == ".toml":
-            with p.open("rb") as f:
-                data = tomllib.load(f)
-        elif p.suffix.lower() == ".json":
-            data = json.loads(p.read_text())
-        else:
+        kind = p.suffix.lower()
+        if kind not in (".toml", ".json"):
             raise ValueError(f"graph config {str(p)!r}: expected a .toml or .json file")
-        data = data.get("graph", data)  # allow a [graph] table inside a larger config file
-        return cls.from_dict(data)
+        data = read_table(p, "deformer graph")
+        if "graph" in data:  # a [graph] table inside a larger config file
+            data = data["graph"]
+            if not isinstance(data, dict):
+                raise ValueError(f"{p}: graph = {_show(data)}; expected a table ([graph])")
+        try:
+            return cls.from_dict(data)
+        except ValueError as exc:
+            raise ValueError(f"{p}: {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name, "outputs": dict(self.outputs),
@@ -223,6 +241,15 @@ class GraphConfig:
                 if nm == "skinned" and (m not in VERTEX_METHODS or mode != "bind"):
                     raise ValueError(f"node {n.name!r}: normals='skinned' needs method 'lbs' or 'dqs' in mode "
                                      f"'bind' (got method {m!r}, mode {mode!r}); use normals='surface'")
+            if n.stage == "skin":
+                inf = n.options.get("influence", (0.5, 0.5))
+                if (not isinstance(inf, (list, tuple)) or len(inf) != 2
+                        or not all(_is_number(x) and 0.0 <= x <= 1.0 for x in inf)):
+                    raise ValueError(f"node {n.name!r}: influence = {_show(inf)}; expected [parent, child], two "
+                                     f"numbers in [0, 1]")
+                if not isinstance(n.options.get("length_correction", False), bool):
+                    raise ValueError(f"node {n.name!r}: length_correction = "
+                                     f"{_show(n.options['length_correction'])}; expected true or false")
             if n.stage == "skin" and n.options.get("blend", "nlerp") not in ("nlerp", "matrix"):
                 raise ValueError(f"node {n.name!r}: IRS blend {n.options['blend']!r}; valid: 'nlerp', 'matrix'")
             if n.stage == "spring":
@@ -231,7 +258,7 @@ class GraphConfig:
                     raise ValueError(f"node {n.name!r}: check_every must be an integer in [1, 1000], got {ce!r}")
             if n.stage == "vertex_normals" and n.options.get("crease_angle") is not None:
                 a = n.options["crease_angle"]
-                if not isinstance(a, (int, float)) or not (0.0 <= float(a) <= 3.141592653589793):
+                if not _is_number(a) or not (0.0 <= float(a) <= 3.141592653589793):
                     raise ValueError(f"node {n.name!r}: crease_angle must be in [0, pi] radians, got {a!r}")
         domains = self.resource_domains()
         for n in self.nodes:
@@ -437,3 +464,47 @@ def default_config(method: str = "spring", *, skin: str | None = None, normals: 
     nodes.append({"name": "spring", "stage": "spring", "inputs": {"source": "skinned"},
                   "outputs": {"target": "deformed"}})
     return GraphConfig.from_dict({"name": method, "nodes": nodes + _normals_tail("deformed")})
+
+
+# ---- reading graph files: every error names the key and what was expected ---------------------------------
+GRAPH_KEYS = ("name", "nodes", "outputs", "fuse")
+NODE_KEYS = ("name", "stage", "inputs", "outputs", "options")
+
+
+def _show(v: Any) -> str:
+    """A value as the user wrote it, shortened, with its type when that is the point."""
+    text = repr(v)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    kind = {dict: "a table", list: "an array", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a number"}.get(type(v), type(v).__name__)
+    return f"{text} ({kind})"
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _known_keys(where: str, d: dict[str, Any], valid: tuple[str, ...]) -> None:
+    unknown = [k for k in d if k not in valid]
+    if unknown:
+        raise ValueError(f"unknown key {unknown[0]!r} in {where}; valid keys: {', '.join(valid)}")
+
+
+def _string(where: str, v: Any) -> str:
+    if not isinstance(v, str):
+        raise ValueError(f"{where} = {_show(v)}; expected a string")
+    return v
+
+
+def _table(where: str, v: Any, expected: str) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise ValueError(f"{where} = {_show(v)}; expected {expected}")
+    return v
+
+
+def _ports(where: str, v: Any) -> dict[str, str]:
+    """A ``{ port = "resource" }`` table: string keys and string values."""
+    table = _table(where, v, 'a table of port = "resource" strings')
+    for port, res in table.items():
+        _string(f"{where}.{port}", res)
+    return dict(table)

@@ -1,0 +1,87 @@
+"""`python main.py replay FILE [--headless] [--screenshot out.png] [--export-frame out.npz] [--save out.glb]`:
+reproduce a recorded editor session (engine/input/record.py) and write what it produced.
+
+Headless (``--headless``, or no display) the frames run back to back, each with its recorded dt, offscreen;
+in a window (game/editor.py) they are paced in real time. Either way the final state is the recorded one.
+``--export-frame`` writes every character's deformed skinned vertices of the last frame in the
+``export-frame`` npz contract (``node{n}_mesh{m}_prim{p}`` float32 (N, 3); with several characters each
+key gets the prefix ``char{i}_``, i in spawn order); ``--screenshot`` the last frame as PNG; ``--save`` the
+selected character's asset with its pose keyed into a clip ``pose`` (needs the posing layer).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["replay_command", "export_vertices"]
+
+
+def export_vertices(session: Any) -> dict[str, np.ndarray]:
+    """Every character's deformed skinned vertices under their ``export-frame`` keys (prefixed by
+    ``char{i}_`` when there are several characters)."""
+    out: dict[str, np.ndarray] = {}
+    chars = session.characters
+    for i, ch in enumerate(chars):
+        skinned = set(ch.skinned_primitives)
+        prefix = f"char{i}_" if len(chars) > 1 else ""
+        for key, pos in ch.vertices().items():
+            if key in skinned:
+                out[prefix + key.export_key] = np.asarray(pos, np.float32)
+    return out
+
+
+def _check_out(path: str | None, suffix: str, option: str) -> Path | None:
+    if path is None:
+        return None
+    p = Path(path)
+    if p.suffix.lower() != suffix:
+        raise ValueError(f"{option} must name a {suffix} file, got {path!r}")
+    return p
+
+
+def replay_command(args: argparse.Namespace) -> int:
+    """The ``replay`` command body (errors in the file raise ValueError: one ``error:`` line, status 2)."""
+    from engine.editor.editor import open_recording, replay
+    from engine.input.record import read_recording
+
+    shot = _check_out(args.screenshot, ".png", "--screenshot")
+    npz = _check_out(args.export_frame, ".npz", "--export-frame")
+    glb = _check_out(args.save, ".glb", "--save")
+    rec = read_recording(args.file)
+    headless = bool(args.headless) or not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    if headless:
+        ed = open_recording(rec, headless=True, device=args.device)
+        try:
+            frames = replay(rec, ed)
+            _write_outputs(ed, shot, npz, glb)
+        finally:
+            ed.session.release()
+    else:
+        from game.editor import replay_window
+
+        frames = replay_window(rec, device=args.device, outputs=lambda ed: _write_outputs(ed, shot, npz, glb))
+    print(f"replayed {frames} frames, {len(rec.events)} events from {rec.path}")
+    return 0
+
+
+def _write_outputs(ed: Any, shot: Path | None, npz: Path | None, glb: Path | None) -> None:
+    s = ed.session
+    if npz is not None:
+        npz.parent.mkdir(parents=True, exist_ok=True)
+        arrays: dict[str, Any] = export_vertices(s)
+        np.savez(npz, **arrays)
+        print(f"wrote {npz}")
+    if shot is not None:
+        s.render()
+        s.save_png(shot)
+        print(f"wrote {shot}")
+    if glb is not None:
+        save = getattr(ed, "save_asset", None)
+        if save is None:
+            raise ValueError("--save needs the posing layer (the pose command's keyed clip), not available here")
+        save(glb)
+        print(f"wrote {glb}")

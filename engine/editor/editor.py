@@ -1,0 +1,279 @@
+"""The editor on a :class:`engine.Session`: its resources (EventQueue, EditorState, CommandStack), its INPUT and
+TOOLS systems, the characters it spawned, recording and replay.
+
+    from engine import Session
+    from engine.editor import Editor
+
+    with Session(width=960, height=540) as s:
+        ed = Editor(s)
+        ed.spawn("humanoid", clip="idle")
+        ed.frame_camera()
+        ed.queue.push(...)                  # events (a window adapter or a replay pushes them)
+        s.step()
+
+A recording (engine/input/record.py) holds the header :meth:`Editor.header` writes and each frame's events;
+:func:`open_recording` builds the same session from a header and :func:`replay` runs the frames through
+it, so the result is the recorded one, bit for bit (frame dts are stored exactly).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.ecs import Clock, Phase, World
+from engine.editor.posing import PosingTool
+from engine.editor.state import EditorSettings, EditorState
+from engine.editor.systems import CHARACTER_ACTIONS, camera_system, shortcut_system, stroke_input_system
+from engine.editor.undo import CommandStack, SnapshotCommand
+from engine.input.events import Action, EventQueue, input_begin_system
+from engine.input.record import Recorder, RecordHeader, Recording
+
+__all__ = ["Editor", "camera_to_header", "camera_from_header", "open_recording", "replay", "INPUT_SYSTEMS"]
+
+#: The editor's INPUT-phase systems in run order (name, function).
+INPUT_SYSTEMS: tuple[tuple[str, Callable[[World], None]], ...] = (
+    ("input_begin", input_begin_system),
+    ("editor_shortcuts", shortcut_system),
+    ("editor_camera", camera_system),
+    ("editor_strokes", stroke_input_system),
+)
+
+
+def camera_to_header(cam: Any) -> dict[str, Any]:
+    """An orbit camera as the recording header's ``camera`` object (orbit parameters plus eye and up)."""
+    return {"target": [float(x) for x in cam.target], "yaw": float(cam.yaw), "pitch": float(cam.pitch),
+            "distance": float(cam.distance), "fov": float(cam.fov_y), "near": float(cam.near),
+            "far": float(cam.far), "eye": [float(x) for x in cam.eye], "up": [0.0, 1.0, 0.0]}
+
+
+def camera_from_header(d: dict[str, Any], aspect: float) -> Any:
+    """The orbit camera of a header ``camera`` object (from eye and target when it has no orbit angles)."""
+    from engine.render.camera import OrbitCamera
+
+    target = np.asarray(d["target"], np.float64)
+    if "yaw" in d:
+        yaw, pitch, dist = float(d["yaw"]), float(d["pitch"]), float(d["distance"])
+    else:
+        off = np.asarray(d["eye"], np.float64) - target
+        dist = float(np.linalg.norm(off))
+        if not dist > 0:
+            raise ValueError("header.camera: eye and target coincide")
+        yaw = math.degrees(math.atan2(off[0], off[2]))
+        pitch = math.degrees(math.asin(max(-1.0, min(1.0, off[1] / dist))))
+    kw: dict[str, Any] = {}
+    for k in ("near", "far"):
+        if k in d:
+            kw[k] = float(d[k])
+    return OrbitCamera(target=target, yaw=yaw, pitch=pitch, distance=dist, fov_y=float(d.get("fov", 45.0)),
+                       aspect=aspect, **kw)
+
+
+class Editor:
+    """The editor's resources and systems on ``session``: ``queue`` (events in), ``state`` (tool, strokes,
+    messages), ``undo`` (the command stack). ``settings``: EditorSettings or a dict of them."""
+
+    def __init__(self, session: Any, *, settings: EditorSettings | dict[str, Any] | None = None,
+                 undo_limit: int = 200) -> None:
+        if isinstance(settings, dict):
+            settings = EditorSettings.from_dict(settings)
+        self.session = session
+        self.queue = EventQueue()
+        self.state = EditorState(settings if settings is not None else EditorSettings())
+        self.undo = CommandStack(limit=undo_limit)
+        w = session.world
+        for r in (self.queue, self.state, self.undo):
+            w.insert_resource(r)
+        prev = None
+        for name, fn in INPUT_SYSTEMS:
+            session.add_system(Phase.INPUT, fn, name=name, after=prev)
+            prev = name
+        session.add_system(Phase.INPUT, self._character_actions, name="editor_character_actions",
+                           after="editor_shortcuts", before="editor_camera")
+        self.posing = PosingTool(lambda: self.selected)
+        session.add_system(Phase.TOOLS, self.posing, name=PosingTool.name)
+        self.spawned: list[dict[str, Any]] = []
+        self.recorder: Recorder | None = None
+        self._orbit()
+
+    # -- scene ---------------------------------------------------------------------------------------------
+    def _orbit(self) -> Any:
+        """Make the session's camera an orbit camera (the editor's controls move it)."""
+        from engine.render.camera import OrbitCamera
+
+        cam = self.session.camera
+        if not isinstance(cam, OrbitCamera):
+            r = self.session.renderer
+            aspect = r.width / r.height if r is not None else 16 / 9
+            d = {"eye": [float(x) for x in cam.eye], "target": [float(x) for x in cam.target],
+                 "fov": float(cam.fov_y)}
+            self.session.camera = camera_from_header(d, aspect)
+        return self.session.camera
+
+    def spawn(self, source: str, *, clip: str | int | None = 0, time: float = 0.0, speed: float = 1.0,
+              position: tuple[float, float, float] = (0.0, 0.0, 0.0), yaw: float = 0.0,
+              deformer: str | None = None) -> Any:
+        """Spawn a character (a generated name or a .gltf/.glb path) and remember how, for the recording."""
+        ch = self.session.spawn(source, clip=clip, time=time, speed=speed, position=position, yaw=yaw,
+                                deformer=deformer)
+        spec: dict[str, Any] = {"source": str(source), "clip": clip, "time": float(time), "speed": float(speed),
+                                "position": [float(x) for x in position], "yaw": float(yaw)}
+        if deformer is not None:
+            spec["deformer"] = deformer
+        self.spawned.append(spec)
+        return ch
+
+    def frame_camera(self, margin: float = 1.2) -> Any:
+        """Fit the orbit camera on every character's deformed bounds."""
+        cam = self._orbit()
+        b = self.session.bounds()
+        if b is not None:
+            cam.fit(*b, margin=margin)
+        return cam
+
+    @property
+    def selected(self) -> Any:
+        """The Character the tools act on: the selected entity's, else the first one (None: no character)."""
+        chars = self.session.characters
+        for ch in chars:
+            if ch.entity == self.state.selected:
+                return ch
+        return chars[0] if chars else None
+
+    def save_asset(self, path: str | Path, *, clip: str = "pose") -> Path:
+        """Key the selected character's current pose at t = 0 into ``clip`` and write its asset as .glb."""
+        ch = self.selected
+        if ch is None:
+            raise ValueError("no character to save")
+        ch.key_pose(clip, time=0.0)
+        return Path(ch.save_glb(path))
+
+    # -- actions on the selected character ---------------------------------------------------------------
+    def _character_actions(self, world: World) -> None:
+        """The actions that act on the selected character (panels emit them; a recording replays them):
+        ``deformer`` {"name"} and ``config`` {"<section>_<field>": value, ...} (undoable; a slider drag is
+        one step), ``clip`` {"name"}, ``scrub`` {"time"}, ``speed`` {"value"} (transport, not edits)."""
+        for e in self.queue.frame:
+            if isinstance(e, Action) and e.name in CHARACTER_ACTIONS:
+                try:
+                    self.character_action(e.name, e.args)
+                except (ValueError, TypeError, KeyError) as exc:
+                    self.state.say(f"{e.name}: {exc}")
+
+    def character_action(self, name: str, args: dict[str, Any]) -> None:
+        """Run one character action now (see :meth:`_character_actions`); ValueError when refused."""
+        ch = self.selected
+        if ch is None:
+            raise ValueError("no character selected")
+        if name in ("deformer", "config"):
+            before = (ch.deformer, ch.config)
+            if name == "deformer":
+                ch.set_deformer(str(args["name"]))
+                key = None
+            else:
+                ch.set_deformer(config=ch.config.with_overrides(**args))
+                key = ("config", ch.entity, tuple(sorted(args)))
+            after = (ch.deformer, ch.config)
+
+            def apply(state: tuple[str, Any], ch: Any = ch) -> None:
+                ch.set_deformer(state[0], config=state[1])
+
+            self.undo.push(SnapshotCommand(f"{name} of {ch.name}: {after[0] if key is None else args}", apply,
+                                           before, after, merge_key=key), execute=False)
+        elif name == "clip":
+            ch.play(args["name"], speed=args.get("speed"))
+        elif name == "scrub":
+            pb = ch._playback()
+            ch.play(pb.clip, time=float(args["time"]))
+        elif name == "speed":
+            ch.speed = float(args["value"])
+
+    # -- recording -----------------------------------------------------------------------------------------
+    def header(self) -> RecordHeader:
+        """The recording header of the session as it stands now."""
+        from engine.cli import version
+
+        s = self.session
+        r = s.renderer
+        width, height = (r.width, r.height) if r is not None else (1280, 720)
+        return RecordHeader(width=int(width), height=int(height), camera=camera_to_header(self._orbit()),
+                            assets=[dict(a) for a in self.spawned], step=float(s.clock.step),
+                            editor=self.state.settings.to_dict(), engine=version())
+
+    def record(self, path: str | Path) -> Recorder:
+        """Start recording to ``path``: the header now, then every frame's events and dt (a UI-phase system);
+        :meth:`stop_recording` (or the session's end) writes the end line."""
+        if self.recorder is not None:
+            raise ValueError(f"already recording to {str(self.recorder.path)!r}")
+        if not self.spawned:
+            raise ValueError("nothing to record: spawn a character with Editor.spawn first")
+        self.recorder = Recorder(path, self.header())
+        rec, queue = self.recorder, self.queue
+
+        def record_frame(world: World) -> None:
+            if rec is self.recorder:
+                rec.frame(queue.frame, world.resource(Clock).real_dt)
+
+        self.session.add_system(Phase.UI, record_frame, name="editor_record")
+        return self.recorder
+
+    def stop_recording(self) -> Path | None:
+        """Write the end line and close the file; returns its path (None when not recording)."""
+        rec, self.recorder = self.recorder, None
+        if rec is None:
+            return None
+        rec.close()
+        return rec.path
+
+
+def _resolve_source(source: str, base: Path | None) -> str:
+    from engine.assets.library import CHARACTERS
+
+    if source in {c.name for c in CHARACTERS} or base is None:
+        return source
+    p = Path(source)
+    if not p.is_absolute() and (base / p).exists():
+        return str(base / p)
+    return source
+
+
+def open_recording(rec: Recording, *, headless: bool = True, window: bool = False, device: str = "gpu",
+                   strict: bool = True, render: bool = True) -> Editor:
+    """A session (and its editor) as the recording's header describes: frame size, fixed step, characters
+    in spawn order, camera and editor settings."""
+    from engine import Session
+
+    h = rec.header
+    session = Session(width=h.width, height=h.height, step=h.step, headless=headless, window=window,
+                      device=device, strict=strict, render=render)
+    try:
+        ed = Editor(session, settings=h.editor)
+        base = rec.path.parent if rec.path is not None else None
+        for i, a in enumerate(h.assets):
+            try:
+                ed.spawn(_resolve_source(a["source"], base), clip=a.get("clip", 0), time=a.get("time", 0.0),
+                         speed=a.get("speed", 1.0), position=tuple(a.get("position", (0.0, 0.0, 0.0))),
+                         yaw=a.get("yaw", 0.0), deformer=a.get("deformer"))
+            except ValueError as exc:
+                raise ValueError(f"header.assets[{i}]: {exc}") from None
+        session.camera = camera_from_header(h.camera, h.width / h.height)
+    except BaseException:
+        session.release()
+        raise
+    return ed
+
+
+def replay(rec: Recording, editor: Editor, *, interpolate: bool = False,
+           on_frame: Callable[[int], None] | None = None) -> int:
+    """Run every recorded frame through the editor's session: its events into the queue, then one frame of
+    its recorded dt (drawn as of its last fixed step unless ``interpolate``). Returns the frame count."""
+    s = editor.session
+    for i, f in enumerate(rec.frames):
+        editor.queue.extend(f.events)
+        s.frame(f.dt, interpolate=interpolate)
+        if on_frame is not None:
+            on_frame(i)
+    return len(rec.frames)

@@ -1,0 +1,218 @@
+"""The posing tool (TOOLS phase): two window strokes -> a line of action on the selected character.
+
+The first finished stroke of the pose tool is the baseline, the second the offset (research 7.2). Both are
+unprojected onto the posing plane -- through the skeleton's root (its top-most skin joint), facing the camera,
+then moved and turned by the editor settings ``plane_offset``, ``plane_turn``, ``plane_tilt`` -- and handed to
+the line-of-action solver (engine/anim/posing.py through ``Character.apply_line_of_action``), with the brush
+radius converted from window pixels to metres at the plane's centre and the plane's normal as the strokes'
+common frame reference (the root and the pixel-to-metre conversion are the ``pose`` command's,
+engine/tools/pose.py). The change to the character's pose layer is one undoable command
+(:class:`engine.editor.undo.SnapshotCommand` over the layer's rotations), so undo restores the exact pose.
+
+A pair that cannot pose (the baseline selects no joint, a stroke misses the plane) is refused with a message
+in ``EditorState.messages``; the frame goes on and the strokes are dropped.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from engine.ecs import World
+from engine.editor.state import EditorState
+from engine.editor.undo import CommandStack, SnapshotCommand
+from engine.frame import View
+from engine.input.rays import facing_plane, ray_plane_hit, window_ray
+from engine.input.strokes import Stroke, StrokeError
+from engine.tools.pose import pixels_to_metres, skeleton_root
+
+__all__ = ["PosingTool", "PosingPlane", "posing_plane", "unproject_stroke"]
+
+
+@dataclass(frozen=True)
+class PosingPlane:
+    """The plane window strokes are unprojected onto: ``point`` (its centre), unit ``normal`` (towards the
+    camera), in-plane unit axes ``right`` and ``up`` (for drawing it), and the pyrr plane."""
+
+    point: np.ndarray
+    normal: np.ndarray
+    right: np.ndarray
+    up: np.ndarray
+
+    @property
+    def pyrr(self) -> np.ndarray:
+        return facing_plane(self.point, self.point + self.normal)
+
+    def corners(self, half: float) -> np.ndarray:
+        """The square of side 2 * ``half`` metres around the centre (4, 3), for drawing."""
+        r, u = self.right * half, self.up * half
+        return np.stack([self.point - r - u, self.point + r - u, self.point + r + u, self.point - r + u])
+
+
+def _rotate(v: np.ndarray, axis: np.ndarray, degrees: float) -> np.ndarray:
+    a = np.radians(degrees)
+    axis = axis / np.linalg.norm(axis)
+    return v * np.cos(a) + np.cross(axis, v) * np.sin(a) + axis * (axis @ v) * (1.0 - np.cos(a))
+
+
+def posing_plane(root: np.ndarray, camera: Any, *, offset: float = 0.0, turn: float = 0.0,
+                 tilt: float = 0.0) -> PosingPlane:
+    """The posing plane: through ``root`` facing the camera, turned ``turn`` degrees about the world's up
+    axis, tilted ``tilt`` degrees about the camera's horizontal axis, then moved ``offset`` metres along its
+    normal."""
+    root = np.asarray(root, np.float64)
+    n = np.asarray(camera.eye, np.float64) - root
+    length = float(np.linalg.norm(n))
+    if not length > 1e-9:
+        raise ValueError("the camera eye lies on the skeleton's root: no facing plane")
+    n /= length
+    world_up = np.array([0.0, 1.0, 0.0])
+    right = np.cross(world_up, n)
+    if np.linalg.norm(right) < 1e-6:  # looking straight down or up: any horizontal axis
+        right = np.array([1.0, 0.0, 0.0])
+    right /= np.linalg.norm(right)
+    n, right = _rotate(n, world_up, turn), _rotate(right, world_up, turn)
+    n = _rotate(n, right, tilt)
+    up = np.cross(n, right)
+    return PosingPlane(root + n * offset, n, right, up / np.linalg.norm(up))
+
+
+def unproject_stroke(stroke: Stroke, camera: Any, width: int, height: int, plane: np.ndarray) -> Stroke:
+    """A window stroke's samples unprojected onto ``plane`` (pyrr plane) through ``camera``: the 3D stroke
+    (the 2D reduction's kept points, refit in metres)."""
+    if stroke.dim != 2:
+        raise ValueError(f"unproject_stroke takes a window (2D) stroke, got {stroke.dim}D")
+    view, proj = camera.view, camera.projection_for(width / height)
+    hits = np.zeros((len(stroke.samples), 3))
+    for i in stroke.kept:  # only the kept samples are refit
+        x, y = stroke.samples[i]
+        hit = ray_plane_hit(window_ray(x, y, width, height, view, proj), plane)
+        if hit is None:
+            raise StrokeError(f"the point ({x:g}, {y:g}) does not meet the posing plane")
+        hits[i] = hit
+    return stroke.lifted(hits)
+
+
+#: What one undo step of the pose tool restores: the pose layer's rotations (None: no layer), the window
+#: strokes of the last pose (their knots can be dragged) and the rotations before that pose (the base a knot
+#: drag re-solves from).
+PoseSnapshot = tuple[Any, Any, Any]
+
+
+class PosingTool:
+    """The TOOLS-phase system of the pose tool. ``character()`` returns the Character to pose (the editor's
+    selection) or None.
+
+    Each pose is one undoable command; dragging a knot of the last pose's baseline or offset re-solves that
+    pose from the rotations it started from (live, every frame of the drag), and the whole drag is one more
+    undo step. Undo restores the exact pose layer and the strokes shown with it."""
+
+    name = "pose_tool"
+
+    def __init__(self, character: Callable[[], Any]) -> None:
+        self.character = character
+        #: the last solve (engine.anim.posing.LineOfAction), for drawing the selected joints
+        self.last: Any = None
+        #: the window strokes of the last pose (baseline, offset)
+        self.last_pair: tuple[Stroke, Stroke] | None = None
+        #: the pose layer's rotations before the last pose (None: no layer)
+        self.base: np.ndarray | None = None
+        self._dragging = False
+
+    def __call__(self, world: World) -> None:
+        state = world.try_resource(EditorState)
+        if state is None or state.settings.tool != "pose":
+            return
+        if state.knots_moved and len(state.editable) == 2 and self.last_pair is not None:
+            self.reshape(world, state)
+        if state.knot_drag is None and (self._dragging or state.knots_moved):
+            world.resource(CommandStack).close()  # the drag ended: it was one undo step
+        self._dragging = state.knot_drag is not None
+        for stroke in state.finished:
+            state.strokes.append(stroke)
+            if len(state.strokes) >= 2:
+                baseline, offset = state.strokes[:2]
+                state.strokes.clear()
+                self.pose(world, state, baseline, offset)
+
+    # -- undo states ---------------------------------------------------------------------------------------
+    def _snapshot(self, ch: Any) -> PoseSnapshot:
+        layer = ch.pose_layer
+        return (None if layer is None else layer.rotation.copy(), self.last_pair, self.base)
+
+    def _restore(self, ch: Any, state: EditorState, snap: PoseSnapshot) -> None:
+        rotation, pair, base = snap
+        ch.set_pose_layer(rotation)
+        self.last_pair, self.base = pair, base
+        state.editable[:] = list(pair) if pair is not None else []
+        state.knot_drag = None
+
+    def _solve(self, world: World, ch: Any, state: EditorState, baseline: Stroke, offset: Stroke) -> Any:
+        """Unproject both window strokes and pose ``ch`` (ValueError when refused)."""
+        view = world.resource(View)
+        w, h = view.renderer.width, view.renderer.height
+        cam = view.camera
+        plane = self.plane(ch, cam, state)
+        b3, o3 = (unproject_stroke(s, cam, w, h, plane.pyrr) for s in (baseline, offset))
+        radius = pixels_to_metres(state.settings.brush_radius, cam, h, plane.point)
+        return ch.apply_line_of_action(b3, o3, brush_radius=radius, reference=plane.normal)
+
+    @staticmethod
+    def plane(ch: Any, camera: Any, state: EditorState) -> PosingPlane:
+        """The posing plane of ``ch`` for the current camera and settings."""
+        st = state.settings
+        return posing_plane(skeleton_root(ch), camera, offset=st.plane_offset, turn=st.plane_turn,
+                            tilt=st.plane_tilt)
+
+    def _target(self, world: World, state: EditorState) -> Any:
+        ch = self.character()
+        if ch is None:
+            state.say("pose: no character to pose")
+        elif world.resource(View).renderer is None:
+            state.say("pose: needs a renderer (window strokes)")
+            return None
+        return ch
+
+    # -- edits ---------------------------------------------------------------------------------------------
+    def pose(self, world: World, state: EditorState, baseline: Stroke, offset: Stroke) -> None:
+        """Apply one baseline/offset pair of window strokes as an undoable edit (a message when refused)."""
+        ch = self._target(world, state)
+        if ch is None:
+            return
+        before = self._snapshot(ch)
+        base = before[0]
+        try:
+            result = self._solve(world, ch, state, baseline, offset)
+        except ValueError as exc:  # StrokeError is a ValueError
+            state.say(f"pose refused: {exc}")
+            return
+        self.last, self.last_pair, self.base = result, (baseline, offset), base
+        state.editable[:] = [baseline, offset]
+        undo = world.resource(CommandStack)
+        undo.push(SnapshotCommand(f"pose {len(result.selected)} joints of {ch.name}",
+                                  functools.partial(self._restore, ch, state), before, self._snapshot(ch)),
+                  execute=False)
+        state.say(f"posed {len(result.selected)} joints")
+
+    def reshape(self, world: World, state: EditorState) -> None:
+        """A knot of the last pose's strokes moved: pose again from the same base with the edited strokes."""
+        ch = self._target(world, state)
+        if ch is None:
+            return
+        before = self._snapshot(ch)
+        baseline, offset = state.editable
+        ch.set_pose_layer(self.base)
+        try:
+            result = self._solve(world, ch, state, baseline, offset)
+        except ValueError as exc:
+            self._restore(ch, state, before)
+            state.say(f"knot refused: {exc}")
+            return
+        self.last, self.last_pair = result, (baseline, offset)
+        undo = world.resource(CommandStack)
+        undo.push(SnapshotCommand(f"drag a knot of {ch.name}'s line of action",
+                                  functools.partial(self._restore, ch, state), before, self._snapshot(ch),
+                                  merge_key=("knots", ch.entity)), execute=False)

@@ -1,0 +1,423 @@
+"""The editor window: a pyglet window whose input goes through the one event model (engine/input/events.py)
+into the editor's systems (engine/editor), and the real-time replay of a recording.
+
+``python main.py --record FILE`` opens it on the humanoid (or ``--asset``), recording the session to FILE;
+``python main.py replay FILE`` (with a display) plays a recording back in it. Controls (engine/editor/systems.py
+``KEY_BINDINGS``): P pose tool (left-drag draws a baseline, then an offset stroke), O orbit tool, right-drag
+orbits, middle-drag pans, wheel zooms, Ctrl+Z / Ctrl+Shift+Z undo / redo, Space pause, ``.`` one step,
+``[`` / ``]`` time scale, Esc drops the strokes (and quits when there are none).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["run_editor", "run_editor_window", "replay_window", "has_display", "EditorUI", "HELP_LINES",
+           "select_at"]
+
+#: The help overlay (H): every key and mouse control of the editor window.
+HELP_LINES = (
+    "P  pose tool: left-drag a baseline",
+    "   along a limb, then an offset stroke",
+    "   where it should go; drag their knots",
+    "   (dots) to adjust the pose",
+    "O  orbit tool (left-drag orbits)",
+    "click a character to select it",
+    "right-drag orbit, middle-drag pan,",
+    "   wheel zoom",
+    "Ctrl+Z undo, Ctrl+Shift+Z redo",
+    "Space play/pause, . step, [ ] speed",
+    "Esc drop strokes (quit when none)",
+    "H  this help",
+)
+_SPRING_PARAMS = (("spring_k_s", "k_s (shape)", 0.0, 2.0), ("spring_k_l", "k_l (length)", 0.0, 2.0),
+                  ("spring_k_t", "k_t (twist)", 0.0, 2.0), ("spring_k_b", "k_b (bend)", 0.0, 2.0),
+                  ("spring_dt", "dt", 0.001, 0.1))
+_PLANE = (("plane_offset", "plane offset m", -1.0, 1.0), ("plane_turn", "plane turn deg", -90.0, 90.0),
+          ("plane_tilt", "plane tilt deg", -80.0, 80.0))
+_CONVERGENCE = ("iterations", "displacement", "force", "energy")
+_COLOURS = {"baseline": (0.20, 0.55, 1.0, 1.0), "offset": (1.0, 0.55, 0.10, 1.0), "drawing": (1.0, 1.0, 1.0, 0.9),
+            "brush": (1.0, 1.0, 1.0, 0.5), "joint": (0.95, 0.2, 0.3, 1.0),
+            "plane": (0.6, 0.9, 0.6, 0.45)}
+
+
+class EditorUI:
+    """The editor's imgui panels and stroke overlay, drawn through the session's imgui overlay (game/ui):
+    tool palette, brush radius, RDP epsilon, the selected character's deformer and parameters, clip
+    transport, undo history, messages and the help (H). Widgets never change state themselves: they push
+    :class:`engine.input.events.Action` events into the editor's queue, so a recording replays them."""
+
+    def __init__(self, editor: Any, *, show_help: bool = True) -> None:
+        from game.ui.overlay import SessionOverlay
+
+        self.editor = editor
+        self.overlay = SessionOverlay(editor.session, show_profiler=False, show_help=show_help,
+                                      help_lines=HELP_LINES)
+        self.overlay.panels.append(self.draw)
+
+    def act(self, action: str, /, **args: Any) -> None:
+        """Push an Action (recorded and replayed like any event)."""
+        from engine.input.events import Action, now
+
+        self.editor.queue.push(Action(now(), action, args))
+
+    def draw(self) -> None:
+        """All panels and the stroke overlay (inside an imgui frame)."""
+        self._strokes()
+        self._tools()
+        self._character()
+        self._history()
+
+    def _window(self, title: str, x: float, y: float, w: float) -> None:
+        from imgui_bundle import imgui
+
+        imgui.set_next_window_pos(imgui.ImVec2(x, y), imgui.Cond_.first_use_ever)
+        imgui.set_next_window_bg_alpha(0.75)
+        imgui.begin(title, None, imgui.WindowFlags_.always_auto_resize)
+        imgui.push_item_width(w)
+
+    def _tools(self) -> None:
+        from imgui_bundle import imgui
+
+        from engine.editor.state import TOOLS
+
+        st = self.editor.state
+        self._window("Tools", 8.0, 8.0, 110.0)
+        for tool in TOOLS:
+            if imgui.radio_button(tool, st.settings.tool == tool) and st.settings.tool != tool:
+                self.act("tool", name=tool)
+        changed, v = imgui.slider_float("brush px", st.settings.brush_radius, 2.0, 200.0, "%.0f")
+        if changed:
+            self.act("set", brush_radius=float(v))
+        changed, v = imgui.slider_float("RDP eps px", st.settings.epsilon_px, 0.0, 32.0, "%.1f")
+        if changed:
+            self.act("set", epsilon_px=float(v))
+        for key, label, lo, hi in _PLANE:
+            changed, v = imgui.slider_float(label, float(getattr(st.settings, key)), lo, hi, "%.2f")
+            if changed:
+                self.act("set", **{key: float(v)})
+        n = len(st.strokes)
+        imgui.text("draw the baseline" if n == 0 else "now the offset stroke" if st.settings.tool == "pose"
+                   else f"{n} strokes")
+        for m in st.messages[-3:]:
+            imgui.text(m)
+        imgui.pop_item_width()
+        imgui.end()
+
+    def _character(self) -> None:
+        from imgui_bundle import imgui
+
+        from engine.cli import DEFORMERS
+
+        ch = self.editor.selected
+        if ch is None:
+            return
+        r = self.editor.session.renderer
+        self._window(f"Character: {ch.name} #{ch.entity}###character", float(r.width) - 250.0, 8.0, 120.0)
+        methods = [d for d in DEFORMERS if d != "arap"]
+        idx = methods.index(ch.deformer) if ch.deformer in methods else 0
+        changed, i = imgui.combo("deformer", idx, methods)
+        if changed and methods[i] != ch.deformer:
+            self.act("deformer", name=methods[i])
+        sp = ch.config.spring
+        if ch.deformer == "spring":
+            for key, label, lo, hi in _SPRING_PARAMS:
+                changed, v = imgui.slider_float(label, float(getattr(sp, key[len("spring_"):])), lo, hi, "%.3f")
+                if changed:
+                    self.act("config", **{key: float(v)})
+            changed, it = imgui.slider_int("iterations", int(sp.max_iterations), 1, 300)
+            if changed:
+                self.act("config", spring_max_iterations=int(it))
+            cur = _CONVERGENCE.index(sp.convergence) if sp.convergence in _CONVERGENCE else 0
+            changed, c = imgui.combo("convergence", cur, list(_CONVERGENCE))
+            if changed:
+                self.act("config", spring_convergence=_CONVERGENCE[c])
+        imgui.separator_text("clip")
+        clips = ch.clips
+        if clips:
+            pb = ch._playback()
+            changed, c = imgui.combo("clip", int(pb.clip), clips)
+            if changed:
+                self.act("clip", name=clips[c])
+            clock = self.editor.session.clock
+            if imgui.button("play" if clock.paused else "pause"):
+                self.act("toggle_pause")
+            imgui.same_line()
+            if imgui.button("step") and clock.paused:
+                self.act("step")
+            duration = float(ch.asset.clips[int(pb.clip)].duration) or 1.0
+            changed, tv = imgui.slider_float("time", float(pb.local_time), 0.0, duration, "%.2f s")
+            if changed:
+                self.act("scrub", time=float(tv))
+            changed, sv = imgui.slider_float("speed", float(ch.speed), -2.0, 2.0, "%.2f")
+            if changed:
+                self.act("speed", value=float(sv))
+        imgui.pop_item_width()
+        imgui.end()
+
+    def _history(self) -> None:
+        from imgui_bundle import imgui
+
+        undo = self.editor.undo
+        r = self.editor.session.renderer
+        self._window("Undo history", 8.0, float(r.height) - 150.0, 120.0)
+        if imgui.button("undo (Ctrl+Z)"):
+            self.act("undo")
+        imgui.same_line()
+        if imgui.button("redo (Ctrl+Shift+Z)"):
+            self.act("redo")
+        for i, label in enumerate(undo.history):
+            imgui.text(("> " if i == undo.cursor - 1 else "  ") + label)
+        imgui.pop_item_width()
+        imgui.end()
+
+    def _strokes(self) -> None:
+        """The strokes over the scene: the one being drawn, the held baseline, the last pose's baseline and
+        offset (distinct colours), the selected joints and the brush circle under the pointer."""
+        from imgui_bundle import imgui
+
+        dl = imgui.get_background_draw_list()
+
+        def col(name: str) -> int:
+            return int(imgui.color_convert_float4_to_u32(imgui.ImVec4(*_COLOURS[name])))
+
+        def poly(points: Any, colour: str, width: float = 3.0) -> None:
+            pts: list[Any] = [imgui.ImVec2(float(x), float(y)) for x, y in points]
+            if len(pts) >= 2:
+                dl.add_polyline(pts, col(colour), width, 0)
+
+        def curve(stroke: Any, colour: str) -> None:
+            import numpy as np
+
+            poly(stroke.point(np.linspace(0.0, 1.0, 64)), colour)
+            for x, y in stroke.knots:
+                dl.add_circle_filled(imgui.ImVec2(float(x), float(y)), 4.0, col(colour))
+
+        ed = self.editor
+        st = ed.state
+        pair = st.editable  # the last pose's strokes: their knots can be dragged
+        if len(pair) == 2 and not st.strokes:
+            curve(pair[0], "baseline")
+            curve(pair[1], "offset")
+        for i, stroke in enumerate(st.strokes):
+            curve(stroke, "baseline" if i == 0 else "offset")
+        if st.drawing is not None:
+            poly(st.drawing.points, "baseline" if not st.strokes else "offset", 2.0)
+        if ed.posing.last is not None and ed.selected is not None and pair and not st.strokes:
+            self._joints(dl, col("joint"))
+        if st.settings.tool == "pose" and ed.selected is not None:
+            self._plane(dl, col("plane"))
+        if st.settings.tool == "pose" and st.pointer is not None:
+            dl.add_circle(imgui.ImVec2(*st.pointer), float(st.settings.brush_radius), col("brush"), 48, 1.5)
+
+    def _project(self, points: Any) -> list[tuple[float, float]] | None:
+        """World points (N, 3) -> window pixels (row 0 at the top); None when one is behind the camera."""
+        import numpy as np
+
+        s = self.editor.session
+        r = s.renderer
+        p = np.asarray(points, np.float64)
+        clip = s.camera.projection_for(r.width / r.height) @ s.camera.view @ np.c_[p, np.ones(len(p))].T
+        if not (clip[3] > 1e-6).all():
+            return None
+        return [(float((x / w + 1) * 0.5 * r.width), float((1 - y / w) * 0.5 * r.height)) for x, y, _z, w in clip.T]
+
+    def _plane(self, dl: Any, colour: int) -> None:
+        """The posing plane's outline (a 1 m square around the root) and its centre."""
+        from imgui_bundle import imgui
+
+        from engine.editor.posing import PosingTool
+
+        try:
+            plane = PosingTool.plane(self.editor.selected, self.editor.session.camera, self.editor.state)
+        except ValueError:
+            return
+        pts = self._project(plane.corners(0.5))
+        if pts is not None:
+            dl.add_polyline([imgui.ImVec2(x, y) for x, y in pts], colour, 1.5, imgui.ImDrawFlags_.closed)
+
+    def _joints(self, dl: Any, colour: int) -> None:
+        from imgui_bundle import imgui
+
+        g = self.editor.selected.joints()[self.editor.posing.last.selected, :3, 3]
+        for x, y in self._project(g) or []:
+            dl.add_circle_filled(imgui.ImVec2(x, y), 5.0, colour)
+
+    def release(self) -> None:
+        self.overlay.release()
+
+
+def has_display() -> bool:
+    """Whether a window can open (an X11 or Wayland display)."""
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def _loop(ed: Any, on_frame: Callable[[float], bool], *, title: str) -> list[float]:
+    """Redraw until close or ``on_frame(real_dt)`` returns False; frame times in ms."""
+    import pyglet
+
+    s = ed.session
+    window = s.gl.window
+    if window is None:
+        raise ValueError("this session has no window (Session(window=True) with a display)")
+    window.set_caption(title)
+    frame_ms: list[float] = []
+    state = {"last": time.perf_counter()}
+
+    @window.event
+    def on_draw() -> None:
+        now = time.perf_counter()
+        dt, state["last"] = now - state["last"], now
+        w, h = window.get_framebuffer_size()
+        r = s.renderer
+        if (w, h) != (r.width, r.height) and w > 0 and h > 0:
+            r.resize(w, h)
+        fb = s.ctx.screen
+        fb.viewport = (0, 0, w, h)
+        s.view.target = fb
+        t0 = time.perf_counter()
+        keep = on_frame(min(dt, 0.25))
+        frame_ms.append((time.perf_counter() - t0) * 1e3)
+        if not keep:
+            pyglet.app.exit()
+
+    pyglet.clock.schedule_interval(lambda _dt: None, 1 / 120)
+    try:
+        pyglet.app.run()
+    finally:
+        s.view.target = None
+    return frame_ms
+
+
+def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
+                      before_frame: Callable[[int, Any], None] | None = None) -> list[float]:
+    """The interactive editor loop: pyglet events -> the editor's queue (imgui takes the events over its
+    panels first); one frame per redraw. ``before_frame(i, window)`` runs before frame i (scripted input:
+    tests dispatch pyglet events to the window there). Returns the frame times in ms."""
+    from pyglet.window import key, mouse
+
+    from engine.input.events import PygletAdapter
+
+    s = ed.session
+    window = s.gl.window
+    if window is None:
+        raise ValueError("this session has no window (Session(window=True) with a display)")
+    PygletAdapter(ed.queue).attach(window)
+    panels = EditorUI(ed) if ui else None
+    if panels is not None:
+        panels.overlay.attach_window(window)  # pushed last: imgui sees the events first
+    count = {"n": 0, "quit": False}
+
+    def on_key_press(symbol: int, modifiers: int) -> None:
+        if symbol == key.ESCAPE and not (ed.state.strokes or ed.state.drawing):
+            count["quit"] = True
+        elif symbol == key.H and panels is not None:
+            panels.overlay.show_help = not panels.overlay.show_help
+
+    press: dict[str, Any] = {}
+
+    def on_mouse_press(x: float, y: float, button: int, modifiers: int) -> None:
+        press["at"] = (x, y, button)
+
+    def on_mouse_release(x: float, y: float, button: int, modifiers: int) -> None:
+        if press.pop("at", None) == (x, y, button) and button == mouse.LEFT:
+            select_at(ed, x, window.get_size()[1] - y, window)
+
+    window.push_handlers(on_key_press=on_key_press, on_mouse_press=on_mouse_press,
+                         on_mouse_release=on_mouse_release)
+
+    def on_frame(dt: float) -> bool:
+        if before_frame is not None:
+            before_frame(count["n"], window)
+        s.frame(dt)
+        count["n"] += 1
+        return not count["quit"] and (frames is None or count["n"] < frames)
+
+    try:
+        return _loop(ed, on_frame, title="skinengine editor")
+    finally:
+        if panels is not None:
+            panels.release()
+
+
+def select_at(ed: Any, x: float, y: float, window: Any = None) -> Any:
+    """A click at window point (x, y) (row 0 at the top, window coordinates): the character the last frame
+    shows there becomes the selection, through the G-buffer query, pushed as a ``select`` action (so a
+    recording replays the choice, not the pixel); a click on the background keeps the selection."""
+    from engine.input.events import Action, now
+
+    s = ed.session
+    r = s.renderer
+    sx, sy = 1.0, 1.0
+    if window is not None:
+        fw, fh = window.get_framebuffer_size()
+        ww, wh = window.get_size()
+        sx, sy = fw / max(ww, 1), fh / max(wh, 1)
+    px, py = int(x * sx), int(y * sy)
+    if not (0 <= px < r.width and 0 <= py < r.height):
+        return None
+    hit = s.pick(px, py)
+    if hit is not None and hit.entity != ed.state.selected:
+        ed.queue.push(Action(now(), "select", {"entity": int(hit.entity)}))
+    return hit
+
+
+def run_editor(args: argparse.Namespace) -> int:
+    """``main.py --record FILE``: the editor window on ``--asset`` (default the humanoid), recorded."""
+    from engine import Session
+    from engine.editor import Editor
+
+    if not has_display():
+        raise ValueError("the editor needs a display (DISPLAY or WAYLAND_DISPLAY); "
+                         "run it under a desktop or xvfb-run")
+    deformer = None if args.deformer == "auto" else args.deformer
+    with Session(window=True, width=args.width, height=args.height, device=args.device,
+                 title="skinengine editor") as s:
+        ed = Editor(s)
+        ed.spawn(args.asset or "humanoid", clip="idle" if not args.asset else 0, deformer=deformer)
+        ed.frame_camera()
+        if args.record:
+            ed.record(args.record)
+        try:
+            run_editor_window(ed, frames=args.frames)
+        finally:
+            path = ed.stop_recording()
+        if path is not None:
+            print(f"recorded {path}")
+        if args.screenshot:
+            s.render()
+            s.save_png(args.screenshot)
+    return 0
+
+
+def replay_window(rec: Any, *, device: str = "gpu", outputs: Callable[[Any], None] | None = None) -> int:
+    """Play a recording back in a window, one recorded frame per redraw (each with its recorded dt, so the
+    result is the headless replay's); ``outputs(editor)`` runs at the end. Returns the frame count."""
+    from engine.editor import open_recording
+
+    ed = open_recording(rec, headless=False, window=True, device=device)
+    panels = EditorUI(ed)
+    try:
+        frames = iter(rec.frames)
+        done = {"n": 0}
+
+        def on_frame(_dt: float) -> bool:
+            f = next(frames, None)
+            if f is None:
+                return False
+            ed.queue.extend(f.events)
+            ed.session.frame(f.dt, interpolate=False)
+            done["n"] += 1
+            return True
+
+        _loop(ed, on_frame, title=f"skinengine replay: {rec.path.name if rec.path else 'recording'}")
+        panels.release()  # the outputs show the scene, as a headless replay's do
+        if outputs is not None:
+            outputs(ed)
+        return int(done["n"])
+    finally:
+        panels.release()
+        ed.session.release()

@@ -1,0 +1,114 @@
+"""The overlay a Session draws over its frame: the profiler panel, the controls help and any extra panels.
+
+    overlay = SessionOverlay(session)        # draws into every frame from now on (headless too)
+    overlay.show_profiler = True             # the P key in the demo window
+    ...
+    overlay.release()
+
+It registers itself in the session's ``view.ui`` list (engine/frame.py: the renderer's ``ui`` pass, drawn into
+the frame before it is presented, so it is in screenshots and in the window alike). While the profiler panel
+shows, an :class:`engine.profile.trace.Profiler` fills in the GPU side of the timings: the one given (shared,
+e.g. with ``--profile``), else one the overlay attaches when the panel is shown and detaches when it is
+hidden. The numbers are those of the last finished frame in the schedule's history.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from engine.profile.stats import cpu_scope
+from game.ui.imgui_layer import ImGuiLayer
+from game.ui.profiler import ProfilerPanel
+
+__all__ = ["SessionOverlay"]
+
+
+class SessionOverlay:
+    """Profiler + help + extra panels over a session's frame (see the module docstring)."""
+
+    def __init__(self, session: Any, *, profiler: Any = None, show_profiler: bool = True, show_help: bool = False,
+                 help_lines: Sequence[str] = (), window: int = 240) -> None:
+        if session.renderer is None:
+            raise ValueError("the overlay needs a session with a renderer (Session(render=True))")
+        from engine.profile.trace import Profiler
+
+        r = session.renderer
+        self.session = session
+        self.layer = ImGuiLayer(session.ctx, r.width, r.height)
+        self._make_profiler = lambda: Profiler(session, spring_counters=True, keep=1)
+        self._own_profiler = profiler is None
+        self.profiler: Any = profiler
+        self.panel = ProfilerPanel(session.schedule.history, window=window)
+        self._show_profiler = False
+        self.show_profiler = bool(show_profiler)
+        self.show_help = bool(show_help)
+        self.help_lines = list(help_lines)
+        #: extra panels: functions making imgui calls, drawn after the profiler (the demo's deformer switch)
+        self.panels: list[Callable[[], None]] = []
+        self._released = False
+        session.view.ui.append(self._draw)
+
+    @property
+    def show_profiler(self) -> bool:
+        """The profiler panel is drawn (the P key). A profiler the overlay made itself is attached only while
+        the panel shows (timing the deformer stages serialises the GPU)."""
+        return self._show_profiler
+
+    @show_profiler.setter
+    def show_profiler(self, on: bool) -> None:
+        on = bool(on)
+        if self._own_profiler and on and self.profiler is None:
+            self.profiler = self._make_profiler()
+        elif self._own_profiler and not on and self.profiler is not None:
+            self.profiler.detach()
+            self.profiler = None
+        self._show_profiler = on
+
+    def _draw(self, renderer: Any) -> None:
+        with cpu_scope("ui overlay"):
+            if (renderer.width, renderer.height) != (self.layer.width, self.layer.height):
+                self.layer.resize(renderer.width, renderer.height)
+            self.layer.draw(self._build, renderer.framebuffer)
+
+    def _build(self) -> None:
+        if self.show_profiler:
+            self.panel.draw(pos=(8.0, 8.0), size=(430.0, max(200.0, self.layer.height - 16.0)))
+        for fn in self.panels:
+            fn()
+        if self.show_help and self.help_lines:
+            self._draw_help()
+
+    def _draw_help(self) -> None:
+        from imgui_bundle import imgui
+
+        w = 330.0
+        imgui.set_next_window_pos(imgui.ImVec2(self.layer.width - w - 8.0, self.layer.height - 8.0),
+                                  imgui.Cond_.always, imgui.ImVec2(0.0, 1.0))
+        imgui.set_next_window_size(imgui.ImVec2(w, 0.0), imgui.Cond_.always)
+        imgui.set_next_window_bg_alpha(0.75)
+        flags = imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_resize | imgui.WindowFlags_.no_collapse
+        imgui.begin("controls (H)", None, flags)
+        for line in self.help_lines:
+            imgui.text(line)
+        imgui.end()
+
+    def attach_window(self, window: Any) -> None:
+        """Mouse and keys of a pyglet window go to imgui first (the camera gets what imgui does not take)."""
+        self.layer.attach_window(window)
+
+    @property
+    def wants_mouse(self) -> bool:
+        return self.layer.wants_mouse
+
+    def release(self) -> None:
+        """Stop drawing, detach the profiler it made, release the imgui layer. Idempotent."""
+        if self._released:
+            return
+        self._released = True
+        ui = self.session.view.ui
+        if self._draw in ui:
+            ui.remove(self._draw)
+        if self._own_profiler and self.profiler is not None:
+            self.profiler.detach()
+            self.profiler = None
+        self.layer.release()
