@@ -9,6 +9,7 @@
     skinengine compare ASSET --clip C --time T [--deformers lbs,dqs,irs,spring] --out sheet.png
     skinengine pose ASSET --strokes FILE.json [--clip C --time T] [--deformer D] [--export-frame OUT.npz]
                       [--out POSED.glb] [--screenshot S.png]      line-of-action posing from a strokes file
+    skinengine edit ASSET --strokes FILE.json [--clip C --time T] --export-frame OUT.npz [--screenshot S.png]
     skinengine bench deform|render|reference|anim|scene|bake|soak [...]    (needs a checkout: bench/ is not installed)
     skinengine --record FILE                 the editor window, recording the session to FILE (.jsonl)
     skinengine replay FILE [--headless] [--screenshot S.png] [--export-frame F.npz] [--save P.glb]
@@ -238,6 +239,24 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
                    help="render the posed frame with the file's camera, strokes drawn over it")
     _add_deform_options(p)
 
+    p = sub.add_parser("edit", parents=[common],
+                       help="surface edits from strokes on the skin, applied by the springs (export-frame npz)")
+    p.add_argument("asset", help="glTF / GLB file")
+    _add_clip_time(p, clip_default="0")
+    p.add_argument("--strokes", default=None, metavar="FILE.json",
+                   help="strokes file (version, camera, strokes with role surface or silhouette; see the README)")
+    p.add_argument("--export-frame", required=True, metavar="OUT.npz",
+                   help="deformed vertices (export-frame contract) + K_kinematic/K_passive/K_static per primitive")
+    p.add_argument("--screenshot", default=None, metavar="S.png", help="the edited frame seen by the file's camera")
+    p.add_argument("--save", default=None, metavar="EDITS.json", help="write the edits as a versioned JSON file")
+    p.add_argument("--load", default=None, metavar="EDITS.json", help="add the edits of a file written by --save")
+    p.add_argument("--deformer", default="spring", choices=("spring",),
+                   help="surface edits are spring forces: spring (the default and only choice)")
+    p.add_argument("--solver", default="springs", choices=("springs", "laplacian"),
+                   help="springs: edit forces in the GPU spring stage (default); laplacian: the CPU baseline, "
+                        "solved once")
+    _add_spring_options(p)
+
     p = sub.add_parser("replay", parents=[common], help="reproduce a recorded editor session (.jsonl)")
     p.add_argument("file", help="a recording written by --record (or by hand, see the README)")
     p.add_argument("--headless", action="store_true", help="replay offscreen (the default without a display)")
@@ -350,6 +369,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "pose":
         from engine.tools.pose import pose_command
         return pose_command(args)
+    if args.command == "edit":
+        from engine.tools.edit import edit_command
+        return edit_command(args)
     if args.command == "bench":
         from engine.tools.bench import run_bench
         return run_bench(args.which, args.rest)

@@ -148,12 +148,14 @@ def interpolate_matrices(prev: np.ndarray, curr: np.ndarray, alpha: float) -> np
 
 
 def _deform(world: World, meshes: SceneMeshes, alpha: float) -> None:
+    rows = []
     for e, (skel, out) in world.query(SkeletonPose, DeformedMeshes):
-        if e not in meshes.instances:
-            continue
-        g = skel.globals if alpha >= 1.0 else interpolate_matrices(skel.previous, skel.globals, alpha)
-        meshes.pose(e, g, out.positions)
-        meshes.upload(e, out.positions)
+        if e in meshes.instances:
+            g = skel.globals if alpha >= 1.0 else interpolate_matrices(skel.previous, skel.globals, alpha)
+            rows.append((e, g, out.positions))
+    meshes.pose_many(rows)  # characters sharing an asset: one stacked skin-matrix product
+    for e, _g, positions in rows:
+        meshes.upload(e, positions)
     with cpu_scope(GRAPH_SCOPE):  # profiling hook: the deformer stages' GPU times are placed inside it
         meshes.run_graph()
 

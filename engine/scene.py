@@ -282,20 +282,55 @@ class SceneMeshes:
         settings = self.settings[entity]
         held = self.held.get(entity, {})
         for inst in self.instances.get(entity, ()):
-            sp = inst.skinned
             if inst.key in held:
                 out[inst.key] = held[inst.key]
-            elif sp is not None and inst.deform is not None:
-                joints = globals_[sp.skin.joints]
-                self.graph.set_pose(inst.deform, sp.skin_matrices(globals_), joints)  # type: ignore[union-attr]
-                if inst.handle is not None:
-                    jp = joints[:, :3, 3]
-                    inst.handle.bounds = (jp.min(0) - inst.radius, jp.max(0) + inst.radius)
-            elif sp is not None:
-                out[inst.key] = sp.deform(globals_, settings.deformer, config=settings.config)
             else:
-                g = globals_[inst.key.node]
-                out[inst.key] = (inst.primitive.positions @ g[:3, :3].T + g[:3, 3]).astype(np.float32)
+                self._pose_one(inst, globals_, out, settings)
+
+    def _pose_one(self, inst: MeshInstance, globals_: np.ndarray, out: dict[PrimitiveKey, np.ndarray],
+                  settings: DeformSettings) -> None:
+        sp = inst.skinned
+        if sp is not None and inst.deform is not None:
+            joints = globals_[sp.skin.joints]
+            self.graph.set_pose(inst.deform, sp.skin_matrices(globals_), joints)  # type: ignore[union-attr]
+            if inst.handle is not None:
+                jp = joints[:, :3, 3]
+                inst.handle.bounds = (jp.min(0) - inst.radius, jp.max(0) + inst.radius)
+        elif sp is not None:
+            out[inst.key] = sp.deform(globals_, settings.deformer, config=settings.config)
+        else:
+            g = globals_[inst.key.node]
+            out[inst.key] = (inst.primitive.positions @ g[:3, :3].T + g[:3, 3]).astype(np.float32)
+
+    def pose_many(self, poses: list[tuple[int, np.ndarray, dict[PrimitiveKey, np.ndarray]]]) -> None:
+        """``pose`` for many entities: (entity, node world matrices, out) rows. GPU-deformed primitives shared
+        by several characters (one loaded asset) get their skin matrices in one stacked product and one
+        ``set_poses``; the rest go through ``pose`` one by one."""
+        groups: dict[int, list[tuple[MeshInstance, np.ndarray]]] = {}
+        rest = []
+        for entity, globals_, out in poses:
+            if entity in self.held or self.graph is None:
+                rest.append((entity, globals_, out))
+                continue
+            for inst in self.instances.get(entity, ()):
+                if inst.skinned is not None and inst.deform is not None:
+                    groups.setdefault(id(inst.skinned), []).append((inst, globals_))
+                else:  # node-transformed primitives: cheap, one by one
+                    self._pose_one(inst, globals_, out, self.settings[entity])
+        for rows in groups.values():
+            sp = rows[0][0].skinned
+            assert sp is not None and self.graph is not None
+            g = np.stack([r[1] for r in rows])
+            joints = g[:, sp.skin.joints]
+            handles = [r[0].deform for r in rows if r[0].deform is not None]
+            self.graph.set_poses(handles, sp.skin_matrices(g), joints)
+            jp = joints[:, :, :3, 3]
+            lo, hi = jp.min(1), jp.max(1)
+            for (inst, _), a, b in zip(rows, lo, hi):
+                if inst.handle is not None:
+                    inst.handle.bounds = (a - inst.radius, b + inst.radius)
+        for entity, globals_, out in rest:
+            self.pose(entity, globals_, out)
 
     def hold(self, entity: int, positions: dict[PrimitiveKey, np.ndarray] | None) -> None:
         """Draw ``positions`` (world space, display order) for these primitives instead of deforming them,

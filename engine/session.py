@@ -41,7 +41,7 @@ from engine.frame import View, build_schedule
 from engine.scene import DeformSettings, LoadedAsset, SceneMeshes, load_asset
 from engine.skinning.config import DeformerConfig
 
-__all__ = ["Session", "Character", "placement_matrix", "GBUFFER_CHANNELS"]
+__all__ = ["Session", "Character", "placement_matrix", "GBUFFER_CHANNELS", "surface_edit_system"]
 
 #: The channels of :meth:`Session.gbuffer` (and of ``render --gbuffer``), in file order.
 GBUFFER_CHANNELS = ("position", "normal", "depth", "barycentric", "triangle", "node", "mesh", "primitive",
@@ -320,6 +320,119 @@ class Character:
             raise ValueError(f"{self.name!r} was not loaded from a file: nothing to save it from")
         return save_with_poses(self.asset.path, path, self.loaded.rig, self.keyed)
 
+    # -- surface edits (research 5.2, 7.4) ------------------------------------------------------------------
+    def _skinned(self, primitive: PrimitiveKey) -> Any:
+        for inst in self._session.meshes.instances[self.entity]:
+            if inst.key == primitive and inst.skinned is not None:
+                return inst
+        raise ValueError(f"{self.name!r} has no skinned primitive {primitive!r}; "
+                         f"skinned: {[k.export_key for k in self.skinned_primitives]}")
+
+    def topology(self, primitive: PrimitiveKey) -> Any:
+        """The welded control points of a skinned primitive (engine.skinning.types.MeshTopology): the domain of
+        surface edits and regions of interest; its triangles are the glTF triangles, in order."""
+        self._check()
+        return self._skinned(primitive).skinned.topology()
+
+    def edit_frame(self, primitive: PrimitiveKey) -> tuple[np.ndarray, np.ndarray]:
+        """(attach (V,3), rot (V,3,3)) of the primitive's control points in the current pose: what surface edits
+        are encoded against (engine.skinning.edits.edit_pose)."""
+        from engine.skinning.edits import edit_pose
+
+        self._check()
+        sp = self._skinned(primitive).skinned
+        cfg = self.config
+        binding = sp.binding(method=cfg.binding.method, smooth_passes=cfg.binding.smooth_passes)
+        return edit_pose(binding, sp.bind_joints, self.joints()[sp.skin.joints])
+
+    @property
+    def edits(self) -> dict[PrimitiveKey, Any]:
+        """The character's surface edits: primitive -> engine.skinning.edits.EditStack (empty when none)."""
+        from engine.skinning.edits import SurfaceEdits
+
+        self._check()
+        comp = self._session.world.try_get(self.entity, SurfaceEdits)
+        return {} if comp is None else dict(comp.stacks)
+
+    def add_edit(self, primitive: PrimitiveKey, edit: Any) -> Any:
+        """Add a surface edit (engine.skinning.edits.SurfaceEdit over the primitive's control points) to the
+        primitive's edit stack; it acts from the next frame on, every frame, decoded in the current pose at the
+        current clip time. Edits are spring forces: the character must deform with the spring deformer on the
+        gpu device (ValueError otherwise, naming what to change)."""
+        from engine.skinning.edits import EditStack, SurfaceEdit, SurfaceEdits
+
+        self._check()
+        if not isinstance(edit, SurfaceEdit):
+            raise TypeError(f"edit must be a SurfaceEdit, got {type(edit).__name__}")
+        s = self._session
+        if s.device != "gpu":
+            raise ValueError("surface edits run in the GPU spring stage: they need Session(device='gpu')")
+        settings = s.meshes.settings[self.entity]
+        if settings.graph is None and settings.deformer != "spring":
+            raise ValueError(f"surface edits are spring forces: {self.name!r} deforms with "
+                             f"{settings.deformer!r}; set_deformer('spring') first")
+        edit.check(self.topology(primitive).n_control)
+        comp = s.world.try_get(self.entity, SurfaceEdits)
+        if comp is None:
+            comp = SurfaceEdits()
+            s.world.add(self.entity, comp)
+        comp.stacks.setdefault(primitive, EditStack()).add(edit)
+        s._use_edits()
+        s._dirty = True
+        return edit
+
+    def clear_edits(self, primitive: PrimitiveKey | None = None) -> Character:
+        """Remove the surface edits of one primitive (or all); the deformer forgets them from the next frame."""
+        from engine.skinning.edits import EditStack, SurfaceEdits
+
+        self._check()
+        comp = self._session.world.try_get(self.entity, SurfaceEdits)
+        if comp is not None:
+            for key in list(comp.stacks):
+                if primitive is None or key == primitive:
+                    comp.stacks[key] = EditStack()  # kept empty for one frame so the graph hears of it
+        self._session._dirty = True
+        return self
+
+    def save_edits(self, path: str | Path, **meta: Any) -> Path:
+        """Write the surface edits as a versioned JSON file (engine.skinning.edits.edits_document)."""
+        import json
+
+        from engine.skinning.edits import edits_document
+
+        p = Path(path)
+        doc = edits_document({k.export_key: st for k, st in self.edits.items() if len(st)}, asset=self.name,
+                             **meta)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(doc, indent=1) + "\n")
+        return p
+
+    def load_edits(self, path: str | Path) -> Character:
+        """Add the edits of a file written by :meth:`save_edits` (primitives by export-frame name)."""
+        import json
+
+        from engine.skinning.edits import parse_edits_document
+
+        self._check()
+        p = Path(path)
+        try:
+            doc = json.loads(p.read_text())
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{p.name}: not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+        try:
+            stacks = parse_edits_document(doc)
+        except ValueError as e:
+            raise ValueError(f"{p.name}: {e}") from None
+        keys = {k.export_key: k for k in self.skinned_primitives}
+        for name in stacks:
+            if name not in keys:
+                raise ValueError(f"{p.name}: primitives.{name}: {self.name!r} has no such skinned primitive; "
+                                 f"valid: {sorted(keys)}")
+        for name, stack in stacks.items():
+            for edit in stack:
+                self.add_edit(keys[name], edit)
+        return self
+
     # -- results -------------------------------------------------------------------------------------------
     def vertices(self, *, normals: bool = False) -> dict[PrimitiveKey, Any]:
         """Deformed world-space display positions (D,3) float32 per primitive, in glTF vertex order, as the
@@ -435,6 +548,7 @@ class Session:
         self._assets: dict[str, LoadedAsset] = {}
         self.frame_ms: list[float] = []
         self._dirty = False  # a pose changed since the last frame deformed it
+        self._edit_systems = False  # the surface-edit systems are registered (Character.add_edit)
 
     # -- lifetime ----------------------------------------------------------------------------------------------
     def __enter__(self) -> Session:
@@ -665,6 +779,18 @@ class Session:
         r = self._need_renderer()
         return window_ray(x, y, r.width, r.height, self.camera.view, self.camera.projection_for(r.width / r.height))
 
+    # -- surface edits ---------------------------------------------------------------------------------------
+    def _use_edits(self) -> None:
+        """Register the surface-edit systems once (on the first edit): before the graph runs, in DEFORM for
+        frame-dependent deformers and in RENDER (before extract_system) for the others."""
+        if self._edit_systems:
+            return
+        self._edit_systems = True
+        self.add_system(Phase.DEFORM, lambda w: surface_edit_system(w, dependent=True), name="surface_edit_step",
+                        before="deform_step_system")
+        self.add_system(Phase.RENDER, lambda w: surface_edit_system(w, dependent=False), name="surface_edit_system",
+                        before="extract_system")
+
     # -- surface queries -----------------------------------------------------------------------------------
     def pick(self, x: int, y: int, *, layer: str | None = None) -> Any:
         """What the last frame shows under window pixel (x, y) (row 0 = top): a SurfaceHit (entity, glTF
@@ -687,3 +813,32 @@ class Session:
         """Recompile every program whose shader files changed (a failed compile keeps the old program and is
         returned with its message)."""
         return [] if self.programs is None else self.programs.reload_changed()
+
+
+def surface_edit_system(world: World, *, dependent: bool = False) -> None:
+    """Every character's surface edits reduced to spring forces (engine.skinning.edits.EditStack.terms) for its
+    current pose (the last fixed step's) and clip time, handed to the deformer graph before it runs. Runs where
+    the graph runs: ``dependent`` True in DEFORM (frame-dependent deformers), False in RENDER (the others)."""
+    from engine.skinning.edits import SurfaceEdits, edit_pose
+
+    meshes = world.resource(SceneMeshes)
+    if meshes.graph is None or meshes.frame_dependent != dependent:
+        return
+    for e, (comp, skel, anim) in world.query(SurfaceEdits, SkeletonPose, Animator):
+        rows = {i.key: i for i in meshes.instances.get(e, ())}
+        t = anim.playback.local_time if isinstance(anim.playback, Playback) else 0.0
+        cfg = meshes.settings[e].config
+        for key in list(comp.stacks):
+            stack = comp.stacks[key]
+            inst = rows.get(key)
+            if inst is None or inst.deform is None or inst.skinned is None:
+                continue
+            if not len(stack):
+                meshes.graph.set_edits(inst.deform, None)
+                del comp.stacks[key]
+                continue
+            sp = inst.skinned
+            binding = sp.binding(method=cfg.binding.method, smooth_passes=cfg.binding.smooth_passes)
+            kin = np.concatenate([e.kinematic for e in stack])  # decoded per frame: only the handles
+            attach, rot = edit_pose(binding, sp.bind_joints, skel.globals[sp.skin.joints], index=kin)
+            meshes.graph.set_edits(inst.deform, stack.terms(sp.topology().n_control, attach, rot, t))

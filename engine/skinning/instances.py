@@ -79,9 +79,10 @@ class SkinnedPrimitive:
         return self._cache[key]
 
     def skin_matrices(self, globals_: np.ndarray) -> np.ndarray:
-        """(J,4,4) joint world @ inverse bind for node world matrices ``globals_`` (N,4,4)."""
+        """(..., J,4,4) joint world @ inverse bind for node world matrices ``globals_`` (..., N,4,4) (one pose
+        or a stack of poses)."""
         with np.errstate(over="ignore", invalid="ignore"):
-            return (globals_[self.skin.joints] @ self.skin.inverse_bind).astype(np.float32)
+            return (globals_[..., self.skin.joints, :, :] @ self.skin.inverse_bind).astype(np.float32)
 
     def deform(self, globals_: np.ndarray, method: str = "lbs", *, config=None) -> np.ndarray:
         """World-space display vertex positions (D,3) float32 for the pose ``globals_``."""

@@ -20,7 +20,8 @@ F(i) = sum_j k(i,j) (Delta(i,j)_current - Delta(i,j)_bind), are:
        the spin about the bone free, so a twisted limb can unwind).
   F_r  (extension, k_r = 0 gives the research's exact force set) radial offset spring holding |s_i| at its bind
        length r_i.
-  F_e  surface edits: sum over edits of k_e k_edit w_edit (v'_i - v_i) (see edits.py).
+  F_e  surface edits: sum over edits of k_e k_edit w_edit (v'_i - v_i) (see edits.py). The static sets of
+       the edits are held: their vertices get no force and no velocity, so they stay at the initial skinning.
 
 As in Algorithm 1 the neighbour forces (F_t, F_l, F_s) of a vertex that is a kinematic handle of an active edit
 are multiplied by `handle_weight`, then F_e is added, then the per-vertex bone (and radial) forces. The
@@ -67,6 +68,7 @@ __all__ = [
     "SpringParams", "SpringRest", "PoseFrame", "SpringStats", "SpringState", "SpringDeformer",
     "csr_slots", "build_rest", "joint_rotations", "pose_frame", "spring_forces", "integrate", "spring_step",
     "safe_range", "STEP_SAFETY", "LAMBDA_COLUMNS", "lambda_columns", "lambda_per_vertex", "step_sizes",
+    "release_held",
 ]
 
 INTEGRATORS = ("explicit", "semi_implicit")
@@ -422,7 +424,19 @@ def spring_forces(x: np.ndarray, attach: np.ndarray, bone_ref: np.ndarray, rest:
         dr = slen - rest.r
         force -= (k_r * dr)[:, None] * shat
         energy += 0.5 * k_r * _dot(dr, dr)
+    if edit is not None and k_e and edit.any_held:
+        force[edit.held] = 0.0  # the ROI boundary is held: no force moves it (edits.py, "the sets")
     return force, energy
+
+
+def release_held(vel: np.ndarray, edit: EditTerms | None, params: SpringParams) -> np.ndarray:
+    """Velocities with those of held vertices (surface-edit static sets) zeroed: with their force zeroed too,
+    the update leaves them exactly in place, whatever the integrator."""
+    if edit is None or not params.stiffness("k_e") or not edit.any_held:
+        return vel
+    vel = np.array(vel, np.float64)
+    vel[edit.held] = 0.0
+    return vel
 
 
 def integrate(x: np.ndarray, vel: np.ndarray, force: np.ndarray, params: SpringParams,
@@ -446,6 +460,7 @@ def spring_step(x: np.ndarray, vel: np.ndarray, attach: np.ndarray, bone_ref: np
     step: per-vertex steps; None computes them with `step_sizes` (the plain dt when params.step_limit is off).
     A caller iterating many times passes them in (they depend on the rest state, params and edits only)."""
     force, energy = spring_forces(x, attach, bone_ref, rest, params, edit)
+    vel = release_held(vel, edit, params)
     if step is None:
         step = step_sizes(rest, params, edit)
     x_new, vel_new = integrate(x, vel, force, params, step)
@@ -717,6 +732,7 @@ class SpringDeformer:
         n_max = p.max_iterations if max_iterations is None else int(max_iterations)
         x = np.array(x, np.float64)
         vel = np.zeros_like(x) if vel is None or p.integrator == "explicit" else np.array(vel, np.float64)
+        vel = release_held(vel, edit, p)
         a, ref = frame.attach, frame.bone_ref
         force, energy = spring_forces(x, a, ref, self.rest, p, edit)
         step = self.step_sizes(edit)

@@ -24,7 +24,7 @@ layout(local_size_x = LOCAL_SIZE) in;
 #include "generated/deform_layouts.glsl"
 #include "deform_images.glsl"
 
-struct SpringEdit { vec4 ck; vec4 q; };  // ck: xyz C_i, w K_i; q.x Q_i
+struct SpringEdit { vec4 ck; vec4 q; };  // ck: xyz C_i, w K_i; q.x Q_i, q.y 1 = held (an edit's static set)
 
 layout(rgba32i, binding = I_SPRING_HEADS) readonly uniform iimage2D spring_heads;
 layout(rgba32i, binding = I_SPRING_INSTANCES) readonly uniform iimage2D spring_instances;
@@ -124,10 +124,12 @@ void main() {
                 }
             }
         }
-    float k_edit = 0.0;  // K_i of active surface edits (enters lambda_i)
+        float k_edit = 0.0;  // K_i of active surface edits (enters lambda_i)
+        bool held = false;   // static set of a surface edit: no force, no step (reference springs.release_held)
         if (k_e != 0.0) {
             SpringEdit ed = edit[di];
             k_edit = ed.ck.w;
+            held = ed.q.y != 0.0;
             if (ed.ck.w > 0.0) f *= step.z;
             f += k_e * (ed.ck.xyz - ed.ck.w * x);
             float ee = ed.ck.w * dot(x, x) - 2.0 * dot(ed.ck.xyz, x) + ed.q.x;
@@ -147,6 +149,10 @@ void main() {
             float dr = slen - sdir.w;
             f -= (k_r * dr) * shat;
             energy += 0.5 * k_r * dr * dr;
+        }
+        if (held) {
+            f = vec3(0.0);
+            vel = vec3(0.0);
         }
         bool semi = (flags & uint(FLAG_SEMI_IMPLICIT)) != 0u;
         float h = step.x;

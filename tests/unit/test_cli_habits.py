@@ -125,7 +125,7 @@ def test_every_option_has_help_and_view_lists_its_choices():
     (view,) = [a for path, a in seen if path == " render" and "--view" in a.option_strings]
     assert all(v in view.help for v in VIEWS)
     subcommands = {path.split()[0] for path, _ in seen if path}
-    assert subcommands == {"demo", "doctor", "inspect", "export-frame", "render", "compare", "pose", "replay",
+    assert subcommands == {"demo", "doctor", "inspect", "export-frame", "render", "compare", "pose", "edit", "replay",
                            "bench"}
 
 

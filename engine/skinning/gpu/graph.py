@@ -373,7 +373,7 @@ class DeformerGraph:
         """Surface-edit forces of a mesh (engine.skinning.edits.EditTerms for this frame; None clears them)."""
         inst, batch = self._where(handle)
         if terms is None:
-            inst.edit, inst.edit_q = None, None
+            inst.edit, inst.edit_q, inst.edit_held = None, None, None
         else:
             n = inst.asset.topology.n_control
             k = np.asarray(terms.stiffness, np.float64).reshape(-1)
@@ -383,6 +383,8 @@ class DeformerGraph:
                 raise ValueError(f"edit terms must have {n} rows (control points), got {k.shape[0]}")
             inst.edit = np.concatenate([c, k[:, None]], 1).astype(np.float32)
             inst.edit_q = q.astype(np.float32)
+            held = getattr(terms, "held", None)  # static sets held in place (engine.skinning.edits)
+            inst.edit_held = None if held is None else np.asarray(held, bool).reshape(n).astype(np.float32)
         batch.write_edits()
 
     # ---- per frame ----------------------------------------------------------------------------------------
@@ -397,6 +399,20 @@ class DeformerGraph:
         if sm.shape != (j, 4, 4) or pj.shape != (j, 4, 4):
             raise ValueError(f"skin_mats and posed_joints must be ({j},4,4); got {sm.shape}, {pj.shape}")
         batch.pose.set(inst, sm, pj)
+
+    def set_poses(self, handles: list[DeformHandle], skin_mats: np.ndarray, posed_joints: np.ndarray) -> None:
+        """``set_pose`` for many meshes of one skin at once: skin_mats and posed_joints (N,J,4,4), row i for
+        handles[i] (a crowd of one character: the shapes are checked once)."""
+        sm = np.asarray(skin_mats)
+        pj = np.asarray(posed_joints)
+        if sm.shape != pj.shape or sm.ndim != 4 or sm.shape[0] != len(handles) or sm.shape[2:] != (4, 4):
+            raise ValueError(f"skin_mats and posed_joints must be ({len(handles)},J,4,4); got {sm.shape}, "
+                             f"{pj.shape}")
+        for i, h in enumerate(handles):
+            inst, batch = self._where(h)
+            if inst.asset.n_joints != sm.shape[1]:
+                raise ValueError(f"handle {h!r} has {inst.asset.n_joints} joints; the poses have {sm.shape[1]}")
+            batch.pose.set(inst, sm[i], pj[i])
 
     def run(self, *, profile: bool = False) -> None:
         """One frame for every mesh: upload poses, run each batch's plan, end with the renderer's barrier.

@@ -73,6 +73,7 @@ class Instance:
     laid_out: bool = False
     edit: np.ndarray | None = None     # (V,4) (C.xyz, K) or None
     edit_q: np.ndarray | None = None   # (V,) Q
+    edit_held: np.ndarray | None = None  # (V,) 1.0 where an edit's static set holds the point
 
     @property
     def dyn_base(self) -> int:
@@ -373,11 +374,13 @@ def spring_instances(table: np.ndarray) -> np.ndarray:
 
 
 def edit_rows(instances: list[Instance], n_dyn: int) -> np.ndarray:
-    """(n_dyn, 2, 4) float32 surface-edit rows of the control pool: (C.xyz, K) and (Q, 0, 0, 0) per point."""
+    """(n_dyn, 2, 4) float32 surface-edit rows of the control pool: (C.xyz, K) and (Q, held, 0, 0) per point."""
     e = np.zeros((n_dyn, 2, 4), np.float32)
     for inst in instances:
         if inst.edit is not None:
             n = inst.asset.topology.n_control
             e[inst.dyn_base:inst.dyn_base + n, 0] = inst.edit
             e[inst.dyn_base:inst.dyn_base + n, 1, 0] = inst.edit_q
+            if inst.edit_held is not None:
+                e[inst.dyn_base:inst.dyn_base + n, 1, 1] = inst.edit_held
     return e
