@@ -3,26 +3,37 @@
     python main.py bench deform [--quick] [--synthetic] [--reps N]
 
 Per mesh (assets/box.glb ~1.8k control points, plus ~5.6k, humanoid ~16k, humanoid_dense ~90k through
-engine.assets.library.character_path; synthetic tubes of the same sizes when a character is unavailable or with
---synthetic): mean GPU ms of the spring stage for 1, 25, 50, 100 iterations (GL timer queries, convergence
-scheme "iterations" so every iteration runs), the largest iteration count fitting a 10 ms budget (research:
-10 ms / per-iteration time), the LBS skinning time (the built-in LBS graph: one fused skin + copy dispatch),
-GPU bytes per control point, and the numpy reference time
-of 50 iterations with the GPU/numpy ratio. Then N instances of the humanoid (1, 8, 32, 64) x 50 iterations in
-one graph: GPU ms per frame. Then a crowd sweep without springs: N instances of the humanoid through the LBS
-graph with skinned normals (fused: one skin_copy dispatch; unfused: skin -> copy) and with surface normals
-(skin_copy -> face normals -> vertex normals): ms per stage (every stage is one dispatch for all N meshes: the
-dispatch count does not grow with N),
-the CPU time of packing and uploading the poses, and the wall time of a whole ``run()`` to ``ctx.finish()``.
-Prints tables; asserts nothing. ``--quick`` uses small tubes and few repetitions (for llvmpipe).
+engine.assets.library.character_path; synthetic tubes when a character is unavailable, with --synthetic, and
+always with --quick (small ones: 0.3k..3k points); a row is named for what it runs: the character, or
+``tube N pts``): median GPU ms over ``--reps`` frames of the spring stage for 1, 25, 50, 100 iterations (GL
+timer queries, convergence scheme "iterations" so every iteration runs; the cells' frames taken in turn, one
+of each per round, so that the machine's drift does not land on one cell) with ``spread`` = the largest (p75 -
+p25) / median of the row's cells, the largest iteration count fitting a 10 ms budget (research: 10 ms /
+per-iteration time, the slope of a least-squares line through the four medians), the LBS skinning time (the
+built-in LBS graph: one fused skin + copy dispatch), GPU bytes per control point, and the numpy reference time
+of 50 iterations (median of a few calls) with the numpy/GPU ratio. Then N instances of the third mesh (the
+humanoid; 1, 8, 32, 64) x 50 iterations in one graph: GPU ms per frame. Then a crowd sweep without springs: N
+instances of that mesh through the LBS graph with skinned normals (fused: one skin_copy dispatch; unfused: skin
+-> copy) and with surface normals (skin_copy -> face normals -> vertex normals): ms per stage (every stage is one
+dispatch for all N meshes: the dispatch count does not grow with N), the CPU time of packing and uploading the
+poses, and the wall time of a whole ``run()`` to ``ctx.finish()`` with its spread.
+Prints tables; asserts nothing. ``--quick`` uses small tubes (for llvmpipe). On a software rasteriser the
+"GPU" times are the CPU's (timer queries there count wall time, the machine's other processes included).
 """
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
+
+if __package__ in (None, ""):  # run as a script: make `bench` and `engine` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import Spread, device_line  # noqa: E402
 
 ITERATIONS = (1, 25, 50, 100)
 SIZES = {"box": 1802, "plus": 5634, "humanoid": 16000, "humanoid_dense": 90000}
@@ -63,6 +74,8 @@ def _load_character(name: str):
 
 
 def _rig(name: str, quick: bool, synthetic: bool):
+    """(row label, rig arrays): the character ``name``, or a synthetic tube of about its size (of the quick
+    size with ``quick``), labelled ``tube N pts`` with its real control-point count."""
     if not (quick or synthetic):
         try:
             return name, _load_character(name)
@@ -70,8 +83,8 @@ def _rig(name: str, quick: bool, synthetic: bool):
             print(f"  ({name}: {exc}; using a synthetic tube)")
     n = (QUICK_SIZES if quick else SIZES)[name]
     r = _tube_of(n)
-    return f"tube~{name}", (r.topology, r.binding, r.joints, r.weights, r.inverse_bind.astype(np.float64),
-                            r.parents, r.bind_joints)
+    return f"tube {r.topology.n_control} pts", (r.topology, r.binding, r.joints, r.weights,
+                                                r.inverse_bind.astype(np.float64), r.parents, r.bind_joints)
 
 
 def _pose(bind_joints: np.ndarray, inverse_bind: np.ndarray, seed: int = 3):
@@ -87,46 +100,65 @@ def _pose(bind_joints: np.ndarray, inverse_bind: np.ndarray, seed: int = 3):
     return posed @ inverse_bind, posed
 
 
-def _time_graph(graph, reps: int, node: str | None = None) -> float:
+def _time_graph(graph, reps: int, node: str | None = None) -> Spread:
+    """The GPU ms of ``node`` (None: every stage) over ``reps`` profiled runs after one warm-up run."""
     graph.run(profile=True)  # warm-up (compiles, first upload)
-    total = 0.0
+    samples = []
     for _ in range(reps):
         graph.run(profile=True)
         t = graph.last_timings
-        total += t.get(node, 0.0) if node else sum(t.values())
-    return total / reps
+        samples.append(t.get(node, 0.0) if node else sum(t.values()))
+    return Spread.of(samples)
+
+
+def _time_interleaved(graphs: dict, reps: int) -> dict:
+    """Key -> GPU ms of each (graph, node) over ``reps`` profiled runs, taken round-robin (one run of every
+    graph per round, after one warm-up run each) so that the machine's drift during the measurement lands on
+    every cell alike instead of on whichever cell ran while another process was busy."""
+    samples: dict = {key: [] for key in graphs}
+    for graph, _ in graphs.values():
+        graph.run(profile=True)  # warm-up (compiles, first upload)
+    for _ in range(reps):
+        for key, (graph, node) in graphs.items():
+            graph.run(profile=True)
+            samples[key].append(graph.last_timings.get(node, 0.0))
+    return {key: Spread.of(v) for key, v in samples.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench deform", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small tubes, few repetitions (llvmpipe)")
     ap.add_argument("--synthetic", action="store_true", help="synthetic tubes instead of the characters")
-    ap.add_argument("--reps", type=int, default=None, help="timed frames per measurement")
+    ap.add_argument("--reps", type=int, default=None,
+                    help="timed frames per measurement; the median is shown (default 11, quick 7)")
     args = ap.parse_args(argv)
-    reps = args.reps or (2 if args.quick else 10)
+    reps = args.reps or (7 if args.quick else 11)
+    if reps < 1:
+        ap.error(f"--reps must be >= 1, got {reps}")
+    np_reps = 3 if args.quick else 5
 
-    import moderngl
-
+    from engine.gpu.context import egl_context
     from engine.gpu.resources import GpuResources
     from engine.skinning.gpu.graph import DeformerGraph
     from engine.skinning.springs import SpringDeformer, SpringParams
 
-    ctx = moderngl.create_standalone_context(require=430, backend="egl")
+    ctx = egl_context(430)
     res = GpuResources(ctx)
-    print(f"device: {ctx.info.get('GL_RENDERER')} ({ctx.info.get('GL_VENDOR')})")
-    print(f"Table 1: spring stage GPU ms (mean of {reps} frames), scheme 'iterations'")
+    print(device_line(ctx, f"median of {reps} frames per cell (numpy: of {np_reps} calls); spread = (p75 - p25) / "
+                           "median"))
+    print("Table 1: spring stage GPU ms, scheme 'iterations'")
     source = []
-    head = (f"{'mesh':<22}{'ctrl':>7}{'tris':>8}{'I=1':>9}{'I=25':>9}{'I=50':>9}{'I=100':>9}{'maxI':>7}"
-            f"{'LBS ms':>8}{'B/ctrl':>8}{'np50 ms':>9}{'np/gpu':>8}")
+    head = (f"{'mesh':<20}{'ctrl':>7}{'tris':>8}{'I=1':>9}{'I=25':>9}{'I=50':>9}{'I=100':>9}{'spread':>7}"
+            f"{'maxI':>7}{'LBS ms':>8}{'B/ctrl':>8}{'np50 ms':>9}{'np/gpu':>8}")
     print(head)
     print("-" * len(head))
     humanoid = None
     for name in SIZES:
         label, (topo, binding, jn, w, ib, par, bj) = _rig(name, args.quick, args.synthetic)
         if name == "humanoid":
-            humanoid = (topo, binding, jn, w, ib, par, bj)
+            humanoid = label, (topo, binding, jn, w, ib, par, bj)
         skin_mats, posed = _pose(bj, ib)
-        times = {}
+        graphs: dict[int | str, tuple[DeformerGraph, str]] = {}
         for it in ITERATIONS:
             graph = DeformerGraph(ctx, res)
             params = SpringParams(convergence="iterations", max_iterations=it)
@@ -134,34 +166,42 @@ def main(argv: list[str] | None = None) -> int:
                 warnings.simplefilter("ignore", RuntimeWarning)
                 h = graph.add_mesh(topo, binding, jn, w, ib, par, method="spring", spring=params)
             graph.set_pose(h, skin_mats, posed)
-            times[it] = _time_graph(graph, reps, "spring")
-            source.append(graph.timing_source)
-            if it == 50:
-                bytes_per = sum(graph.gpu_bytes().values()) / topo.n_control
-            graph.release()
-        per_iter = max((times[100] - times[1]) / 99.0, 1e-9)
-        max_i = int(10.0 / per_iter)
+            graphs[it] = graph, "spring"
         graph = DeformerGraph(ctx, res)
         h = graph.add_mesh(topo, binding, jn, w, ib, par, method="lbs")
         graph.set_pose(h, skin_mats, posed)
-        lbs_ms = _time_graph(graph, reps, "skin+copy")
-        graph.release()
+        graphs["lbs"] = graph, "skin+copy"
+        times = _time_interleaved(graphs, reps)
+        source.append(graphs[50][0].timing_source)
+        bytes_per = sum(graphs[50][0].gpu_bytes().values()) / topo.n_control
+        for graph, _ in graphs.values():
+            graph.release()
+        medians = {it: times[it].median for it in ITERATIONS}
+        slope = float(np.polyfit(np.array(ITERATIONS, float), np.array([medians[i] for i in ITERATIONS]), 1)[0])
+        max_i = int(10.0 / max(slope, 1e-9))
+        spread = max(times[it].pct for it in ITERATIONS)
+        lbs_ms = times["lbs"].median
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             d = SpringDeformer(topo, binding, bj, par, SpringParams(convergence="iterations", max_iterations=50))
-        t0 = time.perf_counter()
-        d.solve(posed)
-        np_ms = (time.perf_counter() - t0) * 1e3
-        print(f"{label:<22}{topo.n_control:>7}{topo.display_triangles.shape[0]:>8}{times[1]:>9.3f}"
-              f"{times[25]:>9.3f}{times[50]:>9.3f}{times[100]:>9.3f}{max_i:>7} {lbs_ms:>7.3f}"
-              f"{bytes_per:>8.0f}{np_ms:>9.1f}{np_ms / max(times[50], 1e-9):>8.1f}")
+        np_samples = []
+        for _ in range(np_reps):
+            t0 = time.perf_counter()
+            d.solve(posed)
+            np_samples.append((time.perf_counter() - t0) * 1e3)
+        np_ms = Spread.of(np_samples).median
+        print(f"{label:<20}{topo.n_control:>7}{topo.display_triangles.shape[0]:>8}{medians[1]:>9.3f}"
+              f"{medians[25]:>9.3f}{medians[50]:>9.3f}{medians[100]:>9.3f}{spread:>6.0f}%{max_i:>7} {lbs_ms:>7.3f}"
+              f"{bytes_per:>8.0f}{np_ms:>9.1f}{np_ms / max(medians[50], 1e-9):>8.1f}")
 
-    print(f"timings: {source[-1]}; maxI = 10 ms / per-iteration ms ((I=100 - I=1) / 99); B/ctrl = GPU bytes of "
-          "every graph buffer / control points; np50 = numpy reference, 50 iterations")
+    print(f"timings: {source[-1]}; spread = the largest of the row's I cells; maxI = 10 ms / per-iteration ms (slope "
+          "of the line through the I medians); B/ctrl = GPU bytes of every graph buffer / control points; np50 = "
+          "numpy reference, 50 iterations")
     print()
-    print("Batch sweep: N humanoid instances x 50 spring iterations in one graph (one dispatch per iteration)")
-    print(f"{'N':>4}{'control pts':>13}{'GPU ms/frame':>14}{'ms/instance':>13}")
-    topo, binding, jn, w, ib, par, bj = humanoid
+    assert humanoid is not None, "SIZES names the humanoid"
+    label, (topo, binding, jn, w, ib, par, bj) = humanoid
+    print(f"Batch sweep: N instances of {label} x 50 spring iterations in one graph (one dispatch per iteration)")
+    print(f"{'N':>4}{'control pts':>13}{'GPU ms/frame':>14}{'spread':>8}{'ms/instance':>13}")
     skin_mats, posed = _pose(bj, ib)
     counts = (1, 8) if args.quick else (1, 8, 32, 64)
     for n in counts:
@@ -173,19 +213,20 @@ def main(argv: list[str] | None = None) -> int:
                   for _ in range(n)]
         for h in hs:
             graph.set_pose(h, skin_mats, posed)
-        ms = _time_graph(graph, max(1, reps // 2))
+        t = _time_graph(graph, max(3, reps // 2))
         graph.release()
-        print(f"{n:>4}{n * topo.n_control:>13}{ms:>14.3f}{ms / n:>13.3f}")
+        print(f"{n:>4}{n * topo.n_control:>13}{t.median:>14.3f}{t.pct:>7.0f}%{t.median / n:>13.3f}")
     print()
-    print("Crowd sweep: N humanoid instances, LBS, one graph (ms per frame; every stage one dispatch for all N)")
+    print(f"Crowd sweep: N instances of {label}, LBS, one graph (ms per frame, median of {reps}; every stage one "
+          "dispatch for all N)")
     head = (f"{'N':>4}{'normals':>9}{'fused':>6}{'display v':>11}{'dispatch':>10}{'upload':>8}{'skin+copy':>10}"
-            f"{'skin':>8}{'copy':>8}{'face n':>8}{'vertex n':>9}{'run wall':>10}")
+            f"{'skin':>8}{'copy':>8}{'face n':>8}{'vertex n':>9}{'run wall':>10}{'spread':>8}")
     print(head)
     print("-" * len(head))
     from engine.skinning.gpu.plan import GraphConfig, default_config
 
-    counts = (1, 8, 32) if args.quick else (1, 8, 32, 64)
-    for n in counts:
+    crowd_counts = (1, 8, 32) if args.quick else (1, 8, 32, 64)
+    for n in crowd_counts:
         for normals, fuse in (("skinned", True), ("skinned", False), ("surface", True)):
             graph = DeformerGraph(ctx, res)
             cfg = GraphConfig.from_dict({**default_config("lbs", normals=normals).to_dict(), "fuse": fuse})
@@ -207,12 +248,13 @@ def main(argv: list[str] | None = None) -> int:
             med = {k: float(np.median(v)) for k, v in parts.items()}
             n_steps = len(next(iter(graph._batches.values())).plan.steps)
             graph.release()
+            wall = Spread.of(walls)
             print(f"{n:>4}{normals:>9}{'yes' if fuse else 'no':>6}{n * topo.n_display:>11}{n_steps:>10}"
                   f"{med.get('upload', 0):>8.3f}{med.get('skin+copy', 0):>10.3f}{med.get('skin', 0):>8.3f}"
                   f"{med.get('copy', 0):>8.3f}{med.get('face_normals', 0):>8.3f}"
-                  f"{med.get('vertex_normals', 0):>9.3f}{float(np.median(walls)):>10.3f}")
+                  f"{med.get('vertex_normals', 0):>9.3f}{wall.median:>10.3f}{wall.pct:>7.0f}%")
     print("upload = CPU packing + writing of all poses; stages timed one by one (finished); run wall = one whole "
-          "run() without profiling, to ctx.finish()")
+          "run() without profiling, to ctx.finish(), spread = its (p75 - p25) / median")
     res.release_all()
     ctx.release()
     return 0

@@ -1,18 +1,25 @@
 """ECS micro-benchmarks: query iteration for 1k entities (cached / rebuilt), lookups, schedule overhead.
 
-Run: ``.venv/bin/python bench/bench_ecs.py [--entities 1000] [--repeat 200]``. Prints a table; asserts nothing.
+Run: ``.venv/bin/python bench/bench_ecs.py [--entities 1000] [--repeat 200]``. Prints the device line (CPU only)
+and a table (mean, p50, p95, max and spread = (p75 - p25) / p50 over the timed calls); asserts nothing.
 """
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from engine.ecs import Clock, Phase, Schedule, World
-from engine.profile import FrameStats
+if __package__ in (None, ""):  # run as a script: make `bench` and `engine` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import Spread, device_line  # noqa: E402
+from engine.ecs import Clock, Phase, Schedule, World  # noqa: E402
+from engine.profile import FrameStats  # noqa: E402
 
 
 @dataclass
@@ -30,21 +37,24 @@ class Hidden:
     pass
 
 
-def measure(fn: Callable[[], object], repeat: int) -> FrameStats:
+def measure(fn: Callable[[], object], repeat: int) -> tuple[FrameStats, Spread]:
+    """Statistics of ``repeat`` calls of ``fn`` (ms) after one warm-up call."""
     fn()  # warm-up
     samples = np.empty(repeat)
     for i in range(repeat):
         t0 = time.perf_counter_ns()
         fn()
         samples[i] = (time.perf_counter_ns() - t0) / 1e6
-    return FrameStats.of(samples)
+    return FrameStats.of(samples), Spread.of(samples)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--entities", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=200)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    if args.entities < 1 or args.repeat < 1:
+        ap.error(f"--entities and --repeat must be >= 1, got {args.entities} and {args.repeat}")
     n = args.entities
 
     world = World()
@@ -87,11 +97,12 @@ def main() -> None:
         ("schedule.run_frame, 21 empty systems", measure(frame, args.repeat)),
     ]
     w = max(len(r[0]) for r in rows)
-    print(f"{'case':<{w}}  {'mean ms':>9} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9}  per item")
-    for name, st in rows:
+    print(device_line(None, f"{args.repeat} calls per row after one warm-up; spread = (p75 - p25) / p50"))
+    print(f"{'case':<{w}}  {'mean ms':>9} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9} {'spread':>7}  per item")
+    for name, (st, sp) in rows:
         per = (f"{st.mean * 1e6 / n:8.1f} ns/entity" if "run_frame" not in name
                else f"{st.mean * 1e6 / 21:8.1f} ns/system")
-        print(f"{name:<{w}}  {st.mean:9.4f} {st.p50:9.4f} {st.p95:9.4f} {st.max:9.4f}  {per}")
+        print(f"{name:<{w}}  {st.mean:9.4f} {st.p50:9.4f} {st.p95:9.4f} {st.max:9.4f} {sp.pct:6.0f}%  {per}")
 
 
 if __name__ == "__main__":

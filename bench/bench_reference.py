@@ -1,8 +1,9 @@
 """Numpy reference deformers: cost of one skinning call on synthetic meshes (1.8k to 90k control points).
 
 Run: ``.venv/bin/python bench/bench_reference.py [--sizes 1.8k,5.6k,16k,90k] [--deformers lbs,dqs,rigid,irs]
-[--repeat 5]`` or ``python main.py bench reference [...]``. Prints a table of milliseconds per call (median,
-min); asserts nothing.
+[--repeat 5]`` or ``python main.py bench reference [...]``. Prints the device line (CPU only: numpy) and a
+table of milliseconds per call (median, min, spread = (p75 - p25) / median over the ``--repeat`` calls);
+asserts nothing.
 
 Each case is a closed-around tube subdivided into rings x segments, driven by a chain of joints along it,
 bound once (planar binding + smoothing) and posed with a bend and a twist at every joint.
@@ -14,16 +15,22 @@ the same table.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from engine.skinning.binding import bind
-from engine.skinning.meshprep import prepare_mesh
-from engine.skinning.skinning import dqs, irs, lbs, rigid
-from engine.skinning.types import Binding, MeshTopology
+if __package__ in (None, ""):  # run as a script: make `bench` and `engine` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import Spread, device_line  # noqa: E402
+from engine.skinning.binding import bind  # noqa: E402
+from engine.skinning.meshprep import prepare_mesh  # noqa: E402
+from engine.skinning.skinning import dqs, irs, lbs, rigid  # noqa: E402
+from engine.skinning.types import Binding, MeshTopology  # noqa: E402
 
 SIZES: dict[str, tuple[int, int]] = {
     "1.8k": (30, 60),
@@ -116,33 +123,38 @@ def register(name: str, factory: Factory) -> None:
     DEFORMERS[name] = factory
 
 
-def time_call(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
-    """(median, min) wall time in milliseconds of `repeat` calls after one warm-up call."""
+def time_call(fn: Callable[[], object], repeat: int) -> Spread:
+    """Wall time in milliseconds of `repeat` calls after one warm-up call (median, min, max)."""
     fn()
     samples = np.empty(repeat)
     for i in range(repeat):
         t0 = time.perf_counter_ns()
         fn()
         samples[i] = (time.perf_counter_ns() - t0) / 1e6
-    return float(np.median(samples)), float(samples.min())
+    return Spread.of(samples)
 
 
-def run(sizes: list[str], deformers: list[str], repeat: int) -> list[tuple[str, str, int, float, float]]:
-    """Rows (deformer, case, control points, median ms, min ms)."""
+def run(sizes: list[str], deformers: list[str], repeat: int) -> list[tuple[str, str, int, Spread]]:
+    """Rows (deformer, case, control points, timing of one call in ms)."""
     rows = []
     for size in sizes:
         rings, segs = SIZES[size]
         case = make_case(size, rings, segs)
         for name in deformers:
-            med, best = time_call(DEFORMERS[name](case), repeat)
-            rows.append((name, size, case.topology.n_control, med, best))
+            rows.append((name, size, case.topology.n_control, time_call(DEFORMERS[name](case), repeat)))
     return rows
 
 
-def format_table(rows: list[tuple[str, str, int, float, float]]) -> str:
-    lines = [f"{'deformer':<10} {'case':>6} {'points':>8} {'median ms':>10} {'min ms':>8} {'ns/point':>9}"]
-    for name, size, n, med, best in rows:
-        lines.append(f"{name:<10} {size:>6} {n:>8d} {med:>10.2f} {best:>8.2f} {med * 1e6 / n:>9.1f}")
+def format_table(rows: list[tuple[str, str, int, Spread]]) -> str:
+    """The device line, then one line per row: median and min ms, spread, ns per control point."""
+    count = rows[0][3].count if rows else 0
+    head = (f"{'deformer':<12} {'case':>6} {'points':>8} {'median ms':>10} {'min ms':>8} {'spread':>7} "
+            f"{'ns/point':>9}")
+    lines = [device_line(None, f"median of {count} calls per cell after one warm-up; spread = (p75 - p25) / median"),
+             head]
+    for name, size, n, t in rows:
+        lines.append(f"{name:<12} {size:>6} {n:>8d} {t.median:>10.2f} {t.min:>8.2f} {t.pct:>6.0f}% "
+                     f"{t.median * 1e6 / n:>9.1f}")
     return "\n".join(lines)
 
 

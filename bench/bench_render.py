@@ -21,9 +21,10 @@ from the schedule's timings in frames where each system ends with a ``ctx.finish
             total (ours doing more: ground, grid, shadows, three lights).
 
 Then the cost of surface queries on the last frame: one pixel (``query``), a 64-point stroke read as one region
-(``query_many``), and the asynchronous form (``query_async``: ``issue`` in the frame, ``result`` mapped after the
+(``query_many``), and the asynchronous form (``query_async``: ``issue`` after the frame, ``result`` mapped after the
 next frame, ``lat`` = frames until the result is ready, ``stall`` = extra wall time of the frame a query is
-issued in, against a frame without one).
+issued in and of the ``lat`` frames after it (the copy is queued at the start of the next frame), against as
+many frames without a query; every frame is finished before the next starts, so none bills another's GPU work).
 
 Panda3D, side by side: what a Python user would otherwise pick (``pip install panda3d panda3d-gltf``; a
 bench-only extra, not a project dependency: without it the column says "panda3d not installed"). It runs in a
@@ -44,7 +45,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import subprocess
 import sys
 import tempfile
@@ -52,6 +52,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+if __package__ in (None, ""):  # run as a script: make `bench` and `engine` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import Spread, device_line  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSET = ROOT.parent / "shared" / "gltf-samples" / "CesiumMan.glb"
@@ -226,11 +231,15 @@ class Crowd:
         """The last frame's CPU+GPU time per part, from the schedule's per-system timings (run with
         ``sync(True)`` so that each system's time includes the GPU work it submitted)."""
         last = self.session.schedule.history.last
+        if last is None:
+            raise ValueError("parts_ms needs a frame run first (the schedule has recorded none)")
         return {"anim": (last.system_ms("animation_system") + last.system_ms("skeleton_system")),
                 "deform": last.system_ms("extract_system"), "render": last.system_ms("render_system")}
 
     def sync(self, on: bool) -> None:
-        self.session.schedule.after_system = self.session.ctx.finish if on else None
+        ctx = self.session.ctx
+        assert ctx is not None, "the crowd's session renders (it has a GL context)"
+        self.session.schedule.after_system = ctx.finish if on else None
 
     def release(self) -> None:
         self.session.release()
@@ -263,7 +272,8 @@ def run_case(ctx, w: int, h: int, n: int, frames: int, png: Path | None = None) 
         t0 = time.perf_counter()
         frame()
         rows["total"].append((time.perf_counter() - t0) * 1e3)
-    out = {k: float(np.median(v)) for k, v in rows.items()}
+    out: dict = {k: float(np.median(v)) for k, v in rows.items()}
+    out["total_samples"] = rows["total"]
     out.update({k: float(np.median(v)) for k, v in gpu.items()})
     out["same"] = same
     if png is not None:
@@ -275,31 +285,35 @@ def run_case(ctx, w: int, h: int, n: int, frames: int, png: Path | None = None) 
     stroke = np.c_[np.linspace(cx - 100, cx + 100, 64), cy + 30 * np.sin(np.linspace(0, 3, 64))].astype(int)
     out["query1"] = _best_ms(lambda: s.pick(cx, cy))
     out["stroke64"] = _best_ms(lambda: s.pick_many(stroke))
-    # asynchronous: issue inside a frame, map after the next one; the stall is the frame's extra time
-    issue, result, lat, with_q, without_q = [], [], [], [], []
-    for k in range(2 * max(3, frames // 2)):
+    # asynchronous: issued after a frame, its copy queued at the start of the next frame, mapped once ready.
+    # Every frame here is finished before the next one starts, so no frame's GPU work lands on another's time
+    # (frames rendered without a wait would bill the next timed frame): stall = the issuing frame plus the
+    # frames until the result is ready, against as many frames without a query just before (pairs of adjacent
+    # frames: the machine's drift cancels); the median over the pairs.
+    issue, result, lat, stall = [], [], [], []
+    for _ in range(max(9, frames)):
+        t0 = time.perf_counter()
+        frame()
+        plain = (time.perf_counter() - t0) * 1e3
         t0 = time.perf_counter()
         crowd.frame()
-        pending = None
-        if k % 2:
-            t_i = time.perf_counter()
-            pending = s.pick_async(stroke)
-            issue.append((time.perf_counter() - t_i) * 1e3)
+        t_i = time.perf_counter()
+        pending = s.pick_async(stroke)
+        issue.append((time.perf_counter() - t_i) * 1e3)
         ctx.finish()
-        (with_q if k % 2 else without_q).append((time.perf_counter() - t0) * 1e3)
-        if pending is not None:
-            frames_waited = 0
-            while not pending.ready:
-                s.settle()
-                frames_waited += 1
-            lat.append(frames_waited)
-            t_r = time.perf_counter()
-            pending.result()
-            result.append((time.perf_counter() - t_r) * 1e3)
+        frames_waited = 0
+        while not pending.ready:
+            frame()
+            frames_waited += 1
+        stall.append((time.perf_counter() - t0) * 1e3 - (1 + frames_waited) * plain)
+        lat.append(frames_waited)
+        t_r = time.perf_counter()
+        pending.result()
+        result.append((time.perf_counter() - t_r) * 1e3)
     out["async_issue"] = float(np.median(issue))
     out["async_result"] = float(np.median(result))
     out["async_latency"] = int(max(lat))
-    out["async_stall"] = float(np.median(with_q) - np.median(without_q))
+    out["async_stall"] = float(np.median(stall))
     crowd.release()
     return out
 
@@ -352,20 +366,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.png is not None:
         args.png.mkdir(parents=True, exist_ok=True)
-    import moderngl
+    from engine.gpu.context import egl_context
 
-    ctx = moderngl.create_standalone_context(require=430, backend="egl")
-    threads = os.environ.get("LP_NUM_THREADS", "default")
-    print(f"device: {ctx.info.get('GL_RENDERER')}; {os.cpu_count()} CPUs, LP_NUM_THREADS {threads}; "
-          f"median of {rounds} round(s) of {frames} frames each; ms")
+    ctx = egl_context(430)
+    print(device_line(ctx, f"median of {rounds} round(s) of {frames} frames each; spread = (p75 - p25) / median "
+                           f"of the {rounds * frames} total frames; ms"))
     sizes = SIZES[:1] if args.quick else SIZES
     counts = COUNTS[:2] if args.quick else COUNTS
     head = (f"{'size':>10}{'N':>4}{'anim':>7}{'deform':>8}{'gbuffer':>9}{'compose':>9}{'render':>8}{'total':>8}"
-            f"{'same':>7}{'panda3d':>9}{'ratio':>7}{'r.def':>7}{'q 1px':>7}{'q 64pt':>8}{'issue':>7}{'result':>8}"
-            f"{'lat':>5}{'stall':>7}")
+            f"{'spread':>7}{'same':>7}{'panda3d':>9}{'ratio':>7}{'r.def':>7}{'q 1px':>7}{'q 64pt':>8}{'issue':>7}"
+            f"{'result':>8}{'lat':>5}{'stall':>7}")
     print(head)
     print("-" * len(head))
-    notes = []
+    notes: list[str] = []
     for w, h in sizes:
         for n in counts:
             tag = f"{w}x{h}_n{n}"
@@ -376,7 +389,8 @@ def main(argv: list[str] | None = None) -> int:
                 theirs.append("skipped" if args.no_panda else panda_frame_ms(
                     w, h, n, frames, args.png / f"panda3d_{tag}.png" if args.png and last else None))
             m = {key: (int(np.max([o[key] for o in ours])) if key == "async_latency"
-                       else float(np.median([o[key] for o in ours]))) for key in ours[0]}
+                       else float(np.median([o[key] for o in ours]))) for key in ours[0] if key != "total_samples"}
+            spread = Spread.of([ms for o in ours for ms in o["total_samples"]]).pct
             got = [t for t in theirs if isinstance(t, tuple)]
             p = (float(np.median([t[0] for t in got])), got[0][1]) if got else theirs[0]
             if isinstance(p, tuple):
@@ -387,16 +401,18 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 ptxt, rtxt = f"{'-':>9}", f"{'-':>7}{'-':>7}"
             print(f"{f'{w}x{h}':>10}{n:>4}{m['anim']:>7.2f}{m['deform']:>8.2f}{m.get('gbuffer', 0):>9.2f}"
-                  f"{m.get('compose', 0):>9.2f}{m['render']:>8.2f}{m['total']:>8.2f}{m['same']:>7.2f}{ptxt}{rtxt}"
+                  f"{m.get('compose', 0):>9.2f}{m['render']:>8.2f}{m['total']:>8.2f}{spread:>6.0f}%"
+                  f"{m['same']:>7.2f}{ptxt}{rtxt}"
                   f"{m['query1']:>7.2f}{m['stroke64']:>8.2f}{m['async_issue']:>7.2f}{m['async_result']:>8.2f}"
                   f"{m['async_latency']:>5d}{m['async_stall']:>7.2f}", flush=True)
             if isinstance(p, str) and p != "skipped":
                 print(f"    ({p})")
-    print("total = anim + deform + render, one finish per frame (default look); same = total drawing the Panda3D "
-          "frame's content (no ground/grid/shadows); anim/deform/gbuffer/compose/render timed in separate frames "
-          "finished after each part/pass; ratio = panda3d / same, r.def = panda3d / total (> 1: ours faster); queries: "
-          "q 1px, q 64pt = synchronous; issue/result/lat/stall = query_async (lat in frames; stall = extra frame "
-          "time when issued)")
+    print("total = anim + deform + render, one finish per frame (default look), spread over its frames; same = "
+          "total drawing the Panda3D frame's content (no ground/grid/shadows); anim/deform/gbuffer/compose/render "
+          "timed in separate frames finished after each part/pass; ratio = panda3d / same, r.def = panda3d / total "
+          "(> 1: ours faster); queries: q 1px, q 64pt = synchronous; issue/result/lat/stall = query_async (lat in "
+          "frames; stall = extra wall time of the issuing frame and the lat frames after it, every frame finished, "
+          "against as many without a query)")
     for line in notes:
         print(line)
     ctx.release()

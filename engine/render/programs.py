@@ -43,6 +43,8 @@ STAGES: dict[str, dict[str, Any]] = {
     "shadow": dict(vertex="render/mesh.vert", fragment="render/shadow.frag", defines=_constants(*_MESH_DEFINES)),
     "blob": dict(vertex="render/blob.vert", fragment="render/blob.frag", defines=_constants("BINDING_BLOBS")),
     "ground_shadow": dict(vertex="render/fullscreen.vert", fragment="render/ground_shadow.frag"),
+    "rect_clear": dict(vertex="render/rect_clear.vert", fragment="render/rect_clear.frag",
+                       defines=_constants("BINDING_SCREEN_RECTS")),
 }
 
 

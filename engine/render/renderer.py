@@ -37,7 +37,7 @@ from engine.render.meshes import MeshHandle, MeshRegistry, albedo_levels, vertex
 from engine.render.passes import PASSES, RenderPass
 from engine.render.passes.backdrop import BackdropPass
 from engine.render.passes.compose import ComposePass, compose_program
-from engine.render.passes.gbuffer import GBufferPass, ResetRects
+from engine.render.passes.gbuffer import PREVIOUS_RECTS, GBufferPass, ResetRects
 from engine.render.passes.overlay import OverlayPass
 from engine.render.passes.present import PresentPass
 from engine.render.passes.shadow import ShadowPass
@@ -52,8 +52,9 @@ __all__ = ["SceneRenderer", "MeshHandle", "SurfaceHit", "SurfacePoint", "Pending
            "GBUFFER_LAYOUT", "PASSES", "VIEWS", "SHADOW_MODES"]
 
 #: resources written before a frame starts: the deformed vertices (the deformer graph ends with the barrier
-#: the renderer's reads need; CPU uploads are ordered by GL) and the light block (a CPU write)
-EXTERNAL_RESOURCES = ("vertices", "lights")
+#: the renderer's reads need; CPU uploads are ordered by GL), the light block (a CPU write) and the last
+#: frame's screen rectangles (its compose pass issued the storage barrier before reading them)
+EXTERNAL_RESOURCES = ("vertices", "lights", PREVIOUS_RECTS)
 
 
 class SceneRenderer:
@@ -80,6 +81,8 @@ class SceneRenderer:
             self._gbuffer_program(uv, tess=look.tessellation, wire=look.wireframe)
         for name in STAGES:
             self._variants.program(name)
+        # the G-buffer clear's vertex array now: the first frame clears whole and does not draw it
+        self._variants.vao(self._variants.program("rect_clear"), None)
         self.set_lights(default_lights())  # compiles the compose program for this light count
         self._shadow = ShadowPass(resources, shadow_size)
         self._backdrop = BackdropPass()
@@ -372,6 +375,7 @@ class SceneRenderer:
         self.last_wall_ms = {}
         scope = self._profiled_scope if profile else t.scope
         t.begin_frame()
+        finished = False
         try:
             for timer, steps in plan.scopes:
                 with scope(timer) if timer is not None else contextlib.nullcontext():
@@ -379,7 +383,10 @@ class SceneRenderer:
                         if step.barrier:
                             self.ctx.memory_barrier(step.barrier)
                         passes[step.name].run(s, frame)
+            finished = True
         finally:
+            if not finished:  # the rectangles may not cover what the G-buffers hold: clear them whole
+                self._targets.mark_stale()
             self.ctx.disable(moderngl.DEPTH_TEST | moderngl.BLEND)
             t.end_frame()
             s.frame_index += 1

@@ -5,13 +5,17 @@ the screen rectangles; (re)created together on resize.
   wireframe coverage), ids RGBA32UI (``shaders/include/gbuffer_codec.glsl``, decoded by
   ``engine/render/surface.py``), zcopy R32F (window depth, 0 = no surface) and a depth buffer. Only zcopy
   and depth are cleared each frame: albedo and id texels mean something only where zcopy is non-zero
-  (a 128-bit clear costs ~4 ms at 720p on llvmpipe; readers mask them);
+  (a 128-bit clear costs ~4 ms at 720p on llvmpipe; readers mask them); and only over the screen rectangle
+  the last frame drew (:attr:`GBuffer.stale` asks for a full clear: a new G-buffer, a layer change, a frame
+  that did not finish);
 * the frame: colour RGBA8 (what ``read_pixels`` returns and overlays draw into), ids and depth (written
   by the compositor only when several G-buffers compete or the shadow-map ground pass needs them:
   :attr:`FrameTargets.frame_ids_written`);
 * the backdrop: background gradient + ground grid with its depth, cached between frames;
 * the screen rectangles (SSBO, one ivec4 per G-buffer slot: scene, then layers in order) that the
-  G-buffer passes grow and the compose pass reads.
+  G-buffer passes grow and the compose pass reads; two buffers used in turn, so that the last frame's
+  rectangles (:attr:`FrameTargets.previous_rects`) tell the next G-buffer clear where to clear, on the GPU
+  (no read-back).
 
 Sizes are bounded before anything is allocated (issue 16): :func:`check_device_size` against the device's
 texture, renderbuffer, viewport and framebuffer limits, :func:`check_render_memory` against the memory the
@@ -187,6 +191,9 @@ class GBuffer:
         # what is cleared each frame: zcopy (0 = no surface) and the depth; albedo and ids are only
         # meaningful where zcopy != 0, so they are never cleared (a 128-bit clear is slow on llvmpipe)
         self.clear_fbo = res.framebuffer([self.tex["zcopy"]], self.depth, label=f"{label} clear")
+        #: True: the next frame clears the whole G-buffer; False: only what the last frame drew (its
+        #: previous screen rectangle) differs from a cleared one (see passes/gbuffer.py)
+        self.stale = True
         self.compose_fbo: moderngl.Framebuffer | None = None        # frame colour + ids + depth
         self.compose_color_fbo: moderngl.Framebuffer | None = None  # frame colour only
 
@@ -215,12 +222,32 @@ class FrameTargets:
         self.frame_ids_written = False
         # Per G-buffer (scene, then the layers in order) the screen rectangle its surfaces cover, grown by
         # the G-buffer pass's vertex stage and read by the compose pass's (no CPU read-back): see
-        # shaders/render/gbuffer.vert (SCREEN_RECT) and compose.vert.
-        self.rects = resources.buffer(np.zeros((MAX_LAYERS + 1, 4), np.int32), label="screen rects")
+        # shaders/render/gbuffer.vert (SCREEN_RECT) and compose.vert. Two buffers used in turn: the other
+        # one holds the last frame's, over which the G-buffer pass clears (shaders/render/rect_clear.vert).
+        self._rect_buffers = [resources.buffer(np.zeros((MAX_LAYERS + 1, 4), np.int32), label=f"screen rects {k}")
+                              for k in range(2)]
+        self._rect_turn = 0
 
     @property
     def size(self) -> tuple[int, int]:
         return self.width, self.height
+
+    @property
+    def rects(self) -> moderngl.Buffer:
+        """This frame's screen rectangles (between frames: the last frame's)."""
+        return self._rect_buffers[self._rect_turn]
+
+    @property
+    def previous_rects(self) -> moderngl.Buffer:
+        """The screen rectangles of the frame before this one: where the G-buffers hold its surfaces."""
+        return self._rect_buffers[1 - self._rect_turn]
+
+    def mark_stale(self) -> None:
+        """Every G-buffer is cleared whole in the next frame (their slots or contents no longer match the
+        previous rectangles)."""
+        for gb in [self.scene, *self.layers.values()]:
+            if gb is not None:
+                gb.stale = True
 
     def resize(self, width: int, height: int) -> None:
         """(Re)create the size-dependent targets (the old ones are released first); ValueError, with nothing
@@ -268,6 +295,7 @@ class FrameTargets:
         gb = self.layers.pop(name)
         if gb is not None:
             gb.release()
+        self.mark_stale()  # the later layers move to other rectangle slots
 
     def gbuffer(self, source: str | None) -> GBuffer:
         """The scene G-buffer (None, "gbuffer" or "frame") or a layer's."""
@@ -280,9 +308,10 @@ class FrameTargets:
         return [self.gbuffer(None)] + [self.gbuffer(name) for name in self.layers]
 
     def reset_rects(self, *, whole: bool) -> None:
-        """Start every G-buffer's screen rectangle empty (lo = size, hi = 0); ``whole`` (Phong
-        tessellation, whose vertex stage does not grow it: displaced surfaces leave the corners' bounds):
-        the whole viewport."""
+        """Start a frame's rectangles: the current ones become :attr:`previous_rects`, and every G-buffer's
+        screen rectangle starts empty (lo = size, hi = 0); ``whole`` (Phong tessellation, whose vertex stage
+        does not grow it: displaced surfaces leave the corners' bounds): the whole viewport."""
+        self._rect_turn = 1 - self._rect_turn
         r = np.empty((MAX_LAYERS + 1, 4), np.int32)
         if whole:
             r[:] = (0, 0, self.width, self.height)
@@ -318,5 +347,6 @@ class FrameTargets:
         """Release everything, the screen rectangles included; no layer is left."""
         self.release_sized()
         self.layers.clear()
-        self.res.release(self.rects)
+        for buf in self._rect_buffers:
+            self.res.release(buf)
         self.width = self.height = 0

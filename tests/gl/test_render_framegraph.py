@@ -36,7 +36,7 @@ def _frame_specs(layers=(), shadow_map=False) -> list[PassSpec]:
                       timer="shadow")]
     for n in names:
         name = "gbuffer" if n == "scene" else f"layer:{n}"
-        specs.append(PassSpec(name, reads=uses(STORAGE, "vertices", "screen_rects"),
+        specs.append(PassSpec(name, reads=uses(STORAGE, "vertices", "screen_rects", "screen_rects.previous"),
                               writes=uses(ATTACHMENT, f"gbuffer.{n}") + uses(STORAGE, f"rect.{n}"), timer=name))
     compose_reads = (uses(read_gb, *(f"gbuffer.{n}" for n in names)) + uses(STORAGE, *(f"rect.{n}" for n in names))
                      + uses(COPY, "backdrop") + uses(read_gb, "backdrop") + uses(UNIFORM, "lights"))
@@ -50,7 +50,7 @@ def _frame_specs(layers=(), shadow_map=False) -> list[PassSpec]:
     return specs
 
 
-EXTERNAL = ("vertices", "lights")
+EXTERNAL = ("vertices", "lights", "screen_rects.previous")
 
 
 def test_plan_of_the_frame_from_its_declarations():

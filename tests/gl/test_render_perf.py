@@ -1,5 +1,7 @@
 """The renderer's fast paths keep the results of the plain ones: only depth targets are cleared (id texels
-of pixels without a surface are masked by depth, however stale), single-sided meshes cull back faces (glTF
+of pixels without a surface are masked by depth, however stale), and only where the last frame drew (the
+G-buffer after moving meshes is the one a fresh renderer draws; a layer change or a failed frame clears it
+whole), single-sided meshes cull back faces (glTF
 doubleSided false) and look the same from outside, batched submission (glFlush every few meshes) changes
 nothing in the frame; and the render benchmark's helpers: the batched crowd animation equals per-instance
 sampling, and the copy of CesiumMan handed to Panda3D (skeleton parents moved onto the Actor) skins to the
@@ -57,6 +59,83 @@ def test_stale_ids_of_uncovered_pixels_are_masked(renderer):
     renderer.invalidate()
     renderer.render(_camera())
     assert (renderer.surface_arrays()["mesh"] < 0).all()
+
+
+def _sphere_frames(r, centres, *, layer=None):
+    """Render one sphere at each centre in turn (one mesh, moved); returns the handle."""
+    p, t, _ = shapes.uv_sphere(0.4, rings=8, segments=12)
+    h = r.add_mesh(t, len(p), positions=p + np.asarray(centres[0], np.float32), layer=layer)
+    for c in centres:
+        r.update_vertices(h, p + np.asarray(c, np.float32))
+        r.render(_camera())
+    return h
+
+
+def _assert_same_gbuffer(a, b, source="gbuffer"):
+    ga, gb = a.surface_arrays(source), b.surface_arrays(source)
+    for key in ("mesh", "triangle", "depth", "normal"):
+        np.testing.assert_array_equal(ga[key], gb[key], err_msg=key)
+
+
+def test_gbuffer_cleared_where_the_last_frame_drew_equals_a_full_clear(gl_ctx, res, renderer, monkeypatch):
+    import moderngl
+
+    full_clears = []
+    original = moderngl.Framebuffer.clear
+    monkeypatch.setattr(moderngl.Framebuffer, "clear",
+                        lambda self, *a, **k: (full_clears.append(self), original(self, *a, **k)))
+    path = [(-0.8, 0.0, 0.0), (-0.2, 0.3, 0.0), (0.7, -0.2, 0.0), (0.1, 0.0, -2.0)]
+    _sphere_frames(renderer, path)
+    scene = renderer._targets.scene
+    assert not scene.stale and sum(fb is scene.clear_fbo for fb in full_clears) == 1  # the first frame only
+    assert renderer.screen_rect() is not None
+    fresh = SceneRenderer(gl_ctx, res, W, H, look=LookSettings(ground=False, shadows="off"), shadow_size=64)
+    try:
+        _sphere_frames(fresh, path[-1:])
+        _assert_same_gbuffer(renderer, fresh)
+        assert (renderer.surface_arrays("gbuffer")["mesh"] >= 0).sum() > 50
+        np.testing.assert_array_equal(renderer.read_pixels(), fresh.read_pixels())
+    finally:
+        fresh.release()
+
+
+def test_layer_change_and_failed_frame_clear_the_gbuffers_whole(gl_ctx, res, renderer, monkeypatch):
+    _sphere_frames(renderer, [(-0.6, 0.0, 0.0), (0.0, 0.0, 0.0)])
+    renderer.add_layer("a")
+    renderer.add_layer("b")
+    scene = renderer._targets.scene
+    assert renderer._targets.layers["b"].stale and not scene.stale  # a new G-buffer starts stale
+    hb = _sphere_frames(renderer, [(0.5, 0.2, 0.0), (0.3, -0.2, 0.0)], layer="b")
+    assert not renderer._targets.layers["b"].stale
+    renderer.remove_layer("a")  # b moves to a's rectangle slot: every G-buffer is cleared whole next frame
+    assert scene.stale and renderer._targets.layers["b"].stale
+    renderer.render(_camera())
+    assert not scene.stale
+
+    from engine.render.passes.shadow import ShadowPass
+
+    def fail(self, state, frame):  # after the rectangles were reset, before the G-buffers were drawn
+        raise RuntimeError("shadow failed")
+
+    monkeypatch.setattr(ShadowPass, "run", fail)
+    renderer.update_vertices(hb, shapes.uv_sphere(0.4, (-0.7, 0.0, 0.0), rings=8, segments=12)[0])
+    with pytest.raises(RuntimeError, match="shadow failed"):
+        renderer.render(_camera())
+    assert scene.stale and renderer._targets.layers["b"].stale
+    monkeypatch.undo()
+    renderer.render(_camera())
+    fresh = SceneRenderer(gl_ctx, res, W, H, look=LookSettings(ground=False, shadows="off"), shadow_size=64)
+    try:
+        fresh.add_layer("b")
+        p, t, _ = shapes.uv_sphere(0.4, rings=8, segments=12)
+        fresh.add_mesh(t, len(p), positions=p)
+        fresh.add_mesh(t, len(p), positions=shapes.uv_sphere(0.4, (-0.7, 0.0, 0.0), rings=8, segments=12)[0],
+                       layer="b")
+        fresh.render(_camera())
+        _assert_same_gbuffer(renderer, fresh)
+        _assert_same_gbuffer(renderer, fresh, "b")
+    finally:
+        fresh.release()
 
 
 def test_single_sided_mesh_culls_back_faces_only(renderer):

@@ -3,7 +3,8 @@
 One frame, in the order the planner derives from what each pass reads and writes (the timer scope of
 ``SceneRenderer.gpu_ms`` in brackets):
 
-``rects``       (untimed) the G-buffers' screen rectangles start empty: :mod:`.gbuffer`.
+``rects``       (untimed) the G-buffers' screen rectangles start empty (the last frame's are kept: the
+                G-buffer passes clear only there): :mod:`.gbuffer`.
 ``shadow``      [shadow] ``shadows="map"`` only: depth of every mesh from the key light: :mod:`.shadow`.
 ``gbuffer``     [gbuffer] every mesh without a layer into the scene G-buffer: :mod:`.gbuffer`.
 ``layer:NAME``  [layer:NAME] the meshes of layer NAME into that layer's own G-buffer: :mod:`.gbuffer`.

@@ -17,7 +17,10 @@ stored as sqrt(linear albedo) in RGBA8 UNORM (``meshes.albedo_levels``, llvmpipe
 one mip level per sample), the wireframe coverage only in the wireframe variant. Meshes of one asset share
 index buffers, corner vertices, texcoords and texture, and the pass binds them only when they change.
 Single-sided meshes (glTF ``doubleSided`` false) cull back faces. Only the depth targets are cleared (see
-``engine/render/targets.py``). Draws are submitted (glFlush) every ``flush_triangles`` triangles so a software
+``engine/render/targets.py``), and only over the screen rectangle the last frame drew (a quad from the previous
+rectangle buffer, ``render/rect_clear.vert``; outside it the G-buffer is still cleared from before): the clear
+costs what the characters cover, not the frame size. A stale G-buffer (new, resized, a layer change, a frame
+that failed) is cleared whole. Draws are submitted (glFlush) every ``flush_triangles`` triangles so a software
 rasteriser rasterises while the CPU still runs later meshes' vertex stage. With Phong tessellation
 (``look.tessellation``) the meshes draw through ``render/mesh.vert`` + ``phong.tesc/tese`` instead.
 
@@ -34,8 +37,13 @@ from engine.gpu.shaderlib import uniform
 from engine.render.framegraph import ATTACHMENT, HOST, STORAGE, PassSpec, uses
 from engine.render.programs import set_matrix, set_uniform
 from engine.render.state import Frame, RenderState
+from engine.render.targets import GBuffer
 
-__all__ = ["ResetRects", "GBufferPass", "gbuffer_resource", "rect_resource"]
+__all__ = ["ResetRects", "GBufferPass", "gbuffer_resource", "rect_resource", "clear_gbuffer",
+           "PREVIOUS_RECTS"]
+
+#: the frame-graph name of the last frame's screen rectangles (written before this frame: external)
+PREVIOUS_RECTS = "screen_rects.previous"
 
 
 def gbuffer_resource(layer: str | None) -> str:
@@ -46,6 +54,26 @@ def gbuffer_resource(layer: str | None) -> str:
 def rect_resource(layer: str | None) -> str:
     """The frame-graph name of the scene G-buffer's (None) or a layer's screen rectangle."""
     return "rect.scene" if layer is None else f"rect.{layer}"
+
+
+def clear_gbuffer(state: RenderState, gb: GBuffer, slot: int) -> None:
+    """zcopy = 0 and depth = 1 over the whole G-buffer: everywhere when it is stale, else over the screen
+    rectangle slot ``slot`` of the last frame (where it drew; elsewhere the G-buffer is cleared already)."""
+    gb.clear_fbo.use()
+    if gb.stale:
+        gb.clear_fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+        gb.stale = False
+        return
+    ctx = state.ctx
+    binding = GLSL_CONSTANTS["BINDING_SCREEN_RECTS"]
+    prog = state.programs.program("rect_clear")
+    state.targets.previous_rects.bind_to_storage_buffer(binding)
+    ctx.enable(moderngl.DEPTH_TEST)
+    ctx.depth_func = "1"  # always: the quad at the far plane writes depth 1
+    set_uniform(prog, "u_rect_slot", slot)
+    set_uniform(prog, "u_viewport", (float(state.width), float(state.height)))
+    state.programs.vao(prog, None).render(moderngl.TRIANGLES, vertices=6)
+    state.targets.rects.bind_to_storage_buffer(binding)
 
 
 class ResetRects:
@@ -72,20 +100,19 @@ class GBufferPass:
         self.name = "gbuffer" if layer is None else f"layer:{layer}"
 
     def spec(self, state: RenderState) -> PassSpec:
-        return PassSpec(self.name, reads=uses(STORAGE, "vertices", "screen_rects"),
+        return PassSpec(self.name, reads=uses(STORAGE, "vertices", "screen_rects", PREVIOUS_RECTS),
                         writes=(uses(ATTACHMENT, gbuffer_resource(self.layer))
                                 + uses(STORAGE, rect_resource(self.layer))),
                         timer=self.name)
 
     def run(self, state: RenderState, frame: Frame) -> None:
-        """Clear (zcopy + depth only) and draw the meshes into the G-buffer: one program bind per
-        (textured, untextured) group; uniforms, textures, shared buffers and cull state are set only
-        when they change (meshes of one asset share them)."""
+        """Clear (zcopy + depth only, where the last frame drew: :func:`clear_gbuffer`) and draw the meshes
+        into the G-buffer: one program bind per (textured, untextured) group; uniforms, textures, shared
+        buffers and cull state are set only when they change (meshes of one asset share them)."""
         gb = state.targets.gbuffer(self.layer)
         meshes = frame.lists[self.layer]
         ctx = state.ctx
-        gb.clear_fbo.use()
-        gb.clear_fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+        clear_gbuffer(state, gb, self.slot)
         if not meshes:
             return
         gb.fbo.use()

@@ -1,0 +1,83 @@
+"""What every bench prints the same way: the device line, and a median with its spread over the repetitions.
+
+* :func:`device_line`: ``device: GL_RENDERER (GL_VENDOR); N CPUs, LP_NUM_THREADS ...; <repetitions>`` for a GL
+  bench, ``device: CPU only (no GL): <processor>; ...`` for a numpy one, so a quoted table says what it ran on
+  (llvmpipe's numbers are CPU numbers: they move with the machine's load, the other processes included);
+* :class:`Spread` (``Spread.of(samples)``): median, quartiles, min, max and count of some timings, with ``pct``
+  = (p75 - p25) / median in percent (the interquartile range: one pre-empted call on a shared machine moves
+  the max by 100x, not the quartiles), the figure the tables print as ``spread``: a cell whose spread is large
+  is a cell to re-run, not a result;
+* :func:`median_of`: the median of a list of samples (a plain float, for the tables' cells).
+
+Numbers to print and compare within one run, never to assert on.
+"""
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Spread", "device_line", "median_of", "cpu_name"]
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Median, quartiles (numpy's linear interpolation), min and max of ``count`` samples; ``pct`` = (p75 -
+    p25) / median x 100 (0 for one sample)."""
+
+    median: float
+    p25: float
+    p75: float
+    min: float
+    max: float
+    count: int
+
+    @classmethod
+    def of(cls, samples: Iterable[float]) -> Spread:
+        a = np.asarray(list(samples), np.float64)
+        if a.size == 0:
+            raise ValueError("Spread.of needs at least one sample, got none")
+        p25, med, p75 = np.percentile(a, (25, 50, 75))
+        return cls(float(med), float(p25), float(p75), float(a.min()), float(a.max()), int(a.size))
+
+    @property
+    def pct(self) -> float:
+        return 0.0 if self.median == 0 else 100.0 * (self.p75 - self.p25) / abs(self.median)
+
+    def text(self, digits: int = 3) -> str:
+        """``median (min..max)``, e.g. ``1.250 (1.100..1.900)``."""
+        return f"{self.median:.{digits}f} ({self.min:.{digits}f}..{self.max:.{digits}f})"
+
+
+def median_of(samples: Iterable[float]) -> float:
+    """The median of the samples (ValueError when there are none)."""
+    return Spread.of(samples).median
+
+
+def cpu_name() -> str:
+    """The processor's model name (/proc/cpuinfo where there is one, else ``platform.processor()``)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown processor"
+
+
+def device_line(ctx: Any | None, repetitions: str) -> str:
+    """The first line a bench prints: the GL renderer of ``ctx`` (a moderngl context; None for a numpy-only
+    bench: the CPU), the CPU count, llvmpipe's thread setting, and ``repetitions`` (how each figure was taken,
+    e.g. "median of 10 frames; spread = IQR / median")."""
+    if ctx is not None:
+        info = ctx.info
+        device = f"{info.get('GL_RENDERER')} ({info.get('GL_VENDOR')})"
+    else:
+        device = f"CPU only (no GL): {cpu_name()}"
+    threads = os.environ.get("LP_NUM_THREADS", "default")
+    return f"device: {device}; {os.cpu_count()} CPUs, LP_NUM_THREADS {threads}; {repetitions}"
