@@ -22,6 +22,7 @@ BENCHES = {
     "bake": "bench.bench_bake",
     "soak": "bench.bench_soak",
     "scene": "bench.bench_scene",
+    "ecs": "bench.bench_ecs",
 }
 
 
