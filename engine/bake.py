@@ -6,9 +6,9 @@ the character's clip sampled at each time (one batched sampling and FK over all 
 * on the gpu device, frame-independent deformers (LBS, DQS, rigid, IRS, the springs' default mode): a BLOCK of
   frames per dispatch, as instances of the mesh in a deformer graph of their own (static data shared, one pose
   per instance), read back once per block; the block is sized so that the graph's pools stay under
-  ``memory_mb``: by default 256 MiB on a GPU and 2 MiB on a software rasteriser (llvmpipe), where bigger
-  blocks fall out of the CPU caches and run slower (measured with ``bench bake``: CesiumMan LBS 1.4 ms/frame
-  with 256 MiB blocks, 0.4 with 4 MiB; springs 168 vs 85-106);
+  ``memory_mb``: by default 256 MiB on a GPU and 16 MiB on a software rasteriser (llvmpipe), where bigger
+  blocks fall out of the CPU caches and run slower (CesiumMan, 300 frames, best of 3: LBS 0.27 / 0.22 / 0.18 /
+  0.17 / 0.21 ms per frame with 1 / 2 / 8 / 16 / 64 MiB blocks; springs 42 / 34 ms with 0.5 / 8 MiB);
 * frame-dependent graphs (their state carries over from frame to frame): one frame per run, in time order;
 * on the cpu device: the numpy reference, frame by frame.
 
@@ -81,7 +81,7 @@ def default_block_mb(session: Session) -> float:
         return 256.0
     renderer = str(session.ctx.info.get("GL_RENDERER", "")).lower()
     software = any(name in renderer for name in ("llvmpipe", "softpipe", "swiftshader", "software"))
-    return 2.0 if software else 256.0
+    return 16.0 if software else 256.0
 
 
 def _block_size(n_display: int, n_control: int, frames: int, memory_mb: float) -> int:
@@ -142,8 +142,8 @@ def bake(session: Session, character: Character, times: Sequence[float] | np.nda
                     g = g_all[i]
                     graph.set_pose(h, sp.skin_matrices(g), g[sp.skin.joints])
                 graph.run()
-                for h, i in zip(handles, block):
-                    res[i] = graph.download(h)[0]
+                for i, pos in zip(block, graph.download_positions(handles[:len(block)])):
+                    res[i] = pos
                 done += len(block)
                 if progress is not None:
                     progress(done, total)

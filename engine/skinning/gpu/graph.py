@@ -524,6 +524,27 @@ class DeformerGraph:
         return (self._read_display(inst, batch, outs["positions"])[:, :3].copy(),
                 self._read_display(inst, batch, outs["normals"])[:, :3].copy())
 
+    def download_positions(self, handles: list[DeformHandle]) -> list[np.ndarray]:
+        """Deformed positions (D,3) float32 of many meshes (a bake's block): one read of the display pool range
+        covering the meshes of each batch, instead of a read per mesh and output."""
+        self.spring_reports.poll(wait=True)
+        where = [self._where(h) for h in handles]
+        out: list[np.ndarray | None] = [None] * len(handles)
+        by_batch: dict[int, list[int]] = {}
+        for i, (_inst, batch) in enumerate(where):
+            by_batch.setdefault(id(batch), []).append(i)
+        self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT | SHADER_STORAGE_BARRIER_BIT)
+        for rows in by_batch.values():
+            batch = where[rows[0]][1]
+            lo = min(where[i][0].display_base for i in rows)
+            hi = max(where[i][0].display_base + where[i][0].asset.topology.n_display for i in rows)
+            buf = batch.display(batch.plan.outputs["positions"])
+            block = np.frombuffer(buf.read(size=16 * (hi - lo), offset=16 * lo), np.float32).reshape(-1, 4)
+            for i in rows:
+                inst = where[i][0]
+                out[i] = block[inst.display_base - lo:inst.display_base - lo + inst.asset.topology.n_display, :3].copy()
+        return [o for o in out if o is not None]
+
     def download_display(self, handle: DeformHandle, resource: str) -> np.ndarray:
         """Read back a display- or face-domain resource of the mesh as (rows, 4) float32 (tests, debugging)."""
         inst, batch = self._where(handle)

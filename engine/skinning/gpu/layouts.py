@@ -28,6 +28,8 @@ work group; why: the comment above SKIN_VERTEX); its outputs are the display poo
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from engine.gpu.layouts import LOCAL_SIZE, MAX_JOINTS, Std430Struct
@@ -352,14 +354,22 @@ def layouts_glsl() -> str:
 
 def defines_for(source_text: str, extra: dict[str, object] | None = None) -> dict[str, object]:
     """The binding/constant defines a shader's expanded text mentions (the loader refuses unused ones)."""
+    out = {k: _all_tables()[k] for k in _mentioned(source_text, tuple(_all_tables()))}
+    if extra:
+        out.update({k: extra[k] for k in _mentioned(source_text, tuple(extra))})
+    return out
+
+
+def _all_tables() -> dict[str, object]:  # noqa: N802 - read at call time: tests patch CONSTANTS
+    return {**BINDINGS, **IMAGE_BINDINGS, **CONSTANTS}
+
+
+@functools.lru_cache(maxsize=256)
+def _mentioned(source_text: str, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The names that occur as whole words in the text (cached: every new graph asks for the same shaders)."""
     import re
 
-    out: dict[str, object] = {}
-    for table in (BINDINGS, IMAGE_BINDINGS, CONSTANTS, extra or {}):
-        for k, v in table.items():
-            if re.search(rf"\b{re.escape(k)}\b", source_text):
-                out[k] = v
-    return out
+    return tuple(k for k in names if re.search(rf"\b{re.escape(k)}\b", source_text))
 
 
 def pad_groups(n: int) -> int:
