@@ -62,3 +62,24 @@ def test_absurd_spring_parameters_on_the_gpu_path(capsys, tmp_path):
                                     "--spring-dt", "1e-300", "--out", str(tmp_path / "s.npz")])
     assert "spring.dt = 1e-300 is below what float32 can step" in line and "valid: [" in line, line
     assert not (tmp_path / "s.npz").exists()
+
+
+def test_tiny_spring_dt_is_harmless_without_springs_and_refused_with_them(tmp_path, capsys):
+    """A spring dt float32 cannot step: ignored by graphs without a spring stage (no overflow warning from the
+    unused record field), refused with the valid range where the springs run."""
+    import warnings
+
+    from tests.conftest import ROOT
+
+    asset = str(ROOT / "assets" / "cylinder.glb")
+    out = tmp_path / "x.npz"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cli.run(["export-frame", asset, "--clip", "bend", "--deformer", "lbs", "--spring-dt", "1e-300",
+                        "--out", str(out)]) == 0
+    with np.load(out) as data:
+        assert data.files and all(np.isfinite(data[k]).all() for k in data.files)
+    capsys.readouterr()
+    assert cli.run(["export-frame", asset, "--clip", "bend", "--deformer", "spring", "--spring-dt", "1e-300",
+                    "--out", str(tmp_path / "y.npz")]) == 2
+    assert "spring.dt" in capsys.readouterr().err and not (tmp_path / "y.npz").exists()

@@ -105,7 +105,9 @@ def fill_record(rec: np.ndarray, params: SpringParams, topology: MeshTopology, *
     rec["scheme"] = L.SCHEMES[p.convergence]
     rec["dt"] = p.dt
     rec["thr_disp"] = thr_d
-    rec["thr_force"] = p.force_tol if p.force_tol is not None else thr_d / p.dt
+    # float32 fields: a tiny dt (refused where a spring stage runs; carried along by graphs without one) must not
+    # overflow the cast
+    rec["thr_force"] = min(p.force_tol if p.force_tol is not None else thr_d / p.dt, float(np.finfo(np.float32).max))
     rec["limit"] = p.divergence_rel * diag
     rec["tiny"] = tiny
     rec["handle_weight"] = p.handle_weight
