@@ -92,15 +92,15 @@ def animation_system(world: World) -> None:
             continue
         rig = pb0.rig
         n = len(rows)
-        t = np.broadcast_to(rig.translation, (n, *rig.translation.shape)).copy()  # unanimated channels: rest
-        q = np.broadcast_to(rig.rotation, (n, *rig.rotation.shape)).copy()
-        sc = np.broadcast_to(rig.scale, (n, *rig.scale.shape)).copy()
+        # unanimated channels keep the rest values; float32 like Pose
+        t = np.broadcast_to(rig.translation, (n, *rig.translation.shape)).astype(np.float32)
+        q = np.broadcast_to(rig.rotation, (n, *rig.rotation.shape)).astype(np.float32)
+        sc = np.broadcast_to(rig.scale, (n, *rig.scale.shape)).astype(np.float32)
         times = np.array([pb.local_time for _, pb in rows], np.float64)
         pb0.samplers[pb0.clip].sample_batch(times, t, q, sc)
-        for i, (anim, _) in enumerate(rows):
-            anim.pose.translation[...] = t[i]
-            anim.pose.rotation[...] = q[i]
-            anim.pose.scale[...] = sc[i]
+        for i, (anim, _) in enumerate(rows):  # each pose takes its rows of this step's stacked arrays
+            pose = anim.pose
+            pose.translation, pose.rotation, pose.scale = t[i], q[i], sc[i]
     for _e, (anim, layer) in world.query(Animator, PoseLayer):
         layer.apply(anim.pose)
 
@@ -118,10 +118,9 @@ def skeleton_system(world: World) -> None:
         q = np.stack([r[0].pose.rotation for r in rows])
         sc = np.stack([r[0].pose.scale for r in rows])
         g = global_matrices_batched(rig, t, q, sc)
-        g = np.matmul(np.stack([r[1].matrix for r in rows])[:, None], g)
-        for (_anim, _place, skel), gi in zip(rows, g):
-            skel.previous, skel.globals = skel.globals, skel.previous
-            skel.globals[...] = gi
+        g = np.matmul(np.stack([r[1].matrix for r in rows])[:, None], g).astype(np.float32, copy=False)
+        for (_anim, _place, skel), gi in zip(rows, g):  # each character's rows of this step's stacked result
+            skel.previous, skel.globals = skel.globals, gi
 
 
 def deform_step_system(world: World) -> None:
