@@ -10,7 +10,7 @@
     skinengine pose ASSET --strokes FILE.json [--clip C --time T] [--deformer D] [--export-frame OUT.npz]
                       [--out POSED.glb] [--screenshot S.png]      line-of-action posing from a strokes file
     skinengine edit ASSET --strokes FILE.json [--clip C --time T] --export-frame OUT.npz [--screenshot S.png]
-    skinengine bench deform|render|reference|anim|scene|bake|soak|ecs [...]   (needs a checkout)
+    skinengine bench deform|render|reference|anim|scene|bake|soak|ecs|editor [...] (needs a checkout)
     skinengine editor [--asset A] [--record FILE]   the editor window (pose with strokes); --record records it
     skinengine replay FILE [--headless] [--screenshot S.png] [--export-frame F.npz] [--save P.glb]
     skinengine --version

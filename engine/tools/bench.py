@@ -23,6 +23,7 @@ BENCHES = {
     "soak": "bench.bench_soak",
     "scene": "bench.bench_scene",
     "ecs": "bench.bench_ecs",
+    "editor": "bench.bench_editor",
 }
 
 
