@@ -462,6 +462,30 @@ class Character:
         self._session._dirty = True
         return self
 
+    def show_region(self, region: Any | None, *, primitive: PrimitiveKey | None = None,
+                    point_size: float = 6.0) -> Character:
+        """Draw a region of interest over the frame, on the deformed mesh, in the research's colours
+        (kinematic green, passive blue, static red; engine/render/marks.py): ``region`` an
+        engine.skinning.roi.Region (control points) or a dict of sets of glTF display vertex indices; None hides
+        it. ``primitive`` defaults to the first skinned primitive."""
+        from engine.render.marks import VertexMarks
+
+        self._check()
+        renderer = self._session._need_renderer()
+        key = primitive if primitive is not None else self.skinned_primitives[0]
+        old = self._session._marks.pop((self.entity, key), None)
+        if old is not None:
+            old.release()
+        if region is None:
+            return self
+        sets = region.display(self.topology(key)) if hasattr(region, "display") else dict(region)
+        rows = [i for i in self._session.meshes.instances.get(self.entity, ()) if i.key == key]
+        if not rows or rows[0].handle is None:
+            raise ValueError(f"{key} is not a drawn primitive of {self.name}; drawn: {self.primitives}")
+        marks = VertexMarks(renderer, rows[0].handle.id, sets, point_size=point_size)
+        self._session._marks[(self.entity, key)] = marks.attach(self._session.view)
+        return self
+
     def remove(self) -> None:
         """Remove the character now: its renderer meshes and deformer ranges are released."""
         self._session.remove(self)
@@ -548,6 +572,7 @@ class Session:
         self._assets: dict[str, LoadedAsset] = {}
         self.frame_ms: list[float] = []
         self._dirty = False  # a pose changed since the last frame deformed it
+        self._marks: dict[tuple[int, PrimitiveKey], Any] = {}  # regions shown per (entity, primitive)
         self._edit_systems = False  # the surface-edit systems are registered (Character.add_edit)
 
     # -- lifetime ----------------------------------------------------------------------------------------------
@@ -558,6 +583,9 @@ class Session:
         self.release()
 
     def _release_gpu(self) -> None:
+        for marks in self._marks.values():
+            marks.release()
+        self._marks = {}
         if self.graph is not None:
             self.graph.release()
         if self.renderer is not None:
@@ -638,6 +666,8 @@ class Session:
         """Remove a character now (GPU memory returned)."""
         if character not in self.characters:
             raise ValueError(f"{character!r} is not in this session")
+        for k in [k for k in self._marks if k[0] == character.entity]:
+            self._marks.pop(k).release()
         self.meshes.remove(character.entity)
         self.world.despawn(character.entity)
         self.world.flush()

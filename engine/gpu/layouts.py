@@ -35,6 +35,7 @@ BINDING_LIGHTS = 3
 BINDING_INDICES = 4  # a mesh's index buffer (uint triangles) as an SSBO, where a shader declares it
 BINDING_BLOBS = 5    # contact-shadow blobs (BLOB structs) of the compose pass
 BINDING_SCREEN_RECTS = 6  # ivec4 (x0, y0, x1, y1) pixel rectangle per G-buffer (scene, then layers)
+BINDING_MARKS = 7    # ivec2 (vertex, set) per marked vertex of the vertex-marks overlay (regions of interest)
 # Image units the compose pass reads the scene G-buffer and the backdrop depth through (without layers).
 IMAGE_GBUFFER_ZCOPY = 0
 IMAGE_GBUFFER_ALBEDO = 1
@@ -56,6 +57,7 @@ GLSL_CONSTANTS: dict[str, int] = {
     "BINDING_INDICES": BINDING_INDICES,
     "BINDING_BLOBS": BINDING_BLOBS,
     "BINDING_SCREEN_RECTS": BINDING_SCREEN_RECTS,
+    "BINDING_MARKS": BINDING_MARKS,
     "IMAGE_GBUFFER_ZCOPY": IMAGE_GBUFFER_ZCOPY,
     "IMAGE_GBUFFER_ALBEDO": IMAGE_GBUFFER_ALBEDO,
     "IMAGE_GBUFFER_IDS": IMAGE_GBUFFER_IDS,

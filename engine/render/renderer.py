@@ -193,6 +193,11 @@ class SceneRenderer:
         self._backdrop.invalidate()
 
     @property
+    def frame_depth(self) -> moderngl.Texture:
+        """The frame's window-depth target (R32F, 0 where no surface): overlays test their marks against it."""
+        return self._targets.depth
+
+    @property
     def framebuffer(self) -> moderngl.Framebuffer:
         """The finished frame's colour (RGBA8) for overlays (UI) to draw into."""
         return self._targets.overlay
