@@ -1,6 +1,7 @@
 """SpringParams.acceleration = "momentum" (heavy ball on the explicit update, issue 15 item 4) in the numpy
 reference: validation, the bind pose stays a fixed point, and on a family tube it reaches the equilibrium of the
-plain update (within 1e-3 of the diagonal of its far-converged result) in fewer iterations without new intersecting face pairs."""
+plain update (within 1e-3 of the diagonal of its far-converged result) in fewer iterations without new
+intersecting face pairs."""
 from __future__ import annotations
 
 import numpy as np
