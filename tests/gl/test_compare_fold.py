@@ -63,8 +63,8 @@ def _write_parts_limb(path) -> int:
 
     limb = parts_limb("panels")
     b = GltfBuilder()
-    wrist = b.add_node("wrist", translation=limb.bind_joints[2, :3, 3] - limb.bind_joints[1, :3, 3])
-    elbow = b.add_node("elbow", translation=limb.bind_joints[1, :3, 3], children=[wrist])
+    wrist = b.add_node("wrist", translation=(limb.bind_joints[2, :3, 3] - limb.bind_joints[1, :3, 3]).tolist())
+    elbow = b.add_node("elbow", translation=limb.bind_joints[1, :3, 3].tolist(), children=[wrist])
     shoulder = b.add_node("shoulder", children=[elbow])
     prims = []
     for k in range(int(limb.piece.max()) + 1):
