@@ -52,25 +52,27 @@ def open_boundary(triangles: np.ndarray, n: int) -> np.ndarray | None:
     return out
 
 
+def _digits(key: str) -> int:
+    """Decimals a fold column prints with (best marks compare the printed values, so ties are honest)."""
+    return 0 if key == "intersecting_pairs" else 1 if key == "crease_max" else 4 if "roughness" in key else 3
+
+
 def fold_table(fold: dict[str, dict]) -> list[str]:
     """The fold metrics of one primitive as table lines (header first), `*` after the best value per column
-    (ties all marked; nan never best)."""
+    as printed (ties all marked; nan never best)."""
     cols = [c for c in FOLD_COLUMNS if any(c[1] in m for m in fold.values())]
     best = {}
     for _title, key, how in cols:
-        vals = {d: float(m.get(key, math.nan)) for d, m in fold.items()}
-        score = {d: (abs(v - 1.0) if how == "one" else v) for d, v in vals.items() if math.isfinite(v)}
+        vals = {d: round(float(m.get(key, math.nan)), _digits(key)) for d, m in fold.items()}
+        score = {d: (round(abs(v - 1.0), _digits(key)) if how == "one" else v)
+                 for d, v in vals.items() if math.isfinite(v)}
         low = min(score.values()) if score else math.nan
-        best[key] = {d for d, v in score.items() if v <= low + 1e-12}
+        best[key] = {d for d, v in score.items() if v == low}
     lines = [f"{'deformer':<9}" + "".join(f" {t:>9}" for t, _k, _h in cols)]
     for d, m in fold.items():
-        cells = []
-        for _t, key, _h in cols:
-            v = float(m.get(key, math.nan))
-            txt = (f"{int(v)}" if key == "intersecting_pairs" and math.isfinite(v) else
-                   f"{v:.1f}" if key == "crease_max" else f"{v:.3f}" if "roughness" not in key else f"{v:.4f}")
-            cells.append(f" {txt + ('*' if d in best[key] else ' '):>9}")
-        lines.append(f"{d:<9}" + "".join(cells))
+        cells = "".join(f" {f'{float(m.get(key, math.nan)):.{_digits(key)}f}' + ('*' if d in best[key] else ' '):>9}"
+                        for _t, key, _h in cols)
+        lines.append(f"{d:<9}" + cells)
     return lines
 
 
