@@ -32,12 +32,13 @@ def _fold_tables(stdout: str) -> list[dict[str, list[str]]]:
     for i, line in enumerate(lines):
         if line.startswith("fold metrics"):
             header = lines[i + 1].split()
-            rows = {"header": header[1:]}
+            assert header[:2] == ["fold", "deformer"]
+            rows = {"header": header[2:]}
             for row in lines[i + 2:]:
                 cells = row.split()
-                if not row.startswith("  ") or not cells or cells[0] not in METHODS:
+                if cells[:1] != ["fold"] or len(cells) < 2 or cells[1] not in METHODS:
                     break
-                rows[cells[0]] = cells[1:]
+                rows[cells[1]] = cells[2:]
             tables.append(rows)
     return tables
 
@@ -118,3 +119,19 @@ def test_open_boundary():
     assert open_boundary(quad, 5).tolist() == [True, True, True, True, False]
     tet = np.array([[0, 1, 2], [0, 3, 1], [1, 3, 2], [2, 3, 0]])
     assert open_boundary(tet, 4) is None
+
+
+def test_view_inside_changes_the_sheet_camera(tmp_path):
+    sheets = {}
+    for view in ("side", "inside"):
+        out = tmp_path / f"{view}.png"
+        r = _run(CYLINDER, "--clip", "bend135", "--time", "0.5", "--deformers", "lbs", "--view", view,
+                 "--out", str(out), "--width", "64", "--height", "64")
+        assert r.returncode == 0, r.stderr
+        sheets[view] = np.asarray(Image.open(out).convert("RGB")).astype(int)
+    assert np.abs(sheets["side"] - sheets["inside"]).mean() > 5
+
+
+def test_view_refuses_unknown_camera():
+    r = _run(CYLINDER, "--view", "above")
+    assert r.returncode == 2 and "above" in r.stderr and "Traceback" not in r.stderr
