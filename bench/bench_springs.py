@@ -10,6 +10,11 @@ Importing this module is enough for bench_reference to list the rows too.
 
 ``--family [N]`` prints issue 13's quality table instead: LBS, DQS and the springs (defaults) on the seeded
 family of N generated tubes (engine.assets.gen.family) over every pose of ``tube_poses()``.
+
+``--accel [N]`` prints the iteration counts instead (issue 15 item 4): per member (N of the family) and pose, the
+iterations the default parameters take to the displacement tolerance (no iteration cap) with acceleration
+"none" and "momentum" (``--momentum`` betas), each result's largest distance from the far-converged equilibrium
+over the bounding-box diagonal and its intersecting face pairs (metrics.intersecting_pairs).
 """
 from __future__ import annotations
 
@@ -46,6 +51,38 @@ for _name, _factory in (("spring-it", spring_iteration), ("spring-pose", spring_
         register(_name, _factory)
 
 
+def accel_table(n_members: int, betas: list[float], cap: int = 5000) -> str:
+    """Text table of ``--accel``: iterations to the default displacement tolerance, distance to the equilibrium."""
+    import numpy as np
+
+    from engine.assets.gen.family import MemberRig, tube_family, tube_poses
+    from engine.skinning.metrics import intersecting_pairs
+
+    variants = [("none", SpringParams(max_iterations=cap))] + [
+        (f"mom{b:g}", SpringParams(max_iterations=cap, acceleration="momentum", momentum=b)) for b in betas]
+    far = SpringParams(max_iterations=20 * cap, displacement_rel=1e-8)
+    head = f"{'member':34s} {'pose':15s} " + " ".join(f"{name + ' it/dist/pairs':>26s}" for name, _ in variants)
+    lines, totals = [head], {name: 0 for name, _ in variants}
+    for m in tube_family(n_members)[:n_members]:
+        rig = MemberRig(m)
+        diag = float(np.linalg.norm(np.ptp(rig.bind_positions, 0)))
+        for pose in tube_poses():
+            posed = m.posed_joints(pose)
+            ref = rig.deform(pose, "springs", far)
+            cells = []
+            for name, params in variants:
+                d = SpringDeformer(rig.topology, rig.binding, m.bind_joints, m.parents, params,
+                                   joints=m.joints, weights=m.weights)
+                x, stats = d.solve(posed)
+                dist = float(np.linalg.norm(x - ref, axis=1).max()) / diag
+                pairs = len(intersecting_pairs(x, rig.topology.triangles))
+                totals[name] += stats.iterations
+                cells.append(f"{stats.iterations:>8d} {dist:>10.2e} {pairs:>6d}")
+            lines.append(f"{m.name[:34]:34s} {pose.name:15s} " + " ".join(f"{c:>26s}" for c in cells))
+    lines.append(f"{'total iterations':50s} " + " ".join(f"{totals[name]:>26d}" for name, _ in variants))
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default=",".join(SIZES), help=f"comma-separated subset of {','.join(SIZES)}")
@@ -53,7 +90,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--with-lbs", action="store_true", help="add the LBS row for comparison")
     ap.add_argument("--family", type=int, nargs="?", const=12, default=None, metavar="N",
                     help="print the quality table of LBS, DQS and springs on N generated tubes (default 12)")
+    ap.add_argument("--accel", type=int, nargs="?", const=4, default=None, metavar="N",
+                    help="print iterations to the tolerance with and without acceleration on N tubes (default 4)")
+    ap.add_argument("--momentum", default="0.5,0.7,0.8", help="comma-separated momentum betas for --accel")
     args = ap.parse_args(argv)
+    if args.accel is not None:
+        if args.accel < 1:
+            ap.error(f"--accel must be >= 1, got {args.accel}")
+        print(accel_table(args.accel, [float(b) for b in args.momentum.split(",") if b]))
+        return 0
     if args.family is not None:
         if args.family < 1:
             ap.error(f"--family must be >= 1, got {args.family}")

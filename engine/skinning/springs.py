@@ -93,7 +93,7 @@ from engine.skinning.edits import EditStack, EditTerms
 from engine.skinning.types import Binding, MeshTopology, bone_endpoints
 
 __all__ = [
-    "INTEGRATORS", "CONVERGENCE_SCHEMES", "MODES", "INITIAL_SKINNING", "BONE_MODES", "S_FLOOR",
+    "INTEGRATORS", "ACCELERATIONS", "CONVERGENCE_SCHEMES", "MODES", "INITIAL_SKINNING", "BONE_MODES", "S_FLOOR",
     "SpringParams", "SpringRest", "PoseFrame", "SpringStats", "SpringState", "SpringDeformer",
     "csr_slots", "build_rest", "joint_rotations", "pose_frame", "spring_forces", "integrate", "spring_step",
     "safe_range", "STEP_SAFETY", "LAMBDA_COLUMNS", "lambda_columns", "lambda_per_vertex", "step_sizes",
@@ -105,6 +105,7 @@ CONVERGENCE_SCHEMES = ("iterations", "displacement", "force", "energy")
 MODES = ("independent", "dependent")
 INITIAL_SKINNING = ("rigid", "lbs", "dqs")
 BONE_MODES = ("frame", "cone")
+ACCELERATIONS = ("none", "momentum")
 S_FLOOR = 0.5  # |s_i| denominators are floored at S_FLOOR * r_i (bind length)
 _SIN_EPS = 1e-9  # below this sine, the rotation direction of a torsion force is undefined: no force
 STEP_SAFETY = 0.9
@@ -133,6 +134,7 @@ _NUMERIC_RANGES: dict[str, tuple[float, float, bool, bool, bool]] = {
     "energy_rtol": (0.0, 1.0, True, False, False),
     "handle_weight": (0.0, 1.0, True, True, False),
     "divergence_rel": (0.0, _INF, False, False, False),
+    "momentum": (0.0, 1.0, True, False, False),
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
     "integrator": INTEGRATORS,
@@ -140,6 +142,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "mode": MODES,
     "initial_skinning": INITIAL_SKINNING,
     "bone_mode": BONE_MODES,
+    "acceleration": ACCELERATIONS,
 }
 _STIFFNESS = ("k_s", "k_l", "k_t", "k_b", "k_r", "k_e")
 _SWITCH = {"k_s": "use_s", "k_l": "use_l", "k_t": "use_t", "k_b": "use_b", "k_r": "use_r", "k_e": "use_e"}
@@ -163,6 +166,11 @@ class SpringParams:
 
     joint_blend (default on) turns attachments, bone references and the rigid start near an interior joint by a
     share of the rotation across it (see the module docstring); off gives the research's per-bone frames.
+
+    acceleration (default "none", explicit integrator only): "momentum" is the heavy-ball update
+    u' = momentum u + dt_i F, x' = x + u' (u: the last step, zero at the start of every frame), with the
+    per-vertex steps dt_i kept. Its fixed points are those of the plain update (F = 0, u = 0); the linearised
+    iteration is stable for dt_i lambda_i < 2 (1 + momentum), which step limiting keeps below 0.9.
     """
 
     k_s: float = 0.5
@@ -192,6 +200,8 @@ class SpringParams:
     divergence_rel: float = 0.25  # a step moving a vertex further than this x bbox diagonal is divergence
     step_limit: bool = True  # per-vertex steps dt_i = min(dt, STEP_SAFETY / lambda_i); False: plain dt
     joint_blend: bool = True  # attachments, bone references and rigid start blended across joints
+    acceleration: str = "none"  # "momentum": heavy-ball on the explicit update (see the class docstring)
+    momentum: float = 0.5  # heavy-ball coefficient of acceleration="momentum", in [0, 1)
 
     def validate(self) -> SpringParams:
         """Raise ValueError naming the first bad parameter, its value and the valid range; return self."""
@@ -217,6 +227,10 @@ class SpringParams:
                 ok = math.isfinite(fv) and (fv >= lo if lo_inc else fv > lo) and (fv <= hi if hi_inc else fv < hi)
                 if not ok:
                     raise ValueError(f"SpringParams.{f.name} = {v!r} is out of range; valid: {valid}")
+        if self.acceleration != "none" and self.integrator != "explicit":
+            raise ValueError(f"SpringParams.acceleration = {self.acceleration!r} needs integrator 'explicit', "
+                             f"got {self.integrator!r} (semi-implicit Euler with damping is already a momentum "
+                             "method)")
         return self
 
     def replace(self, **changes: Any) -> SpringParams:
@@ -591,12 +605,16 @@ def release_held(vel: np.ndarray, edit: EditTerms | None, params: SpringParams) 
 
 def integrate(x: np.ndarray, vel: np.ndarray, force: np.ndarray, params: SpringParams,
               step: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Position update: eq. 23 (v += dt F) or semi-implicit Euler (unit mass) with velocity damping.
+    """Position update: eq. 23 (v += dt F) or semi-implicit Euler (unit mass) with velocity damping; explicit
+    with acceleration "momentum": the heavy-ball step (vel is then the last step, not a velocity).
 
     step: per-vertex time steps dt_i (V,) from `step_sizes` (step limiting); None uses params.dt everywhere
     (the plain update)."""
     h = params.dt if step is None else np.asarray(step, np.float64)[:, None]
     if params.integrator == "explicit":
+        if params.acceleration == "momentum":
+            vel = params.momentum * vel + h * force  # heavy ball: vel carries the last step
+            return x + vel, vel
         return x + h * force, vel
     vel = (vel + h * force) * (1.0 - params.damping)
     return x + h * vel, vel

@@ -7,7 +7,8 @@
 // Forces per CSR slot (i, j), eq. 21/22:  F_s edge length, F_l scale-vector length difference, F_t torsion
 // between s_i and s_j (torque k_t w_ij dtheta -> |tau| / |s_i| orthogonal to s_i); an edit handle's
 // neighbour forces are scaled by handle_weight before F_e = k_e (C_i - K_i x_i) is added; then bone torsion
-// F_b and the radial spring F_r. Update: eq. 23 x += dt F, or semi-implicit Euler with damping.
+// F_b and the radial spring F_r. Update: eq. 23 x += dt F, or semi-implicit Euler with damping, or (explicit,
+// FLAG_MOMENTUM) the heavy ball u' = beta u + dt_i F, x' = x + u' with beta in the damping slot (step.w).
 // Step limiting (FLAG_STEP_LIMIT, reference springs.step_sizes): each vertex steps by its own
 // dt_i = min(dt, STEP_SAFETY / lambda_i) (semi-implicit: min(dt, sqrt(2 STEP_SAFETY / lambda_i))), lambda_i the
 // Gershgorin bound from the static coefficients SpringVertex.lam, the stiffnesses and the edit stiffness K_i.
@@ -166,6 +167,9 @@ void main() {
             energy += 0.5 * dot(vel, vel);  // kinetic part of the energy scheme's total
             vn = (vel + h * f) * (1.0 - step.w);
             xn = x + h * vn;
+        } else if ((flags & uint(FLAG_MOMENTUM)) != 0u) {
+            vn = step.w * vel + h * f;  // heavy ball (reference springs.integrate): vel is the last step
+            xn = x + vn;
         } else {
             vn = vel;
             xn = x + h * f;

@@ -66,7 +66,7 @@ DEFORM_INSTANCE = Std430Struct("DeformInstance", [
     ("limit", "float"),         # divergence: a step longer than this (divergence_rel * bbox diagonal)
     ("tiny", "float"),          # 1e-12 * bbox diagonal: lengths below are zero (reference SpringRest.tiny)
     ("handle_weight", "float"),  # factor on neighbour forces of an edit handle (Algorithm 1)
-    ("damping", "float"),       # semi-implicit velocity damping
+    ("damping", "float"),       # semi-implicit velocity damping; explicit with FLAG_MOMENTUM: the momentum beta
     ("energy_rtol", "float"),   # energy scheme: relative decrease that still counts as progress
     ("k", "vec4"),              # stiffness x k_s (edges), y k_l (lengths), z k_t (torsion), w k_b (bone)
     ("k2", "vec4"),             # x k_r (radial), y k_e (edits), zw unused
@@ -234,6 +234,7 @@ FLAG_SEMI_IMPLICIT = 1 << 8   # semi-implicit Euler with damping (else explicit 
 FLAG_BONE_CONE = 1 << 9       # bone springs against the bone run with the bind angle (else the carried frame)
 FLAG_KEEP_VELOCITY = 1 << 10  # frame-dependent mode: start from last frame's velocities
 FLAG_STEP_LIMIT = 1 << 11     # per-vertex steps dt_i = min(dt, STEP_SAFETY / lambda_i) (springs.step_sizes)
+FLAG_MOMENTUM = 1 << 12       # explicit heavy ball: u' = beta u + dt_i F, x' = x + u' (beta in the damping slot)
 
 SCHEME_ITERATIONS = 0     # run max_iterations
 SCHEME_DISPLACEMENT = 1   # stop when the largest position change < threshold
@@ -332,6 +333,7 @@ CONSTANTS: dict[str, int | float] = {
     "FLAG_BONE_CONE": FLAG_BONE_CONE,
     "FLAG_KEEP_VELOCITY": FLAG_KEEP_VELOCITY,
     "FLAG_STEP_LIMIT": FLAG_STEP_LIMIT,
+    "FLAG_MOMENTUM": FLAG_MOMENTUM,
     "STEP_SAFETY": float(STEP_SAFETY),
     "REASON_MAX_ITERATIONS": REASON_MAX_ITERATIONS,
     "REASON_DISPLACEMENT": REASON_DISPLACEMENT,

@@ -99,6 +99,9 @@ def fill_record(rec: np.ndarray, params: SpringParams, topology: MeshTopology, *
         flags |= L.FLAG_KEEP_VELOCITY
     if p.step_limit:
         flags |= L.FLAG_STEP_LIMIT
+    momentum = p.integrator == "explicit" and p.acceleration == "momentum"
+    if momentum:
+        flags |= L.FLAG_MOMENTUM
     thr_d = aabb_min * p.displacement_rel
     rec["flags"] = flags
     rec["max_iterations"] = int(p.max_iterations)
@@ -111,7 +114,7 @@ def fill_record(rec: np.ndarray, params: SpringParams, topology: MeshTopology, *
     rec["limit"] = p.divergence_rel * diag
     rec["tiny"] = tiny
     rec["handle_weight"] = p.handle_weight
-    rec["damping"] = p.damping
+    rec["damping"] = p.momentum if momentum else p.damping  # one slot: the explicit update has no damping
     rec["energy_rtol"] = p.energy_rtol
     rec["k"] = [p.stiffness("k_s"), p.stiffness("k_l"), p.stiffness("k_t"), p.stiffness("k_b")]
     # z: joint blending on; w: the start is the blended rigid skinning (rigid initial skinning, independent mode:
