@@ -229,6 +229,8 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     p.add_argument("--out", default=None, metavar="PNG", help="contact sheet PNG")
     p.add_argument("--width", type=int, default=480, metavar="PX", help="width of one panel (default 480)")
     p.add_argument("--height", type=int, default=480, metavar="PX", help="height of one panel (default 480)")
+    p.add_argument("--view", default="side", choices=("side", "inside"),
+                   help="sheet camera: the most-rotated joint in profile, or into the inside of its bend")
     _add_spring_options(p)
 
     p = sub.add_parser("pose", parents=[common], help="pose an asset with line-of-action strokes from a file")

@@ -1,15 +1,21 @@
-"""`python main.py compare ASSET --clip C --time T [--deformers lbs,dqs,irs,spring] --out sheet.png`.
+"""`python main.py compare ASSET --clip C --time T [--deformers D1,D2,...] [--view side|inside] --out sheet.png`.
 
-Deforms the asset's first skinned primitive with every requested deformer (numpy reference, through an
+Deforms every skinned primitive of the asset with every requested deformer (numpy reference, through an
 :class:`engine.Session`), prints per
 deformer the research's quality measures against the bind pose, and renders the results side by side
-headless (one panel per deformer, same camera) into a contact sheet:
+headless (one panel per deformer, same camera: the most-rotated joint in profile, or ``--view inside`` looking
+into the inside of its bend) into a contact sheet:
 
   volume     enclosed volume / bind volume (1 = preserved)
   collapse   minimum vertex-to-skeleton distance relative to bind (LBS candy-wrapper -> ~0)
   edge       mean / max |l / l0 - 1| over edges
   normals    mean angle between adjacent face normals near the most-rotated joint, minus the same at bind
              (degrees; large = a crease or pointed bend)
+
+and, for every skinned primitive (issue 13, `engine.skinning.metrics.deformation_metrics` on the welded
+control points against bind), a second table: intersecting triangle pairs, largest crease (deg), share of
+edges whose dihedral angle changed by more than 45 deg, share strained by more than 30 %, volume ratio,
+roughness and, where the mesh has open boundaries, rim roughness; `*` marks the best method per column.
 """
 from __future__ import annotations
 
@@ -25,7 +31,50 @@ from engine.components import PrimitiveKey
 if TYPE_CHECKING:
     from engine.skinning.instances import SkinnedPrimitive
 
-__all__ = ["compare", "compare_metrics", "most_rotated_joint"]
+__all__ = ["compare", "compare_metrics", "fold_table", "most_rotated_joint", "open_boundary"]
+
+# (column title, metric key, how "best" is read: "min" smallest, "one" closest to 1)
+FOLD_COLUMNS = (("isect", "intersecting_pairs", "min"), ("crease", "crease_max", "min"),
+                ("dih>45", "dihedral_change_45", "min"), ("str>30", "strain_30", "min"),
+                ("volume", "volume_ratio", "one"), ("rough", "roughness", "min"),
+                ("rim", "roughness_rim", "min"))
+
+
+def open_boundary(triangles: np.ndarray, n: int) -> np.ndarray | None:
+    """(n,) bool: the vertices on an edge used by exactly one triangle; None for a closed mesh."""
+    tri = np.asarray(triangles, dtype=np.int64).reshape(-1, 3)
+    e = np.sort(np.concatenate([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [2, 0]]]), axis=1)
+    uniq, count = np.unique(e, axis=0, return_counts=True)
+    rim = uniq[count == 1]
+    if not len(rim):
+        return None
+    out = np.zeros(n, dtype=bool)
+    out[rim.ravel()] = True
+    return out
+
+
+def _digits(key: str) -> int:
+    """Decimals a fold column prints with (best marks compare the printed values, so ties are honest)."""
+    return 0 if key == "intersecting_pairs" else 1 if key == "crease_max" else 4 if "roughness" in key else 3
+
+
+def fold_table(fold: dict[str, dict]) -> list[str]:
+    """The fold metrics of one primitive as table lines (header first), `*` after the best value per column
+    as printed (ties all marked; nan never best)."""
+    cols = [c for c in FOLD_COLUMNS if any(c[1] in m for m in fold.values())]
+    best = {}
+    for _title, key, how in cols:
+        vals = {d: round(float(m.get(key, math.nan)), _digits(key)) for d, m in fold.items()}
+        score = {d: (round(abs(v - 1.0), _digits(key)) if how == "one" else v)
+                 for d, v in vals.items() if math.isfinite(v)}
+        low = min(score.values()) if score else math.nan
+        best[key] = {d for d, v in score.items() if v == low}
+    lines = [f"{'deformer':<9}" + "".join(f" {t:>9}" for t, _k, _h in cols)]
+    for d, m in fold.items():
+        cells = "".join(f" {f'{float(m.get(key, math.nan)):.{_digits(key)}f}' + ('*' if d in best[key] else ' '):>9}"
+                        for _t, key, _h in cols)
+        lines.append(f"{d:<9}" + cells)
+    return lines
 
 
 def most_rotated_joint(bind_joints: np.ndarray, posed_joints: np.ndarray, parents: np.ndarray) -> int:
@@ -52,7 +101,7 @@ def compare_metrics(asset, clip, time: float, deformers: list[str], config=None,
     the normal measure centres on)) for the ``primitive``-th skinned primitive of ``asset``, each deformer
     run through a Session on the numpy reference (``session``: one to reuse, device cpu)."""
     from engine import Session
-    from engine.skinning.metrics import quality_report
+    from engine.skinning.metrics import deformation_metrics, quality_report
 
     own = session is None
     s = session if session is not None else Session(device="cpu", render=False, strict=True)
@@ -68,6 +117,7 @@ def compare_metrics(asset, clip, time: float, deformers: list[str], config=None,
         binding = sp.binding()
         metrics, positions = {}, {}
         posed = joint = None
+        rim = open_boundary(topo.triangles, topo.n_control)
         for d in deformers:
             ch = s.spawn(loaded, clip=clip, time=time, speed=0.0, mode="clamp", deformer=d, config=config)
             try:
@@ -82,6 +132,7 @@ def compare_metrics(asset, clip, time: float, deformers: list[str], config=None,
             metrics[d] = quality_report(ctrl, topo.positions, topo.triangles, edges=topo.edges,
                                         bones=binding.bones, bind_joints=sp.bind_joints, posed_joints=posed,
                                         joint=joint)
+            metrics[d]["fold"] = deformation_metrics(ctrl, topo.positions, topo.triangles, boundary=rim)
         return metrics, positions, (sp, posed, joint)
     finally:
         if own:
@@ -110,24 +161,51 @@ def _view_direction(sp, posed: np.ndarray, joint: int) -> np.ndarray:
     return d / np.linalg.norm(d)
 
 
-def _render_sheet(asset, sp, positions: dict, out: Path, width: int, height: int, *, view_dir=None,
+def _inside_direction(sp, posed: np.ndarray, joint: int) -> np.ndarray:
+    """A view into the inside of the compared joint's bend: along the bisector of the two posed bones'
+    directions away from the joint (where the skin folds), turned toward the bend axis (three-quarters) and
+    kept above the ground so both bones and the fold between them stay in sight; the side view where the
+    joint has no parent or child or is not bent."""
+    par = int(sp.parents[joint])
+    kids = np.flatnonzero(np.asarray(sp.parents) == joint)
+    if par < 0 or not len(kids):
+        return _view_direction(sp, posed, joint)
+    at = posed[joint, :3, 3].astype(np.float64)
+    back = posed[par, :3, 3] - at
+    ahead = posed[int(kids[0]), :3, 3] - at
+    back = back / max(float(np.linalg.norm(back)), 1e-12)
+    ahead = ahead / max(float(np.linalg.norm(ahead)), 1e-12)
+    d = back + ahead
+    if np.linalg.norm(d) < 0.2:  # (nearly) straight: there is no inside
+        return _view_direction(sp, posed, joint)
+    d = d / np.linalg.norm(d)
+    axis = np.cross(back, ahead)
+    axis = axis / max(float(np.linalg.norm(axis)), 1e-12)
+    if axis[2] < 0:
+        axis = -axis
+    d = d + 0.8 * axis  # three-quarters from the side, so the fold is seen, not the bones' ends
+    d[1] = max(d[1], 0.25 * float(np.linalg.norm(d)))  # the eye stays above the ground (+Y up)
+    return d / np.linalg.norm(d)
+
+
+def _render_sheet(asset, shown: dict[PrimitiveKey, dict], out: Path, width: int, height: int, *, view_dir=None,
                   wireframe: bool = False) -> None:
-    """One panel per deformer: the primitive's deformed vertices drawn through a Session's renderer with the
-    same camera, side by side, each labelled."""
+    """One panel per deformer: every compared primitive's deformed vertices (``shown``: key -> deformer ->
+    display positions) drawn through a Session's renderer with the same camera, side by side, each labelled."""
     from PIL import Image, ImageDraw
 
     from engine import Session
     from engine.render.camera import Camera
 
-    allp = np.concatenate(list(positions.values()))
+    allp = np.concatenate([p for per in shown.values() for p in per.values()])
     lo, hi = allp.min(0), allp.max(0)
     centre = (lo + hi) / 2
     diag = float(np.linalg.norm(hi - lo))
+    names = list(next(iter(shown.values())))
     with Session(device="cpu", width=width, height=height, strict=True) as s:
         ch = s.spawn(asset, clip=None)  # its skinned vertices are replaced by each deformer's result below
-        key = PrimitiveKey(sp.node, sp.mesh, sp.prim)
         for k in ch.primitives:
-            ch.set_visible(k == key, primitive=k)
+            ch.set_visible(k in shown, primitive=k)
         ch.hold()
         d = view_dir if view_dir is not None else np.array([0.55, 0.35, 1.0]) / np.linalg.norm([0.55, 0.35, 1.0])
         eye = centre + d * diag
@@ -137,8 +215,8 @@ def _render_sheet(asset, sp, positions: dict, out: Path, width: int, height: int
         s.renderer.look.ground_height = float(lo[1]) - 0.02 * diag
         s.renderer.wireframe = wireframe
         panels = []
-        for name, pos in positions.items():
-            ch.show_vertices({key: pos})
+        for name in names:
+            ch.show_vertices({k: per[name] for k, per in shown.items()})
             img = Image.fromarray(s.render()[:, :, :3])
             ImageDraw.Draw(img).text((8, 6), name, fill=(20, 20, 20))
             panels.append(img)
@@ -164,17 +242,30 @@ def compare(args: argparse.Namespace) -> int:
     check_time(args.time)
     asset = quiet_load(args.asset).asset
     config = deformer_config(args)
-    metrics, positions, (sp, posed, joint) = compare_metrics(asset, args.clip, args.time, deformers, config)
-    print(f"compare {Path(args.asset).name} clip {args.clip!r} t={args.time:g}s on {sp.key.export_key} "
-          f"({sp.topology().n_control} control points)")
-    print(f"{'deformer':<9} {'volume':>7} {'collapse':>9} {'edge mean':>10} {'edge max':>9} {'normals':>8}")
-    for d, m in metrics.items():
-        print(f"{d:<9} {m['volume_ratio']:>7.3f} {m.get('collapse_min', math.nan):>9.3f} "
-              f"{m['edge_distortion_mean']:>10.4f} {m['edge_distortion_max']:>9.3f} "
-              f"{math.degrees(m.get('normal_angle_increase', math.nan)):>7.2f}d")
+    from engine import Session
+
+    shown: dict[PrimitiveKey, dict] = {}
+    view = None
+    with Session(device="cpu", render=False, strict=True) as sess:
+        n_prims = len(sess.load(asset).skinned)
+        for i in range(n_prims):
+            metrics, positions, (sp, posed, joint) = compare_metrics(asset, args.clip, args.time, deformers,
+                                                                     config, session=sess, primitive=i)
+            shown[PrimitiveKey(sp.node, sp.mesh, sp.prim)] = positions
+            if view is None and posed is not None and joint is not None:
+                view = (_inside_direction if getattr(args, "view", "side") == "inside" else _view_direction)(
+                    sp, posed, joint)
+            print(f"compare {Path(args.asset).name} clip {args.clip!r} t={args.time:g}s on {sp.key.export_key} "
+                  f"({sp.topology().n_control} control points)")
+            print(f"{'deformer':<9} {'volume':>7} {'collapse':>9} {'edge mean':>10} {'edge max':>9} {'normals':>8}")
+            for d, m in metrics.items():
+                print(f"{d:<9} {m['volume_ratio']:>7.3f} {m.get('collapse_min', math.nan):>9.3f} "
+                      f"{m['edge_distortion_mean']:>10.4f} {m['edge_distortion_max']:>9.3f} "
+                      f"{math.degrees(m.get('normal_angle_increase', math.nan)):>7.2f}d")
+            print(f"fold metrics on the welded control points (primitive {i + 1} of {n_prims}; * best per column)")
+            for line in fold_table({d: m["fold"] for d, m in metrics.items()}):
+                print("fold " + line)  # not a method's name first: the first table's rows stay unique
     if args.out:
-        assert posed is not None and joint is not None  # at least one deformer ran
-        _render_sheet(asset, sp, positions, Path(args.out), args.width, args.height,
-                      view_dir=_view_direction(sp, posed, joint))
+        _render_sheet(asset, shown, Path(args.out), args.width, args.height, view_dir=view)
         print(f"wrote {args.out}")
     return 0
