@@ -100,12 +100,7 @@ def run_window(session: Any, frames: int | None = None, *, overlay: Any = None,
             if reload_shaders(session, on_error=lambda e: window.set_caption(f"{title} - shader error")):
                 window.set_caption(title)
         t0 = time.perf_counter()
-        w, h = window.get_framebuffer_size()
-        if (w, h) != (renderer.width, renderer.height) and w > 0 and h > 0:
-            renderer.resize(w, h)
-        fb = session.ctx.screen
-        fb.viewport = (0, 0, w, h)
-        session.view.target = fb
+        draw_into_window(session)
         session.frame(min(dt, 0.25))
         frame_ms.append((time.perf_counter() - t0) * 1e3)
         state["frames"] += 1
@@ -148,12 +143,31 @@ def run_window(session: Any, frames: int | None = None, *, overlay: Any = None,
     if overlay is not None:  # after the loop's own handlers: imgui's sit on top and see events first
         overlay.help_lines = list(CONTROLS) + list(OVERLAY_CONTROLS) + [h for h, _fn in (keys or {}).values() if h]
         overlay.attach_window(window)
-    pyglet.clock.schedule_interval(lambda dt: None, 1 / 120)
+    run_app(session)
+    return frame_ms
+
+
+def draw_into_window(session: Any) -> None:
+    """Before a redraw: the renderer follows the window's framebuffer size and the view draws into the window."""
+    window = session.gl.window
+    w, h = window.get_framebuffer_size()
+    r = session.renderer
+    if (w, h) != (r.width, r.height) and w > 0 and h > 0:
+        r.resize(w, h)
+    fb = session.ctx.screen
+    fb.viewport = (0, 0, w, h)
+    session.view.target = fb
+
+
+def run_app(session: Any) -> None:
+    """pyglet's event loop (redraws up to 120 Hz) until a handler exits it; the view's target is reset after."""
+    import pyglet
+
+    pyglet.clock.schedule_interval(lambda _dt: None, 1 / 120)
     try:
         pyglet.app.run()
     finally:
         session.view.target = None
-    return frame_ms
 
 
 def toggle_overlay(overlay: Any, what: str) -> bool:

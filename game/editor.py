@@ -259,6 +259,8 @@ def _loop(ed: Any, on_frame: Callable[[float], bool], *, title: str) -> list[flo
     """Redraw until close or ``on_frame(real_dt)`` returns False; frame times in ms."""
     import pyglet
 
+    from engine.runloop import draw_into_window, run_app
+
     s = ed.session
     window = s.gl.window
     if window is None:
@@ -271,24 +273,14 @@ def _loop(ed: Any, on_frame: Callable[[float], bool], *, title: str) -> list[flo
     def on_draw() -> None:
         now = time.perf_counter()
         dt, state["last"] = now - state["last"], now
-        w, h = window.get_framebuffer_size()
-        r = s.renderer
-        if (w, h) != (r.width, r.height) and w > 0 and h > 0:
-            r.resize(w, h)
-        fb = s.ctx.screen
-        fb.viewport = (0, 0, w, h)
-        s.view.target = fb
+        draw_into_window(s)
         t0 = time.perf_counter()
         keep = on_frame(min(dt, 0.25))
         frame_ms.append((time.perf_counter() - t0) * 1e3)
         if not keep:
             pyglet.app.exit()
 
-    pyglet.clock.schedule_interval(lambda _dt: None, 1 / 120)
-    try:
-        pyglet.app.run()
-    finally:
-        s.view.target = None
+    run_app(s)
     return frame_ms
 
 
