@@ -146,7 +146,11 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 }
 _STIFFNESS = ("k_s", "k_l", "k_t", "k_b", "k_r", "k_e")
 _SWITCH = {"k_s": "use_s", "k_l": "use_l", "k_t": "use_t", "k_b": "use_b", "k_r": "use_r", "k_e": "use_e"}
-_BOOLS = ("step_limit", "joint_blend")  # switches besides the use_* ones
+_BOOLS: tuple[str, ...] = ("step_limit", "joint_blend")  # switches besides the use_* ones
+# the optional contact term (engine/skinning/contact.py): its switch and parameters
+_BOOLS += ("contact",)
+_NUMERIC_RANGES.update({"contact_thickness": (0.0, 2.0, False, True, False),
+                        "contact_passes": (1, 64, True, True, True)})
 
 
 def _range_text(lo: float, hi: float, lo_inc: bool, hi_inc: bool) -> str:
@@ -166,6 +170,9 @@ class SpringParams:
 
     joint_blend (default on) turns attachments, bone references and the rigid start near an interior joint by a
     share of the rotation across it (see the module docstring); off gives the research's per-bone frames.
+
+    contact (default off) pushes facing sheets of the surface apart after the iterations (contact.py): the gap
+    contact_thickness x the mean bind edge length, contact_passes Jacobi passes.
 
     acceleration (default "none", explicit integrator only): "momentum" is the heavy-ball update
     u' = momentum u + dt_i F, x' = x + u' (u: the last step, zero at the start of every frame), with the
@@ -202,6 +209,10 @@ class SpringParams:
     joint_blend: bool = True  # attachments, bone references and rigid start blended across joints
     acceleration: str = "none"  # "momentum": heavy-ball on the explicit update (see the class docstring)
     momentum: float = 0.5  # heavy-ball coefficient of acceleration="momentum", in [0, 1)
+    # contact term (engine/skinning/contact.py), off by default: facing sheets pushed apart after the iterations
+    contact: bool = False
+    contact_thickness: float = 0.5  # gap kept between facing sheets, in mean bind edge lengths, (0, 2]
+    contact_passes: int = 8  # Jacobi contact passes per frame, [1, 64]
 
     def validate(self) -> SpringParams:
         """Raise ValueError naming the first bad parameter, its value and the valid range; return self."""
@@ -991,10 +1002,24 @@ class SpringDeformer:
         if self.params.mode == "dependent" and self.state.velocities is not None:
             vel = self.state.velocities
         x, vel_out, stats = self.iterate(x0, fr, vel=vel, edit=terms)
+        if self.params.contact:  # the optional contact term after the iterations (contact.py)
+            x = self.contact(x, fr)
         self.state = SpringState(positions=x, velocities=vel_out, frame=fr, frames=self.state.frames + 1,
                                  last=stats)
         with np.errstate(under="ignore"):  # components below float32's range (e.g. 1e-50) become 0: harmless
             return x.astype(np.float32), stats
+
+    def contact(self, x: np.ndarray, frame: PoseFrame) -> np.ndarray:
+        """The contact term's passes (engine.skinning.contact) over positions x (V,3) in `frame`, with this
+        deformer's contact parameters (whether or not `params.contact` is on)."""
+        from engine.skinning.contact import contact_rest, resolve_contacts
+
+        p = self.params
+        key = (p.contact_thickness, p.contact_passes)
+        if getattr(self, "_contact_key", None) != key:
+            self._contact_rest = contact_rest(self.topology, float(p.contact_thickness), int(p.contact_passes))
+            self._contact_key = key
+        return resolve_contacts(x, frame.attach, self._contact_rest)[0]
 
     def reset(self) -> None:
         """Forget last frame (dependent mode starts again from the initial skinning)."""

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["TubeMember", "TubePose", "tube_grid", "tube_member", "tube_family", "tube_poses", "METHODS", "MemberRig",
-           "family_table", "format_family_table", "TABLE_COLUMNS", "PartsLimb", "parts_limb"]
+           "family_table", "format_family_table", "TABLE_COLUMNS", "PartsLimb", "parts_limb",
+           "CONTACT_METHOD"]
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,8 @@ def tube_poses() -> list[TubePose]:
 # ---------------------------------------------------------------------------------------------------------
 METHODS = ("lbs", "dqs", "springs")
 """Methods `deform_member` runs: glTF-weight LBS and DQS, and the spring deformer (numpy reference)."""
+CONTACT_METHOD = "springs+contact"
+"""The spring deformer with its contact term on (`SpringParams.contact`), also accepted by `MemberRig.deform`."""
 
 
 class MemberRig:
@@ -198,8 +201,8 @@ class MemberRig:
         self.bind_volume = _closed_volume(member, self.bind_positions)
 
     def deform(self, pose: TubePose, method: str, params: Any = None) -> np.ndarray:
-        """(V,3) float64 control points of `method` (one of METHODS) in `pose`; params: SpringParams for
-        "springs" (None: the defaults)."""
+        """(V,3) float64 control points of `method` (one of METHODS, or CONTACT_METHOD) in `pose`; params:
+        SpringParams for "springs" and "springs+contact" (None: the defaults; the latter switches contact on)."""
         from engine.skinning.skinning import dqs, lbs
         from engine.skinning.springs import SpringDeformer, SpringParams
 
@@ -209,9 +212,12 @@ class MemberRig:
             skin = (posed @ np.linalg.inv(m.bind_joints)).astype(np.float32)
             fn = lbs if method == "lbs" else dqs
             return np.asarray(fn(m.positions, m.joints, m.weights, skin), np.float64)
-        if method != "springs":
-            raise ValueError(f"method = {method!r}; valid: {', '.join(METHODS)}")
-        d = SpringDeformer(self.topology, self.binding, m.bind_joints, m.parents, params or SpringParams(),
+        if method not in ("springs", CONTACT_METHOD):
+            raise ValueError(f"method = {method!r}; valid: {', '.join(METHODS + (CONTACT_METHOD,))}")
+        p = params or SpringParams()
+        if method == CONTACT_METHOD:
+            p = p.replace(contact=True)
+        d = SpringDeformer(self.topology, self.binding, m.bind_joints, m.parents, p,
                            joints=m.joints, weights=m.weights)
         x, _ = d.solve(posed)
         return np.asarray(x, np.float64)
@@ -276,12 +282,15 @@ TABLE_COLUMNS = (("intersecting_pairs", "pairs", "{:d}"), ("crease_max", "crease
                  ("ring_spread", "ring spread", "{:.3f}"))
 
 
+_SHORT = {CONTACT_METHOD: "contact"}  # column labels of methods whose first 7 letters are another's
+
+
 def format_family_table(rows: list[dict]) -> str:
     """The rows as a fixed-width text table, one line per member and pose, the methods side by side."""
     methods = list(dict.fromkeys(r["method"] for r in rows))
     keyed = {(r["member"], r["pose"], r["method"]): r for r in rows}
     head = f"{'member':34s} {'pose':15s} " + " | ".join(
-        " ".join(f"{method[:7] + ' ' + label:>17s}" for _, label, _ in TABLE_COLUMNS[:1]) + " " +
+        " ".join(f"{_SHORT.get(method, method[:7]) + ' ' + label:>17s}" for _, label, _ in TABLE_COLUMNS[:1]) + " " +
         " ".join(f"{label:>11s}" for _, label, _ in TABLE_COLUMNS[1:]) for method in methods)
     lines = [head]
     for member, pose in dict.fromkeys((r["member"], r["pose"]) for r in rows):

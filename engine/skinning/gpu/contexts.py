@@ -11,9 +11,11 @@ from collections.abc import Callable
 
 import moderngl
 
+from engine.gpu.layouts import LOCAL_SIZE
 from engine.skinning.gpu import stages as S
 from engine.skinning.gpu.plan import NodeConfig
 from engine.skinning.gpu.pools import Batch
+from engine.skinning.gpu.stages import contact as contact_stage
 from engine.skinning.gpu.stages import spring as spring_stage
 
 
@@ -91,9 +93,25 @@ def _vertex_normals(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl
         target=batch.display(node.outputs["target"]), n_groups=batch.total_dgroups)
 
 
+def _contact(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: moderngl.Context) -> S.ContactContext:
+    src, static = batch.control(node.inputs["source"])
+    if static:
+        raise ValueError(f"contact node {node.name!r} reads {node.inputs['source']!r}; it needs the spring "
+                         "stage's result (put it after a spring node)")
+    b = batch.buffers
+    return S.ContactContext(
+        node=node, program=program, gl=gl, instances=b["instances"], groups=b["groups"], source=src,
+        target=batch.control(node.outputs["target"])[0], bind=batch.static_ssbo("bind"),
+        frame=batch.images["spring_frame"],
+        buffers=S.ContactBuffers(params=b["contact_params"], count=b["contact_count"], start=b["contact_start"],
+                                 entries=b["contact_entries"], scratch=b["contact_tmp"]),
+        table=contact_stage.table_size(batch.total_groups * LOCAL_SIZE), n_groups=batch.total_groups,
+        passes=contact_stage.pass_count(i.params for i in batch.instances))
+
+
 _BUILDERS: dict[str, Callable[[Batch, NodeConfig, S.ProgramSource, moderngl.Context], S.StageContext]] = {
     "skin": _skin, "skin_copy": _skin_copy, "spring": _spring, "copy": _copy, "face_normals": _face_normals,
-    "vertex_normals": _vertex_normals}
+    "vertex_normals": _vertex_normals, "contact": _contact}
 
 
 def stage_context(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: moderngl.Context

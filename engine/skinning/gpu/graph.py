@@ -196,7 +196,8 @@ class DeformerGraph:
             if method == "spring" and params.mode == "dependent":
                 method = "spring-feedback"
             skin = "rigid" if method == "spring-feedback" else params.initial_skinning
-            cfg = default_config(method, skin=skin if method.startswith("spring") else None)
+            cfg = default_config(method, skin=skin if method.startswith("spring") else None,
+                                 contact=method.startswith("spring") and params.contact)
         else:
             cfg = self._as_config(config) if config is not None else self.default
         ib = np.asarray(inverse_bind, np.float64)

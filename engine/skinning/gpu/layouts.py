@@ -280,6 +280,12 @@ BINDINGS: dict[str, int] = {
     "B_NMAT": 22,          # skinned-normal transform per control point (3 vec4 columns), skin -> copy
     "B_BIND_NORMALS": 23,  # bind normals per display vertex (static pool)
     "B_DST_NORMALS": 24,   # normals the copy stage writes (skin node option normals = "skinned")
+    # contact stage (stages/contact.py): per-instance lengths, the hashed grid, the bind positions
+    "B_CONTACT_PARAMS": 25,
+    "B_CONTACT_COUNT": 26,
+    "B_CONTACT_START": 27,
+    "B_CONTACT_ENTRIES": 28,
+    "B_CONTACT_BIND": 29,
 }
 
 #: image units of the image-reading stages (their own namespace; the renderer binds none). Units are per stage: each

@@ -105,6 +105,8 @@ STAGES: dict[str, StageSpec] = {
     # optional output normals: skinned normals of the display vertices; the source must be written (this
     # frame) by a skin node with normals = "skinned"
     "copy": StageSpec({"source": "control"}, {"target": "display"}, {}, {"normals": "display"}),
+    # the springs' optional contact term (stages/contact.py): reads the spring stage's frame of this frame
+    "contact": StageSpec({"source": "control"}, {"target": "control"}, {}),
     "face_normals": StageSpec({"positions": "display"}, {"target": "face"}, {}),
     # crease_angle: radians in [0, pi]; absent = smooth over every face around the control point
     "vertex_normals": StageSpec({"positions": "display", "faces": "face"}, {"target": "display"},
@@ -260,6 +262,9 @@ class GraphConfig:
                 a = n.options["crease_angle"]
                 if not _is_number(a) or not (0.0 <= float(a) <= 3.141592653589793):
                     raise ValueError(f"node {n.name!r}: crease_angle must be in [0, pi] radians, got {a!r}")
+        if any(n.stage == "contact" for n in self.nodes) and not any(n.stage == "spring" for n in self.nodes):
+            raise ValueError("a contact node needs a spring node in the graph (it reads the spring frame's "
+                             f"attachments); nodes: {[n.name for n in self.nodes]}")
         domains = self.resource_domains()
         for n in self.nodes:
             spec = STAGES[n.stage]
@@ -428,7 +433,8 @@ def _normals_tail(source: str, skinned: bool = False) -> list[dict[str, Any]]:
     ]
 
 
-def default_config(method: str = "spring", *, skin: str | None = None, normals: str | None = None) -> GraphConfig:
+def default_config(method: str = "spring", *, skin: str | None = None, normals: str | None = None,
+                   contact: bool = False) -> GraphConfig:
     """The built-in graphs.
 
     ``method`` in lbs | dqs: skin (normals skinned with the same blend) -> copy (positions and normals); with
@@ -436,7 +442,8 @@ def default_config(method: str = "spring", *, skin: str | None = None, normals: 
     surface. ``method`` in rigid | irs: skin -> copy -> face normals -> vertex normals (no springs).
     ``method == "spring"``: skin (``skin``, default rigid, as the research initialises springs) -> spring
     -> copy -> normals. ``method == "spring-feedback"``: the frame-dependent loop: differential skinning of
-    the previous frame's spring result -> spring -> copy -> normals.
+    the previous frame's spring result -> spring -> copy -> normals. ``contact`` (spring graphs only): a
+    contact node after the spring (``[spring] contact = true``; engine.skinning.contact).
     """
     valid = registry.names(device="gpu", public_only=False)
     if method not in valid:
@@ -461,8 +468,12 @@ def default_config(method: str = "spring", *, skin: str | None = None, normals: 
     else:
         nodes = [{"name": "skin", "stage": "skin", "inputs": {"source": "deformed" + PREVIOUS},
                   "outputs": {"target": "skinned"}, "options": {"method": skin_method, "mode": "differential"}}]
+    spring_out = "sprung" if contact else "deformed"
     nodes.append({"name": "spring", "stage": "spring", "inputs": {"source": "skinned"},
-                  "outputs": {"target": "deformed"}})
+                  "outputs": {"target": spring_out}})
+    if contact:
+        nodes.append({"name": "contact", "stage": "contact", "inputs": {"source": spring_out},
+                      "outputs": {"target": "deformed"}})
     return GraphConfig.from_dict({"name": method, "nodes": nodes + _normals_tail("deformed")})
 
 

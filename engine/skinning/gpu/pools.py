@@ -106,6 +106,7 @@ class Batch:
         self.fused = [n for n in nodes if n.stage == "skin_copy"]
         self.fused_methods = sorted({n.options.get("method", "lbs") for n in self.fused})
         self.has_spring = any(n.stage == "spring" for n in nodes)
+        self.has_contact = any(n.stage == "contact" for n in nodes)  # the springs' contact term
         #: face / vertex normal stages read the NormalsHead / topology images
         self.normal_stages = any(n.stage in ("face_normals", "vertex_normals") for n in nodes)
         #: the static SSBOs some stage of the batch binds (the others are not created)
@@ -252,6 +253,9 @@ class Batch:
             mk("partials", nbytes=max(1, g) * 4)
             mk("edit", nbytes=n_dyn * 32)
             mk("spring_vel", np.zeros((n_dyn, 4), np.float32))  # last frame's velocities (dependent mode)
+        if self.has_contact:
+            for name, (data, nbytes) in gpu_stages.contact.pool_buffers(self.instances, n_dyn).items():
+                mk(name, data, nbytes)
         mk("joints", nbytes=max(1, self.n_joints) * L.DEFORM_JOINT.size if self.pose.needs.joint_ssbo else 16)
         images = self._make_images(new, n_dyn)
         mk("bones", nbytes=max(1, self.n_bones) * L.DEFORM_BONE.size)
@@ -366,6 +370,8 @@ class Batch:
         self.buffers["instances"].write(table.tobytes())
         if "sinstances" in self.images:
             self.images["sinstances"].write(L.image_rows(R.spring_instances(table)).tobytes())
+        if self.has_contact and self.instances:
+            self.buffers["contact_params"].write(gpu_stages.contact.instance_params(self.instances).tobytes())
 
     def write_edits(self) -> None:
         """Rewrite the surface-edit rows of the control pool (springs only) and the instance table."""

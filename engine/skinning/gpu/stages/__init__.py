@@ -1,7 +1,8 @@
 """The deformer graph's stages: one module per stage, each a typed context and a ``run`` over it.
 
 * :mod:`.skin` (control domain: LBS / DQS / rigid / IRS), :mod:`.skin_copy` (the fused skin + copy over the
-  display pool), :mod:`.spring` (frame / converge / iterations / resolve), :mod:`.copy` (control -> display),
+  display pool), :mod:`.spring` (frame / converge / iterations / resolve), :mod:`.contact` (the springs'
+  optional contact term: hashed grid + Jacobi passes), :mod:`.copy` (control -> display),
   :mod:`.face_normals` (face domain), :mod:`.vertex_normals` (display domain);
 * each runs once per batch over pooled buffers (one dispatch per stage; per spring iteration one indirect
   dispatch plus the one-work-group convergence check); each instance's range is padded to whole work groups
@@ -20,8 +21,9 @@ import moderngl
 from engine.gpu.shaderlib import ProgramCache
 from engine.skinning.gpu import layouts as L
 from engine.skinning.gpu.plan import BIND, PREVIOUS, NodeConfig
-from engine.skinning.gpu.stages import copy, face_normals, skin, skin_copy, spring, vertex_normals
+from engine.skinning.gpu.stages import contact, copy, face_normals, skin, skin_copy, spring, vertex_normals
 from engine.skinning.gpu.stages.base import ProgramSource, StageContext
+from engine.skinning.gpu.stages.contact import ContactBuffers, ContactContext
 from engine.skinning.gpu.stages.copy import CopyContext, SkinnedNormals
 from engine.skinning.gpu.stages.face_normals import FaceNormalsContext
 from engine.skinning.gpu.stages.skin import SkinContext
@@ -31,7 +33,8 @@ from engine.skinning.gpu.stages.vertex_normals import VertexNormalsContext
 
 __all__ = ["program", "run", "static_reads", "skin_reads", "STATIC_READS", "SKIN_METHOD_READS", "StageContext",
            "ProgramSource", "SkinContext", "SkinCopyContext", "SpringContext", "SpringBuffers", "SpringImages",
-           "CopyContext", "SkinnedNormals", "FaceNormalsContext", "VertexNormalsContext"]
+           "CopyContext", "SkinnedNormals", "FaceNormalsContext", "VertexNormalsContext", "ContactContext",
+           "ContactBuffers"]
 
 _DEFINES_CACHE: dict[tuple, dict[str, object]] = {}
 
@@ -58,6 +61,7 @@ STATIC_READS: dict[str, tuple[tuple[str, str], ...]] = {
              ("scale", "B_SCALE"), ("bone_of", "B_BONE_OF"), ("irs", "B_IRS")),
     "spring": spring.STATIC_READS,
     "copy": (("map", "B_MAP"), ("bind_normals", "B_BIND_NORMALS")),
+    "contact": contact.STATIC_READS,
 }
 SKIN_METHOD_READS: dict[str, frozenset[str]] = {
     "lbs": frozenset({"joint_ids", "weights"}),
@@ -84,7 +88,7 @@ def static_reads(node: NodeConfig) -> set[str]:
 
 
 _RUN = {SkinContext: skin.run, SkinCopyContext: skin_copy.run, SpringContext: spring.run, CopyContext: copy.run,
-        FaceNormalsContext: face_normals.run, VertexNormalsContext: vertex_normals.run}
+        FaceNormalsContext: face_normals.run, VertexNormalsContext: vertex_normals.run, ContactContext: contact.run}
 
 
 def run(context: StageContext) -> None:

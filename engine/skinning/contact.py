@@ -1,0 +1,168 @@
+"""Contact term of the spring deformer (research 8.2, "collisions" as future work): numpy reference.
+
+Past about 135 deg the straight parts of a bent limb meet beyond the joint blend (springs.py, module
+docstring) and their inner sides pass through each other. The contact term pushes such surface points apart
+after the spring iterations: a position-based pass over the deformed control points, run `contact_passes`
+times (Jacobi: every pass reads the last pass's positions only), switched on by `SpringParams.contact`.
+
+Everything is measured in the mesh's own unit, the mean bind edge length e (`mean_edge_length`), so no number
+is tuned to one tube:
+
+* thickness h = `SpringParams.contact_thickness` x e: the gap kept between two facing sheets;
+* reach = max(CONTACT_REACH, contact_thickness + CONTACT_LATERAL) x e: the search radius (and the hashed grid's
+  cell on the GPU: every point within reach lies in the 27 cells around a point's own cell);
+* lateral L = CONTACT_LATERAL x e: how far sideways two points may sit and still count as facing each other;
+* exclusion X = CONTACT_EXCLUDE x e: points closer than this at bind are the same sheet (the n-ring
+  neighbourhood measured at bind, which also keeps apart nothing that touched at bind: those surfaces may
+  stay as close as they were).
+
+For a pair (i, j) within reach, with scale-vector directions n_i = unit(x_i - a_i) (a: the posed attachments of
+the spring frame, the spring model's own outward direction, reliable even after a point went through the
+other sheet) the separating direction is m = unit(n_j - n_i) (from j's sheet towards i's), the signed gap
+g = (x_i - x_j) . m (negative: the sheets crossed) and the lateral offset l = |x_i - x_j - g m|. The pair pushes
+i by c = (h - g)+ / 2 m and j by -c (symmetric: the contact plane stays midway) with the weight
+
+    w = w_face * w_side * w_lat * w_bind * w_reach, all continuous in the positions:
+    w_face  = clamp(-2 n_i . n_j, 0, 1)        the sheets face each other (not the two sides of one tube)
+    w_side  = clamp(min(u_i, u_j) / e, 0, 1)   u_i = (x_j - a_i) . n_i: j lies on i's side of i's bone (and
+                                               back), so points on the far side of a limb are never pulled in
+    w_lat   = clamp(1 - (l / L)^2, 0, 1)
+    w_bind  = clamp((|X_i - X_j| - X) / e, 0, 1)   X: bind positions
+    w_reach = clamp((reach - |x_i - x_j|) / e, 0, 1)
+
+and every point moves by sum_pairs w c / max(sum w, 1) (a weighted mean where several pairs act, the full push
+of a lone pair). The bind pose is a fixed point (no two points closer than X at bind are paired, and facing
+sheets further apart keep g >= h). The GPU stage (`engine.skinning.gpu.stages.contact`, shaders
+`deform/contact_grid.comp` and `deform/contact.comp`) finds the pairs with a hashed uniform grid of the
+deformed points (cell = reach) and computes the same sums in float32.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from engine.skinning.types import MeshTopology
+
+__all__ = ["CONTACT_REACH", "CONTACT_LATERAL", "CONTACT_EXCLUDE", "ContactRest", "mean_edge_length",
+           "contact_rest", "contact_pairs", "contact_pass", "resolve_contacts"]
+
+CONTACT_REACH = 3.0
+"""Search radius in mean edge lengths (at least thickness + CONTACT_LATERAL): how deep a crossing is found."""
+CONTACT_LATERAL = 1.0
+"""Largest sideways offset of a facing pair, in mean edge lengths (one edge: the nearest points across)."""
+CONTACT_EXCLUDE = 3.0
+"""Points closer than this many mean edge lengths at bind never push each other (their n-ring at bind)."""
+
+
+@dataclass(frozen=True)
+class ContactRest:
+    """What the contact term needs from the bind pose: bind points (V,3) and the lengths (scene units) of the
+    module docstring: mean edge length, thickness, reach, lateral offset and exclusion distance."""
+
+    bind: np.ndarray
+    edge: float
+    thickness: float
+    reach: float
+    lateral: float
+    exclude: float
+    passes: int
+
+    @property
+    def n_vertices(self) -> int:
+        return int(self.bind.shape[0])
+
+
+def mean_edge_length(topology: MeshTopology) -> float:
+    """Mean bind length of the control mesh's edges (1 for a mesh without edges of positive length)."""
+    x = np.asarray(topology.positions, np.float64)
+    e = np.asarray(topology.edges, np.int64).reshape(-1, 2)
+    if e.shape[0] == 0:
+        return 1.0
+    length = np.linalg.norm(x[e[:, 0]] - x[e[:, 1]], axis=1)
+    length = length[length > 0.0]
+    return float(length.mean()) if length.size else 1.0
+
+
+def contact_rest(topology: MeshTopology, thickness: float, passes: int) -> ContactRest:
+    """The contact rest state of a control mesh for `thickness` (in mean edge lengths, > 0) and `passes`."""
+    if isinstance(thickness, bool) or not isinstance(thickness, (int, float)) or not thickness > 0:
+        raise ValueError(f"contact thickness = {thickness!r}; valid: a number > 0 (mean edge lengths)")
+    if isinstance(passes, bool) or not isinstance(passes, (int, np.integer)) or passes < 1:
+        raise ValueError(f"contact passes = {passes!r}; valid: an integer >= 1")
+    e = mean_edge_length(topology)
+    t = float(thickness)
+    return ContactRest(bind=np.asarray(topology.positions, np.float64), edge=e, thickness=t * e,
+                       reach=max(CONTACT_REACH, t + CONTACT_LATERAL) * e, lateral=CONTACT_LATERAL * e,
+                       exclude=CONTACT_EXCLUDE * e, passes=int(passes))
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    n = np.sqrt(np.einsum("ij,ij->i", v, v))
+    ok = n > 0.0
+    return v * (ok / np.where(ok, n, 1.0))[:, None]
+
+
+def contact_pairs(x: np.ndarray, attach: np.ndarray, rest: ContactRest
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(pairs (K,2) i < j, weights (K,), pushes c (K,3) on the first point of each pair; the second gets -c) of
+    the pairs with a positive weight at positions x (V,3) and posed attachments (V,3)."""
+    x = np.asarray(x, np.float64)
+    attach = np.asarray(attach, np.float64)
+    none = (np.zeros((0, 2), np.int64), np.zeros(0), np.zeros((0, 3)))
+    if x.shape[0] < 2:
+        return none
+    pr = cKDTree(x).query_pairs(rest.reach, output_type="ndarray").astype(np.int64)
+    if pr.shape[0] == 0:
+        return none
+    i, j = pr[:, 0], pr[:, 1]
+    e = rest.edge
+    d = x[i] - x[j]
+    dist = np.sqrt(np.einsum("ij,ij->i", d, d))
+    w = np.clip((rest.reach - dist) / e, 0.0, 1.0)
+    d0 = rest.bind[i] - rest.bind[j]
+    w *= np.clip((np.sqrt(np.einsum("ij,ij->i", d0, d0)) - rest.exclude) / e, 0.0, 1.0)
+    n = _unit(x - attach)
+    ni, nj = n[i], n[j]
+    w *= np.clip(-2.0 * np.einsum("ij,ij->i", ni, nj), 0.0, 1.0)
+    u_i = np.einsum("ij,ij->i", x[j] - attach[i], ni)
+    u_j = np.einsum("ij,ij->i", x[i] - attach[j], nj)
+    w *= np.clip(np.minimum(u_i, u_j) / e, 0.0, 1.0)
+    m = _unit(nj - ni)
+    g = np.einsum("ij,ij->i", d, m)
+    lat = d - g[:, None] * m
+    w *= np.clip(1.0 - np.einsum("ij,ij->i", lat, lat) / rest.lateral ** 2, 0.0, 1.0)
+    push = 0.5 * np.maximum(rest.thickness - g, 0.0)
+    keep = (w > 0.0) & (push > 0.0)
+    return pr[keep], w[keep], push[keep, None] * m[keep]
+
+
+def contact_pass(x: np.ndarray, attach: np.ndarray, rest: ContactRest) -> tuple[np.ndarray, int]:
+    """One Jacobi pass: (new positions (V,3) float64, number of acting pairs)."""
+    x = np.asarray(x, np.float64)
+    pr, w, c = contact_pairs(x, attach, rest)
+    if pr.shape[0] == 0:
+        return x.copy(), 0
+    n = x.shape[0]
+    acc = np.zeros((n, 3))
+    for a in range(3):
+        acc[:, a] = (np.bincount(pr[:, 0], weights=w * c[:, a], minlength=n)
+                     - np.bincount(pr[:, 1], weights=w * c[:, a], minlength=n))
+    ws = np.bincount(pr.ravel(), weights=np.repeat(w, 2), minlength=n)
+    return x + acc / np.maximum(ws, 1.0)[:, None], int(pr.shape[0])
+
+
+def resolve_contacts(x: np.ndarray, attach: np.ndarray, rest: ContactRest) -> tuple[np.ndarray, int]:
+    """`rest.passes` contact passes from x (stopping early once a pass finds no pair, which leaves every later
+    pass unchanged): (positions (V,3) float64, passes that moved points)."""
+    y = np.asarray(x, np.float64)
+    if y.shape != (rest.n_vertices, 3) or np.shape(attach) != y.shape:
+        raise ValueError(f"positions {y.shape} and attachments {np.shape(attach)}; valid: ({rest.n_vertices}, 3)")
+    moved = 0
+    for _ in range(rest.passes):
+        y, k = contact_pass(y, attach, rest)
+        if k == 0:
+            break
+        moved += 1
+    return y, moved

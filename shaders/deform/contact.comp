@@ -1,0 +1,80 @@
+#version 430 core
+// Contact stage, one Jacobi pass (reference engine.skinning.contact.contact_pass): every control point of an
+// instance with contact on sums the pushes of the pairs it forms with the points of the 27 grid cells around its
+// own (contact_grid.comp) and moves by sum w c / max(sum w, 1). For a pair (i, j) within reach: n = unit(x - a)
+// (a: the posed attachment of the spring frame), m = unit(n_j - n_i), gap g = (x_i - x_j) . m, lateral offset
+// l = |x_i - x_j - g m|, push c = max(h - g, 0) / 2 m, weight w = w_face w_side w_lat w_bind w_reach (see the
+// reference's module docstring). Instances past their own pass count, or with contact off, copy through.
+layout(local_size_x = LOCAL_SIZE) in;
+
+#include "deform_common.glsl"
+#include "deform_images.glsl"
+
+layout(std430, binding = B_SRC) readonly buffer Src { vec4 src[]; };
+layout(std430, binding = B_DST) writeonly buffer Dst { vec4 dst[]; };
+layout(std430, binding = B_CONTACT_BIND) readonly buffer Bind { vec4 bind_pos[]; };  // static pool
+layout(std430, binding = B_CONTACT_PARAMS) readonly buffer Params { vec4 params[]; };  // 2 per instance
+layout(std430, binding = B_CONTACT_START) readonly buffer Start { uint start[]; };
+layout(std430, binding = B_CONTACT_ENTRIES) readonly buffer Entries { int entries[]; };
+layout(rgba32f, binding = I_SPRING_FRAME) readonly uniform image2D frame;  // SpringFrame (this frame's)
+
+uniform int u_pass;
+uniform uint u_table;
+
+#include "contact_hash.glsl"
+
+vec3 attach_of(int p) { return imageLoad(frame, record_texel(p, SPRING_FRAME_TEXELS, SPRING_FRAME_ATTACH)).xyz; }
+
+vec3 unit_or_zero(vec3 v) { float n = length(v); return n > 0.0 ? v / n : vec3(0.0); }
+
+void main() {
+    uint g = gl_WorkGroupID.x;
+    int k = instance_of_group(g);
+    DeformInstance inst = instances[k];
+    int i = local_index(inst, g);
+    if (i >= inst.n_control) return;
+    int p = inst.dyn_base + i;
+    vec3 xi = src[p].xyz;
+    vec4 geom = params[2 * k];     // reach, thickness, lateral, exclude
+    vec4 more = params[2 * k + 1];  // edge, passes, on, 0
+    if (more.z <= 0.0 || float(u_pass) >= more.y) { dst[p] = vec4(xi, 1.0); return; }
+    float reach = geom.x, thick = geom.y, lat2 = geom.z * geom.z, excl = geom.w, e = more.x;
+    vec3 ai = attach_of(p);
+    vec3 ni = unit_or_zero(xi - ai);
+    vec3 bi = bind_pos[inst.static_base + i].xyz;
+    ivec3 c = contact_cell(xi, reach);
+    vec3 acc = vec3(0.0);
+    float wsum = 0.0;
+    for (int dz = -1; dz <= 1; ++dz)
+    for (int dy = -1; dy <= 1; ++dy)
+    for (int dx = -1; dx <= 1; ++dx) {
+        ivec3 cc = c + ivec3(dx, dy, dz);
+        uint h = contact_bucket(cc, k, u_table);
+        for (uint s = start[h]; s < start[h + 1u]; ++s) {
+            int q = entries[s];
+            int j = q - inst.dyn_base;
+            if (j == i || j < 0 || j >= inst.n_control) continue;  // itself, or a point of another instance
+            vec3 xj = src[q].xyz;
+            if (contact_cell(xj, reach) != cc) continue;  // another cell hashed into the same bucket
+            vec3 d = xi - xj;
+            float dist = length(d);
+            float w = clamp((reach - dist) / e, 0.0, 1.0);
+            if (w <= 0.0) continue;
+            w *= clamp((length(bi - bind_pos[inst.static_base + j].xyz) - excl) / e, 0.0, 1.0);
+            if (w <= 0.0) continue;
+            vec3 aj = attach_of(q);
+            vec3 nj = unit_or_zero(xj - aj);
+            w *= clamp(-2.0 * dot(ni, nj), 0.0, 1.0);
+            w *= clamp(min(dot(xj - ai, ni), dot(xi - aj, nj)) / e, 0.0, 1.0);
+            vec3 m = unit_or_zero(nj - ni);
+            float gap = dot(d, m);
+            vec3 l = d - gap * m;
+            w *= clamp(1.0 - dot(l, l) / lat2, 0.0, 1.0);
+            float push = 0.5 * max(thick - gap, 0.0);
+            if (w <= 0.0 || push <= 0.0) continue;
+            acc += w * push * m;
+            wsum += w;
+        }
+    }
+    dst[p] = vec4(xi + acc / max(wsum, 1.0), 1.0);
+}

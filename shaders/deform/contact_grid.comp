@@ -1,0 +1,65 @@
+#version 430 core
+// Contact stage, the hashed uniform grid of the deformed control points (reference engine.skinning.contact,
+// which finds the same pairs with a k-d tree). Per contact pass, one dispatch per mode (u_mode):
+//   0 clear:   count[h] = 0 for every bucket of the table (T = u_table buckets, a power of two);
+//   1 count:   per control point p of an instance with contact on, its cell c = floor(x / reach) (reach: the
+//              instance's search radius, so every point within reach lies in the 27 cells around c) and its
+//              bucket h = hash(c, instance); count[h] += 1;
+//   2 scan:    ONE work group: start[h] = sum of count below h (exclusive prefix, start[T] = total), count = 0;
+//   3 scatter: entries[start[h] + count[h]++] = p (count ends as it was after mode 1).
+// contact.comp then walks the buckets of the 27 cells around each point.
+layout(local_size_x = LOCAL_SIZE) in;
+
+#include "deform_common.glsl"
+
+layout(std430, binding = B_SRC) readonly buffer Src { vec4 src[]; };
+layout(std430, binding = B_CONTACT_PARAMS) readonly buffer Params { vec4 params[]; };  // 2 per instance
+layout(std430, binding = B_CONTACT_COUNT) buffer Count { uint count[]; };
+layout(std430, binding = B_CONTACT_START) buffer Start { uint start[]; };
+layout(std430, binding = B_CONTACT_ENTRIES) writeonly buffer Entries { int entries[]; };
+
+uniform int u_mode;
+uniform uint u_table;
+
+#include "contact_hash.glsl"
+
+shared uint sh_sum[LOCAL_SIZE];
+
+void main() {
+    uint lane = gl_LocalInvocationID.x;
+    if (u_mode == 0) {
+        uint h = gl_WorkGroupID.x * uint(LOCAL_SIZE) + lane;
+        if (h < u_table) count[h] = 0u;
+        return;
+    }
+    if (u_mode == 2) {  // one work group: chunked exclusive scan of the table
+        uint chunk = (u_table + uint(LOCAL_SIZE) - 1u) / uint(LOCAL_SIZE);
+        uint lo = min(lane * chunk, u_table), hi = min(lo + chunk, u_table);
+        uint s = 0u;
+        for (uint h = lo; h < hi; ++h) s += count[h];
+        sh_sum[lane] = s;
+        barrier();
+        if (lane == 0u) {
+            uint run = 0u;
+            for (uint t = 0u; t < uint(LOCAL_SIZE); ++t) { uint v = sh_sum[t]; sh_sum[t] = run; run += v; }
+            start[u_table] = run;
+        }
+        barrier();
+        uint run = sh_sum[lane];
+        for (uint h = lo; h < hi; ++h) { uint v = count[h]; start[h] = run; run += v; count[h] = 0u; }
+        return;
+    }
+    uint g = gl_WorkGroupID.x;
+    int k = instance_of_group(g);
+    DeformInstance inst = instances[k];
+    int i = local_index(inst, g);
+    vec4 geom = params[2 * k];
+    if (i >= inst.n_control || params[2 * k + 1].z <= 0.0) return;
+    int p = inst.dyn_base + i;
+    uint h = contact_bucket(contact_cell(src[p].xyz, geom.x), k, u_table);
+    if (u_mode == 1) {
+        atomicAdd(count[h], 1u);
+    } else {
+        entries[start[h] + atomicAdd(count[h], 1u)] = p;
+    }
+}
