@@ -12,7 +12,8 @@ p25) / median of the row's cells, the largest iteration count fitting a 10 ms bu
 per-iteration time, the slope of a least-squares line through the four medians), the LBS skinning time (the
 built-in LBS graph: one fused skin + copy dispatch), GPU bytes per control point, and the numpy reference time
 of 50 iterations (median of a few calls) with the numpy/GPU ratio. Then N instances of the third mesh (the
-humanoid; 1, 8, 32, 64) x 50 iterations in one graph: GPU ms per frame. Then a crowd sweep without springs: N
+humanoid; 1, 8, 32, 64) x 50 iterations in one graph: GPU ms per frame, after one row of the springs'
+contact term's cost on that mesh (GPU ms of the contact node, numpy reference ms). Then a crowd sweep without springs: N
 instances of that mesh through the LBS graph with skinned normals (fused: one skin_copy dispatch; unfused: skin
 -> copy) and with surface normals (skin_copy -> face normals -> vertex normals): ms per stage (every stage is one
 dispatch for all N meshes: the dispatch count does not grow with N), the CPU time of packing and uploading the
@@ -125,6 +126,37 @@ def _time_interleaved(graphs: dict, reps: int) -> dict:
     return {key: Spread.of(v) for key, v in samples.items()}
 
 
+def _contact_row(ctx, res, label: str, rig: tuple, reps: int, np_reps: int) -> None:
+    """The contact term's cost (one row): the contact node's GPU ms after 50 spring iterations (default 8
+    passes), beside the spring node's, and the numpy reference's passes (engine.skinning.contact)."""
+    from engine.skinning.gpu.graph import DeformerGraph
+    from engine.skinning.springs import SpringDeformer, SpringParams
+
+    topo, binding, jn, w, ib, par, bj = rig
+    skin_mats, posed = _pose(bj, ib)
+    params = SpringParams(convergence="iterations", max_iterations=50, contact=True)
+    graph = DeformerGraph(ctx, res)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        h = graph.add_mesh(topo, binding, jn, w, ib, par, method="spring", spring=params)
+        d = SpringDeformer(topo, binding, bj, par, params)
+    graph.set_pose(h, skin_mats, posed)
+    times = _time_interleaved({"spring": (graph, "spring"), "contact": (graph, "contact")}, reps)
+    graph.release()
+    frame = d.frame(posed)
+    x = d.solve(posed)[0]
+    np_samples = []
+    for _ in range(np_reps):
+        t0 = time.perf_counter()
+        d.contact(x, frame)
+        np_samples.append((time.perf_counter() - t0) * 1e3)
+    print(f"Contact term ([spring] contact = true, {params.contact_passes} passes: hashed grid + Jacobi pass each)")
+    print(f"{'mesh':<20}{'ctrl':>7}{'spring50 ms':>13}{'contact ms':>12}{'spread':>8}{'np contact ms':>15}")
+    print(f"{label:<20}{topo.n_control:>7}{times['spring'].median:>13.3f}{times['contact'].median:>12.3f}"
+          f"{times['contact'].pct:>7.0f}%{Spread.of(np_samples).median:>15.1f}")
+    print()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench deform", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small tubes, few repetitions (llvmpipe)")
@@ -200,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     assert humanoid is not None, "SIZES names the humanoid"
     label, (topo, binding, jn, w, ib, par, bj) = humanoid
+    _contact_row(ctx, res, label, (topo, binding, jn, w, ib, par, bj), reps, np_reps)
     print(f"Batch sweep: N instances of {label} x 50 spring iterations in one graph (one dispatch per iteration)")
     print(f"{'N':>4}{'control pts':>13}{'GPU ms/frame':>14}{'spread':>8}{'ms/instance':>13}")
     skin_mats, posed = _pose(bj, ib)

@@ -225,7 +225,8 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     p.add_argument("asset", help="glTF / GLB file")
     _add_clip_time(p, clip_default="0")
     p.add_argument("--deformers", default="lbs,dqs,irs,spring", metavar="D1,D2,...",
-                   help=f"comma-separated deformers out of {','.join(DEFORMERS)} (default lbs,dqs,irs,spring)")
+                   help=f"comma-separated deformers out of {','.join(DEFORMERS)} or spring+contact (the springs with "
+                        "their contact term; default lbs,dqs,irs,spring)")
     p.add_argument("--out", default=None, metavar="PNG", help="contact sheet PNG")
     p.add_argument("--width", type=int, default=480, metavar="PX", help="width of one panel (default 480)")
     p.add_argument("--height", type=int, default=480, metavar="PX", help="height of one panel (default 480)")

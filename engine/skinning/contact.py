@@ -2,8 +2,18 @@
 
 Past about 135 deg the straight parts of a bent limb meet beyond the joint blend (springs.py, module
 docstring) and their inner sides pass through each other. The contact term pushes such surface points apart
-after the spring iterations: a position-based pass over the deformed control points, run `contact_passes`
-times (Jacobi: every pass reads the last pass's positions only), switched on by `SpringParams.contact`.
+after the spring iterations (`SpringParams.contact`), in Jacobi passes (every pass reads the last pass's
+positions only):
+
+1. `contact_passes` *smoothed* passes: each point's push (below) is replaced CONTACT_SMOOTH times by the mean
+   push of its mesh neighbours before it is applied, so a crossing is opened by a smooth dent over a few rings
+   instead of a step at the edge of the contact patch (the plain push alone creased the 150 deg bends of the
+   family more than LBS does);
+2. `contact_passes` *plain* passes: the pushes as they are, which leave the facing sheets the full thickness
+   apart where the smoothed passes left them closer.
+
+Passes stop at the first one that finds no pair (every later pass would leave the points as they are), so a
+pose where nothing meets costs one pass and leaves the springs' result unchanged.
 
 Everything is measured in the mesh's own unit, the mean bind edge length e (`mean_edge_length`), so no number
 is tuned to one tube:
@@ -30,11 +40,11 @@ i by c = (h - g)+ / 2 m and j by -c (symmetric: the contact plane stays midway) 
     w_bind  = clamp((|X_i - X_j| - X) / e, 0, 1)   X: bind positions
     w_reach = clamp((reach - |x_i - x_j|) / e, 0, 1)
 
-and every point moves by sum_pairs w c / max(sum w, 1) (a weighted mean where several pairs act, the full push
-of a lone pair). The bind pose is a fixed point (no two points closer than X at bind are paired, and facing
+and a point's push is sum_pairs w c / max(sum w, 1) (a weighted mean where several pairs act, the full push of
+a lone pair). The bind pose is a fixed point (no two points closer than X at bind are paired, and facing
 sheets further apart keep g >= h). The GPU stage (`engine.skinning.gpu.stages.contact`, shaders
-`deform/contact_grid.comp` and `deform/contact.comp`) finds the pairs with a hashed uniform grid of the
-deformed points (cell = reach) and computes the same sums in float32.
+`deform/contact_grid.comp`, `deform/contact.comp`, `deform/contact_smooth.comp`) finds the pairs with a hashed
+uniform grid of the deformed points (cell = reach) and computes the same sums in float32.
 """
 from __future__ import annotations
 
@@ -45,23 +55,30 @@ from scipy.spatial import cKDTree
 
 from engine.skinning.types import MeshTopology
 
-__all__ = ["CONTACT_REACH", "CONTACT_LATERAL", "CONTACT_EXCLUDE", "ContactRest", "mean_edge_length",
-           "contact_rest", "contact_pairs", "contact_pass", "resolve_contacts"]
+__all__ = ["CONTACT_MAX_PASSES", "CONTACT_REACH", "CONTACT_LATERAL", "CONTACT_EXCLUDE", "CONTACT_SMOOTH",
+           "ContactRest", "mean_edge_length", "contact_rest", "contact_pairs", "smooth_pushes", "contact_pass",
+           "resolve_contacts"]
 
+CONTACT_MAX_PASSES = 64
+"""Upper bound of `SpringParams.contact_passes` (the GPU stage sizes its per-pass flags for it)."""
 CONTACT_REACH = 3.0
 """Search radius in mean edge lengths (at least thickness + CONTACT_LATERAL): how deep a crossing is found."""
 CONTACT_LATERAL = 1.0
 """Largest sideways offset of a facing pair, in mean edge lengths (one edge: the nearest points across)."""
 CONTACT_EXCLUDE = 3.0
 """Points closer than this many mean edge lengths at bind never push each other (their n-ring at bind)."""
+CONTACT_SMOOTH = 3
+"""Neighbour-mean smoothings of the pushes in a smoothed pass (the dent spreads over about this many rings)."""
 
 
 @dataclass(frozen=True)
 class ContactRest:
-    """What the contact term needs from the bind pose: bind points (V,3) and the lengths (scene units) of the
-    module docstring: mean edge length, thickness, reach, lateral offset and exclusion distance."""
+    """What the contact term needs from the bind pose: bind points (V,3), the mesh's edges (E,2) (the neighbours
+    the smoothed passes average over) and the lengths (scene units) of the module docstring: mean edge length,
+    thickness, reach, lateral offset and exclusion distance; passes per phase."""
 
     bind: np.ndarray
+    edges: np.ndarray
     edge: float
     thickness: float
     reach: float
@@ -93,7 +110,8 @@ def contact_rest(topology: MeshTopology, thickness: float, passes: int) -> Conta
         raise ValueError(f"contact passes = {passes!r}; valid: an integer >= 1")
     e = mean_edge_length(topology)
     t = float(thickness)
-    return ContactRest(bind=np.asarray(topology.positions, np.float64), edge=e, thickness=t * e,
+    edges = np.asarray(topology.edges, np.int64).reshape(-1, 2)
+    return ContactRest(bind=np.asarray(topology.positions, np.float64), edges=edges, edge=e, thickness=t * e,
                        reach=max(CONTACT_REACH, t + CONTACT_LATERAL) * e, lateral=CONTACT_LATERAL * e,
                        exclude=CONTACT_EXCLUDE * e, passes=int(passes))
 
@@ -138,8 +156,23 @@ def contact_pairs(x: np.ndarray, attach: np.ndarray, rest: ContactRest
     return pr[keep], w[keep], push[keep, None] * m[keep]
 
 
-def contact_pass(x: np.ndarray, attach: np.ndarray, rest: ContactRest) -> tuple[np.ndarray, int]:
-    """One Jacobi pass: (new positions (V,3) float64, number of acting pairs)."""
+def smooth_pushes(push: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """One smoothing of per-point pushes (V,3): each point takes the mean push of its edge neighbours (a point
+    without neighbours keeps its own)."""
+    n = push.shape[0]
+    e = np.asarray(edges, np.int64).reshape(-1, 2)
+    deg = np.bincount(e.ravel(), minlength=n).astype(np.float64)
+    acc = np.empty_like(push)
+    for a in range(3):
+        acc[:, a] = (np.bincount(e[:, 0], weights=push[e[:, 1], a], minlength=n)
+                     + np.bincount(e[:, 1], weights=push[e[:, 0], a], minlength=n))
+    return np.where(deg[:, None] > 0, acc / np.maximum(deg, 1.0)[:, None], push)
+
+
+def contact_pass(x: np.ndarray, attach: np.ndarray, rest: ContactRest, *, smooth: bool = False
+                 ) -> tuple[np.ndarray, int]:
+    """One Jacobi pass: (new positions (V,3) float64, number of acting pairs); smooth: the pushes smoothed
+    CONTACT_SMOOTH times (`smooth_pushes`) before they are applied."""
     x = np.asarray(x, np.float64)
     pr, w, c = contact_pairs(x, attach, rest)
     if pr.shape[0] == 0:
@@ -150,19 +183,23 @@ def contact_pass(x: np.ndarray, attach: np.ndarray, rest: ContactRest) -> tuple[
         acc[:, a] = (np.bincount(pr[:, 0], weights=w * c[:, a], minlength=n)
                      - np.bincount(pr[:, 1], weights=w * c[:, a], minlength=n))
     ws = np.bincount(pr.ravel(), weights=np.repeat(w, 2), minlength=n)
-    return x + acc / np.maximum(ws, 1.0)[:, None], int(pr.shape[0])
+    push = acc / np.maximum(ws, 1.0)[:, None]
+    if smooth:
+        for _ in range(CONTACT_SMOOTH):
+            push = smooth_pushes(push, rest.edges)
+    return x + push, int(pr.shape[0])
 
 
 def resolve_contacts(x: np.ndarray, attach: np.ndarray, rest: ContactRest) -> tuple[np.ndarray, int]:
-    """`rest.passes` contact passes from x (stopping early once a pass finds no pair, which leaves every later
-    pass unchanged): (positions (V,3) float64, passes that moved points)."""
+    """`rest.passes` smoothed then `rest.passes` plain contact passes from x, stopping at the first pass that
+    finds no pair: (positions (V,3) float64, passes that moved points)."""
     y = np.asarray(x, np.float64)
     if y.shape != (rest.n_vertices, 3) or np.shape(attach) != y.shape:
         raise ValueError(f"positions {y.shape} and attachments {np.shape(attach)}; valid: ({rest.n_vertices}, 3)")
     moved = 0
-    for _ in range(rest.passes):
-        y, k = contact_pass(y, attach, rest)
-        if k == 0:
+    for k in range(2 * rest.passes):
+        y, found = contact_pass(y, attach, rest, smooth=k < rest.passes)
+        if found == 0:
             break
         moved += 1
     return y, moved

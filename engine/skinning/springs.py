@@ -89,6 +89,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from engine.math.quat import from_matrix as quat_from_matrix
+from engine.skinning.contact import CONTACT_MAX_PASSES
 from engine.skinning.edits import EditStack, EditTerms
 from engine.skinning.types import Binding, MeshTopology, bone_endpoints
 
@@ -150,7 +151,7 @@ _BOOLS: tuple[str, ...] = ("step_limit", "joint_blend")  # switches besides the 
 # the optional contact term (engine/skinning/contact.py): its switch and parameters
 _BOOLS += ("contact",)
 _NUMERIC_RANGES.update({"contact_thickness": (0.0, 2.0, False, True, False),
-                        "contact_passes": (1, 64, True, True, True)})
+                        "contact_passes": (1, CONTACT_MAX_PASSES, True, True, True)})
 
 
 def _range_text(lo: float, hi: float, lo_inc: bool, hi_inc: bool) -> str:
@@ -212,7 +213,7 @@ class SpringParams:
     # contact term (engine/skinning/contact.py), off by default: facing sheets pushed apart after the iterations
     contact: bool = False
     contact_thickness: float = 0.5  # gap kept between facing sheets, in mean bind edge lengths, (0, 2]
-    contact_passes: int = 8  # Jacobi contact passes per frame, [1, 64]
+    contact_passes: int = 8  # Jacobi contact passes per frame, [1, CONTACT_MAX_PASSES = 64]
 
     def validate(self) -> SpringParams:
         """Raise ValueError naming the first bad parameter, its value and the valid range; return self."""

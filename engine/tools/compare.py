@@ -16,6 +16,9 @@ and, for every skinned primitive (issue 13, `engine.skinning.metrics.deformation
 control points against bind), a second table: intersecting triangle pairs, largest crease (deg), share of
 edges whose dihedral angle changed by more than 45 deg, share strained by more than 30 %, volume ratio,
 roughness and, where the mesh has open boundaries, rim roughness; `*` marks the best method per column.
+
+Besides the deformer table's names, ``--deformers`` takes ``spring+contact``: the spring deformer with its
+contact term on (``[spring] contact = true``, engine.skinning.contact).
 """
 from __future__ import annotations
 
@@ -31,7 +34,10 @@ from engine.components import PrimitiveKey
 if TYPE_CHECKING:
     from engine.skinning.instances import SkinnedPrimitive
 
-__all__ = ["compare", "compare_metrics", "fold_table", "most_rotated_joint", "open_boundary"]
+__all__ = ["compare", "compare_metrics", "fold_table", "most_rotated_joint", "open_boundary", "VARIANTS"]
+
+#: compare-only names for a deformer of the table with config overrides: (deformer, DeformerConfig overrides)
+VARIANTS: dict[str, tuple[str, dict]] = {"spring+contact": ("spring", {"spring_contact": True})}
 
 # (column title, metric key, how "best" is read: "min" smallest, "one" closest to 1)
 FOLD_COLUMNS = (("isect", "intersecting_pairs", "min"), ("crease", "crease_max", "min"),
@@ -69,11 +75,12 @@ def fold_table(fold: dict[str, dict]) -> list[str]:
                  for d, v in vals.items() if math.isfinite(v)}
         low = min(score.values()) if score else math.nan
         best[key] = {d for d, v in score.items() if v == low}
-    lines = [f"{'deformer':<9}" + "".join(f" {t:>9}" for t, _k, _h in cols)]
+    w = max([9] + [len(d) for d in fold])
+    lines = [f"{'deformer':<{w}}" + "".join(f" {t:>9}" for t, _k, _h in cols)]
     for d, m in fold.items():
         cells = "".join(f" {f'{float(m.get(key, math.nan)):.{_digits(key)}f}' + ('*' if d in best[key] else ' '):>9}"
                         for _t, key, _h in cols)
-        lines.append(f"{d:<9}" + cells)
+        lines.append(f"{d:<{w}}" + cells)
     return lines
 
 
@@ -119,7 +126,8 @@ def compare_metrics(asset, clip, time: float, deformers: list[str], config=None,
         posed = joint = None
         rim = open_boundary(topo.triangles, topo.n_control)
         for d in deformers:
-            ch = s.spawn(loaded, clip=clip, time=time, speed=0.0, mode="clamp", deformer=d, config=config)
+            base, cfg = _variant(d, config)
+            ch = s.spawn(loaded, clip=clip, time=time, speed=0.0, mode="clamp", deformer=base, config=cfg)
             try:
                 if posed is None:
                     posed = ch.joints()[sp.skin.joints]
@@ -137,6 +145,16 @@ def compare_metrics(asset, clip, time: float, deformers: list[str], config=None,
     finally:
         if own:
             s.release()
+
+
+def _variant(name: str, config):
+    """(deformer of the table, config) of a compared name: itself, or a VARIANTS entry's overrides on config."""
+    if name not in VARIANTS:
+        return name, config
+    from engine.skinning.config import DeformerConfig
+
+    base, overrides = VARIANTS[name]
+    return base, (config if config is not None else DeformerConfig()).with_overrides(**overrides)
 
 
 def _view_direction(sp, posed: np.ndarray, joint: int) -> np.ndarray:
@@ -233,7 +251,7 @@ def compare(args: argparse.Namespace) -> int:
     from engine.tools.export_frame import check_time, deformer_config
 
     deformers = [d.strip() for d in args.deformers.split(",") if d.strip()]
-    valid = registry.names(device="cpu")
+    valid = registry.names(device="cpu") + tuple(VARIANTS)
     bad = [d for d in deformers if d not in valid]
     if not deformers or bad:
         raise ValueError(f"--deformers takes a comma list of {', '.join(valid)}; got {args.deformers!r}")
@@ -257,9 +275,10 @@ def compare(args: argparse.Namespace) -> int:
                     sp, posed, joint)
             print(f"compare {Path(args.asset).name} clip {args.clip!r} t={args.time:g}s on {sp.key.export_key} "
                   f"({sp.topology().n_control} control points)")
-            print(f"{'deformer':<9} {'volume':>7} {'collapse':>9} {'edge mean':>10} {'edge max':>9} {'normals':>8}")
+            w = max([9] + [len(d) for d in metrics])
+            print(f"{'deformer':<{w}} {'volume':>7} {'collapse':>9} {'edge mean':>10} {'edge max':>9} {'normals':>8}")
             for d, m in metrics.items():
-                print(f"{d:<9} {m['volume_ratio']:>7.3f} {m.get('collapse_min', math.nan):>9.3f} "
+                print(f"{d:<{w}} {m['volume_ratio']:>7.3f} {m.get('collapse_min', math.nan):>9.3f} "
                       f"{m['edge_distortion_mean']:>10.4f} {m['edge_distortion_max']:>9.3f} "
                       f"{math.degrees(m.get('normal_angle_increase', math.nan)):>7.2f}d")
             print(f"fold metrics on the welded control points (primitive {i + 1} of {n_prims}; * best per column)")

@@ -4,7 +4,11 @@
 // own (contact_grid.comp) and moves by sum w c / max(sum w, 1). For a pair (i, j) within reach: n = unit(x - a)
 // (a: the posed attachment of the spring frame), m = unit(n_j - n_i), gap g = (x_i - x_j) . m, lateral offset
 // l = |x_i - x_j - g m|, push c = max(h - g, 0) / 2 m, weight w = w_face w_side w_lat w_bind w_reach (see the
-// reference's module docstring). Instances past their own pass count, or with contact off, copy through.
+// reference's module docstring). Passes n < P (u_passes) are the smoothed ones: the push goes to B_CONTACT_PUSH
+// and contact_smooth.comp smooths and applies it; later passes apply it at once. An instance takes part in its
+// own first contact_passes passes of each phase; in the others, with contact off, or once a pass moved no point
+// (moved[k * (2 P + 1) + n] == 0, reset by contact_grid.comp) it pushes nothing. A pass that moves a point sets
+// the next flag; an instance sitting a pass out carries its flag over.
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "deform_common.glsl"
@@ -12,13 +16,16 @@ layout(local_size_x = LOCAL_SIZE) in;
 
 layout(std430, binding = B_SRC) readonly buffer Src { vec4 src[]; };
 layout(std430, binding = B_DST) writeonly buffer Dst { vec4 dst[]; };
+layout(std430, binding = B_CONTACT_PUSH) writeonly buffer Push { vec4 push_out[]; };  // first half: smoothed passes
 layout(std430, binding = B_CONTACT_BIND) readonly buffer Bind { vec4 bind_pos[]; };  // static pool
 layout(std430, binding = B_CONTACT_PARAMS) readonly buffer Params { vec4 params[]; };  // 2 per instance
 layout(std430, binding = B_CONTACT_START) readonly buffer Start { uint start[]; };
 layout(std430, binding = B_CONTACT_ENTRIES) readonly buffer Entries { int entries[]; };
+layout(std430, binding = B_CONTACT_MOVED) buffer Moved { uint moved[]; };  // 2 P + 1 per instance
 layout(rgba32f, binding = I_SPRING_FRAME) readonly uniform image2D frame;  // SpringFrame (this frame's)
 
-uniform int u_pass;
+uniform int u_pass;    // n, in [0, 2 P)
+uniform int u_passes;  // P: the largest contact_passes of the batch
 uniform uint u_table;
 
 #include "contact_hash.glsl"
@@ -37,7 +44,15 @@ void main() {
     vec3 xi = src[p].xyz;
     vec4 geom = params[2 * k];     // reach, thickness, lateral, exclude
     vec4 more = params[2 * k + 1];  // edge, passes, on, 0
-    if (more.z <= 0.0 || float(u_pass) >= more.y) { dst[p] = vec4(xi, 1.0); return; }
+    bool smoothed = u_pass < u_passes;
+    int flag = k * (2 * u_passes + 1) + u_pass;
+    bool live = more.z > 0.0 && moved[flag] != 0u;
+    bool takes_part = live && (smoothed ? u_pass : u_pass - u_passes) < int(more.y);
+    if (!takes_part) {
+        if (live && i == 0) atomicOr(moved[flag + 1], 1u);  // sitting this pass out: the next one still runs
+        if (smoothed) push_out[p] = vec4(0.0); else dst[p] = vec4(xi, 1.0);
+        return;
+    }
     float reach = geom.x, thick = geom.y, lat2 = geom.z * geom.z, excl = geom.w, e = more.x;
     vec3 ai = attach_of(p);
     vec3 ni = unit_or_zero(xi - ai);
@@ -76,5 +91,7 @@ void main() {
             wsum += w;
         }
     }
-    dst[p] = vec4(xi + acc / max(wsum, 1.0), 1.0);
+    vec3 push = acc / max(wsum, 1.0);
+    if (smoothed) push_out[p] = vec4(push, 0.0); else dst[p] = vec4(xi + push, 1.0);
+    if (wsum > 0.0) atomicOr(moved[flag + 1], 1u);
 }

@@ -1,13 +1,16 @@
 #version 430 core
 // Contact stage, the hashed uniform grid of the deformed control points (reference engine.skinning.contact,
 // which finds the same pairs with a k-d tree). Per contact pass, one dispatch per mode (u_mode):
-//   0 clear:   count[h] = 0 for every bucket of the table (T = u_table buckets, a power of two);
+//   0 clear:   count[h] = 0 for every bucket of the table (T = u_table buckets, a power of two); on the first
+//              pass also the per-instance "a pass moved points" flags: moved[k * (2 P + 1) + n] = (n == 0);
 //   1 count:   per control point p of an instance with contact on, its cell c = floor(x / reach) (reach: the
 //              instance's search radius, so every point within reach lies in the 27 cells around c) and its
 //              bucket h = hash(c, instance); count[h] += 1;
 //   2 scan:    ONE work group: start[h] = sum of count below h (exclusive prefix, start[T] = total), count = 0;
 //   3 scatter: entries[start[h] + count[h]++] = p (count ends as it was after mode 1).
-// contact.comp then walks the buckets of the 27 cells around each point.
+// contact.comp then walks the buckets of the 27 cells around each point. An instance whose last pass moved no point
+// (moved[k * (2 P + 1) + u_pass] == 0) or that sits this pass out (contact.comp) is left out: every later pass
+// would leave it as it is (the reference stops).
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "deform_common.glsl"
@@ -17,9 +20,13 @@ layout(std430, binding = B_CONTACT_PARAMS) readonly buffer Params { vec4 params[
 layout(std430, binding = B_CONTACT_COUNT) buffer Count { uint count[]; };
 layout(std430, binding = B_CONTACT_START) buffer Start { uint start[]; };
 layout(std430, binding = B_CONTACT_ENTRIES) writeonly buffer Entries { int entries[]; };
+layout(std430, binding = B_CONTACT_MOVED) buffer Moved { uint moved[]; };  // 2 P + 1 per instance
 
 uniform int u_mode;
 uniform uint u_table;
+uniform int u_pass;       // n, in [0, 2 P): P smoothed passes, then P plain ones
+uniform int u_passes;     // P: the largest contact_passes of the batch
+uniform int u_instances;  // instances of the batch
 
 #include "contact_hash.glsl"
 
@@ -30,6 +37,8 @@ void main() {
     if (u_mode == 0) {
         uint h = gl_WorkGroupID.x * uint(LOCAL_SIZE) + lane;
         if (h < u_table) count[h] = 0u;
+        uint stride = uint(2 * u_passes + 1);
+        if (u_pass == 0 && h < uint(u_instances) * stride) moved[h] = (h % stride == 0u) ? 1u : 0u;
         return;
     }
     if (u_mode == 2) {  // one work group: chunked exclusive scan of the table
@@ -54,7 +63,10 @@ void main() {
     DeformInstance inst = instances[k];
     int i = local_index(inst, g);
     vec4 geom = params[2 * k];
-    if (i >= inst.n_control || params[2 * k + 1].z <= 0.0) return;
+    vec4 more = params[2 * k + 1];
+    int local_pass = u_pass < u_passes ? u_pass : u_pass - u_passes;
+    if (i >= inst.n_control || more.z <= 0.0 || local_pass >= int(more.y)
+        || moved[k * (2 * u_passes + 1) + u_pass] == 0u) return;
     int p = inst.dyn_base + i;
     uint h = contact_bucket(contact_cell(src[p].xyz, geom.x), k, u_table);
     if (u_mode == 1) {

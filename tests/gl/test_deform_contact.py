@@ -98,3 +98,25 @@ def test_contact_off_at_runtime_copies_the_springs_through(gl_ctx, resources, ri
         graph.release()
     diag = float(np.linalg.norm(np.ptp(rig.bind_positions, 0)))
     np.testing.assert_allclose(x, _reference(rig, SpringParams(), 150.0), atol=TOL * diag, rtol=0)
+
+
+def test_batch_of_instances_with_their_own_contact_parameters(gl_ctx, resources, rig):
+    """Two meshes in one batch (one dispatch per pass for both): per-instance passes, thickness and switch."""
+    own = [SpringParams(contact=True, contact_passes=2, contact_thickness=1.0), SpringParams(contact=False),
+           SpringParams(contact=True)]
+    graph = DeformerGraph(gl_ctx, resources)
+    posed = rig.member.posed_joints(TubePose("p", bend=150.0))
+    try:
+        hs = [_add(graph, rig, SpringParams(contact=True)) for _ in own]
+        for h, p in zip(hs, own):
+            graph.set_spring(h, p)
+            graph.set_pose(h, (posed @ np.linalg.inv(rig.member.bind_joints)).astype(np.float32), posed)
+        graph.run()
+        got = [graph.download_control(h, "deformed").astype(np.float64) for h in hs]
+    finally:
+        graph.release()
+    diag = float(np.linalg.norm(np.ptp(rig.bind_positions, 0)))
+    refs = [_reference(rig, p, 150.0) for p in own]
+    for p, x, ref in zip(own, got, refs):
+        np.testing.assert_allclose(x, ref, atol=TOL * diag, rtol=0, err_msg=repr(p))
+    assert np.abs(refs[0] - refs[2]).max() > 1e-3 * diag  # the parameters made a difference

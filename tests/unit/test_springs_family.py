@@ -10,10 +10,20 @@ strained by more than 30 % at bends past 90 deg (the inner side of a bend is com
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
-from engine.assets.gen.family import MemberRig, family_table, format_family_table, tube_family, tube_poses
+from engine.assets.gen.family import (
+    CONTACT_METHOD,
+    METHODS,
+    MemberRig,
+    family_table,
+    format_family_table,
+    tube_family,
+    tube_poses,
+)
 from engine.skinning.springs import SpringParams
 
 POSES = ("bend0", "bend67.5", "bend90", "bend135", "bend150", "twist90", "twist180", "bend90+twist90", "stretch1.3")
@@ -28,15 +38,19 @@ def family():
 @pytest.fixture(scope="module")
 def table(family):
     poses = [p for p in tube_poses() if p.name in POSES]
-    rows = family_table(family, poses)
+    rows = family_table(family, poses, METHODS + (CONTACT_METHOD,))
     print("\n" + format_family_table(rows))
     return {(r["member"], r["pose"], r["method"]): r for r in rows}
 
 
-def _cases(table, poses=None):
-    """(member, pose, lbs row, dqs row, springs row) for every member and pose (of `poses`, a predicate)."""
+SPRINGS = ("springs", CONTACT_METHOD)
+"""The spring deformer without and with its contact term (SpringParams.contact): every claim holds for both."""
+
+
+def _cases(table, poses=None, method="springs"):
+    """(member, pose, lbs row, dqs row, `method` row) for every member and pose (of `poses`, a predicate)."""
     keys = dict.fromkeys((m, p) for m, p, _ in table)
-    return [(m, p, table[m, p, "lbs"], table[m, p, "dqs"], table[m, p, "springs"])
+    return [(m, p, table[m, p, "lbs"], table[m, p, "dqs"], table[m, p, method])
             for m, p in keys if poses is None or poses(p)]
 
 
@@ -61,51 +75,85 @@ def test_bind_pose_is_a_fixed_point(family):
         assert np.abs(x - rig.bind_positions).max() < 1e-6 * diag, m.name
 
 
-def test_no_intersection_where_lbs_has_none_and_never_more_than_lbs(table):
-    bad = [(m, p, s["intersecting_pairs"], lb["intersecting_pairs"]) for m, p, lb, _, s in _cases(table)
+@pytest.mark.parametrize("method", SPRINGS)
+def test_no_intersection_where_lbs_has_none_and_never_more_than_lbs(table, method):
+    cases = functools.partial(_cases, method=method)
+    bad = [(m, p, s["intersecting_pairs"], lb["intersecting_pairs"]) for m, p, lb, _, s in cases(table)
            if s["intersecting_pairs"] > lb["intersecting_pairs"]]
     assert not bad
     # the folds of issue 13 are gone: up to 90 deg no member intersects itself at all
-    assert all(s["intersecting_pairs"] == 0 for _, p, _, _, s in _cases(table, lambda p: p in POSES[:3]))
+    assert all(s["intersecting_pairs"] == 0 for _, p, _, _, s in cases(table, lambda p: p in POSES[:3]))
 
 
-def test_crease_never_exceeds_lbs(table):
-    bad = [(m, p, round(s["crease_max"], 1), round(lb["crease_max"], 1)) for m, p, lb, _, s in _cases(table)
+@pytest.mark.parametrize("method", SPRINGS)
+def test_crease_never_exceeds_lbs(table, method):
+    cases = functools.partial(_cases, method=method)
+    bad = [(m, p, round(s["crease_max"], 1), round(lb["crease_max"], 1)) for m, p, lb, _, s in cases(table)
            if s["crease_max"] > lb["crease_max"] + CREASE_SLACK]
     assert not bad
 
 
-def test_dihedral_changes_at_most_lbs(table):
-    bad = [(m, p) for m, p, lb, _, s in _cases(table) if s["dihedral_change_45"] > lb["dihedral_change_45"]]
+@pytest.mark.parametrize("method", SPRINGS)
+def test_dihedral_changes_at_most_lbs(table, method):
+    cases = functools.partial(_cases, method=method)
+    bad = [(m, p) for m, p, lb, _, s in cases(table) if s["dihedral_change_45"] > lb["dihedral_change_45"]]
     assert not bad
 
 
-def test_twist_is_spread_at_most_as_steeply_as_dqs_and_reaches_the_tip(table):
+@pytest.mark.parametrize("method", SPRINGS)
+def test_twist_is_spread_at_most_as_steeply_as_dqs_and_reaches_the_tip(table, method):
+    cases = functools.partial(_cases, method=method)
     bad = [(m, p, round(s["twist_step_max"], 1), round(d["twist_step_max"], 1))
-           for m, p, _, d, s in _cases(table, _twists) if s["twist_step_max"] > d["twist_step_max"]]
+           for m, p, _, d, s in cases(table, _twists) if s["twist_step_max"] > d["twist_step_max"]]
     assert not bad
     twists = {p.name: p.twist for p in tube_poses()}
-    short = [(m, p, round(s["twist_tip"], 1)) for m, p, _, _, s in _cases(table, lambda p: p.startswith("twist"))
+    short = [(m, p, round(s["twist_tip"], 1)) for m, p, _, _, s in cases(table, lambda p: p.startswith("twist"))
              if abs(s["twist_tip"] - twists[p]) > 2.0]
     assert not short
 
 
-def test_no_collapse_under_twist_and_stretch_and_rings_stay_round(table):
+@pytest.mark.parametrize("method", SPRINGS)
+def test_no_collapse_under_twist_and_stretch_and_rings_stay_round(table, method):
+    cases = functools.partial(_cases, method=method)
     thin = [(m, p, round(s["radius_min"], 3)) for m, p, _, _, s in
-            _cases(table, lambda p: p.startswith(("twist", "stretch"))) if s["radius_min"] < 0.9]
+            cases(table, lambda p: p.startswith(("twist", "stretch"))) if s["radius_min"] < 0.9]
     assert not thin
     # LBS collapses the 180 deg twist on the thick tubes; the springs keep the radius there
-    assert any(lb["radius_min"] < 0.5 for _, p, lb, _, _ in _cases(table, lambda p: p == "twist180"))
-    oval = [(m, round(s["ring_spread"], 4)) for m, _, _, _, s in _cases(table, lambda p: p.startswith("stretch"))
+    assert any(lb["radius_min"] < 0.5 for _, p, lb, _, _ in cases(table, lambda p: p == "twist180"))
+    oval = [(m, round(s["ring_spread"], 4)) for m, _, _, _, s in cases(table, lambda p: p.startswith("stretch"))
             if s["ring_spread"] > 0.01]
     assert not oval
 
 
-def test_volume_within_three_percent_up_to_90_deg_and_under_twist(table):
+@pytest.mark.parametrize("method", SPRINGS)
+def test_volume_within_three_percent_up_to_90_deg_and_under_twist(table, method):
+    cases = functools.partial(_cases, method=method)
     mild = ("bend67.5", "bend90", "twist90", "twist180")
-    bad = [(m, p, round(s["volume_ratio"], 3)) for m, p, _, _, s in _cases(table, lambda p: p in mild)
+    bad = [(m, p, round(s["volume_ratio"], 3)) for m, p, _, _, s in cases(table, lambda p: p in mild)
            if abs(s["volume_ratio"] - 1.0) > 0.03]
     assert not bad
+
+
+def test_contact_leaves_no_intersection_at_135_deg_and_changes_nothing_where_nothing_meets(table):
+    """Issue 13 item 4: with the contact term every member is free of self-intersection at a 135 deg bend
+    (where LBS, DQS and the plain springs are not all), and wherever the plain springs have no intersecting
+    pairs and no facing sheets the contact term leaves the result as it was."""
+    bend135 = _cases(table, lambda p: p == "bend135", method=CONTACT_METHOD)
+    assert [(m, c["intersecting_pairs"]) for m, _, _, _, c in bend135 if c["intersecting_pairs"]] == []
+    assert any(lb["intersecting_pairs"] > 0 for _, _, lb, _, _ in bend135)
+    assert any(s["intersecting_pairs"] > 0 for _, _, _, _, s in _cases(table, lambda p: p == "bend135"))
+    for m, p, _, _, s in _cases(table, lambda p: p in POSES[:3] + ("twist90", "stretch1.3")):
+        c = table[m, p, CONTACT_METHOD]
+        assert c["crease_max"] == s["crease_max"] and c["volume_ratio"] == s["volume_ratio"], (m, p)
+
+
+def test_contact_keeps_the_bind_pose_a_fixed_point(family):
+    pose = next(p for p in tube_poses() if p.name == "bend0")
+    for m in family[:4]:
+        rig = MemberRig(m)
+        x = rig.deform(pose, CONTACT_METHOD)
+        diag = float(np.linalg.norm(np.ptp(rig.bind_positions, 0)))
+        assert np.abs(x - rig.bind_positions).max() < 1e-6 * diag, m.name
 
 
 MOMENTUM = dict(integrator="semi_implicit", dt=1.0, damping=0.2)

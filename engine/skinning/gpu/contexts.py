@@ -102,10 +102,12 @@ def _contact(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: moder
     return S.ContactContext(
         node=node, program=program, gl=gl, instances=b["instances"], groups=b["groups"], source=src,
         target=batch.control(node.outputs["target"])[0], bind=batch.static_ssbo("bind"),
-        frame=batch.images["spring_frame"],
+        frame=batch.images["spring_frame"], points=batch.images["spoints"], slots=batch.images["sslots"],
         buffers=S.ContactBuffers(params=b["contact_params"], count=b["contact_count"], start=b["contact_start"],
-                                 entries=b["contact_entries"], scratch=b["contact_tmp"]),
-        table=contact_stage.table_size(batch.total_groups * LOCAL_SIZE), n_groups=batch.total_groups,
+                                 entries=b["contact_entries"], scratch=b["contact_tmp"],
+                                 moved=b["contact_moved"], push=b["contact_push"]),
+        table=contact_stage.table_size(batch.total_groups * LOCAL_SIZE), n_instances=len(batch.instances),
+        n_groups=batch.total_groups,
         passes=contact_stage.pass_count(i.params for i in batch.instances))
 
 

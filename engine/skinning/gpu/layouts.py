@@ -286,6 +286,8 @@ BINDINGS: dict[str, int] = {
     "B_CONTACT_START": 27,
     "B_CONTACT_ENTRIES": 28,
     "B_CONTACT_BIND": 29,
+    "B_CONTACT_MOVED": 30,
+    "B_CONTACT_PUSH": 31,  # pushes of a smoothed pass, two halves (contact.comp writes, contact_smooth.comp)
 }
 
 #: image units of the image-reading stages (their own namespace; the renderer binds none). Units are per stage: each

@@ -2,13 +2,20 @@
 batch (reference: engine.skinning.contact; switched on by ``[spring] contact = true``, which puts a contact node
 after the spring node of the built-in spring graphs).
 
-Per frame, ``passes`` Jacobi passes (the largest ``contact_passes`` of the batch's instances; an instance past
-its own count copies through). Each pass, over the pooled control points:
+Per frame, 2 P Jacobi passes (P: the largest ``contact_passes`` of the batch's instances; an instance takes part
+in its own first ``contact_passes`` of each half): P smoothed passes, then P plain ones (the reference's two
+phases). Each pass, over the pooled control points:
 
 1. **grid** (``contact_grid.comp``): clear the bucket counts, count the points per hashed cell (cell = the
    instance's search radius), one-work-group exclusive scan into bucket starts, scatter the point indices;
 2. **resolve** (``contact.comp``): every point sums the pushes of the facing pairs it forms with the points of
-   the 27 cells around its own and writes its new position.
+   the 27 cells around its own; a plain pass writes its new position, a smoothed pass its push;
+3. **smooth** (``contact_smooth.comp``, smoothed passes only, CONTACT_SMOOTH dispatches): each point takes the
+   mean push of its mesh neighbours (the spring stage's adjacency images); the last one applies it.
+
+An instance whose pass moved no point skips the later passes (flags per instance and pass, reset by the first
+pass's grid clear, set by the resolve): as the reference, which stops there, and a frame where nothing meets
+costs one pass.
 
 Positions ping-pong between the target and a scratch buffer so that the last pass writes the target; the
 first reads the source. The posed attachments come from the spring stage's frame image (this frame's), the
@@ -26,13 +33,15 @@ import moderngl
 import numpy as np
 
 from engine.gpu.layouts import LOCAL_SIZE
-from engine.skinning.contact import contact_rest
+from engine.skinning.contact import CONTACT_MAX_PASSES, CONTACT_SMOOTH, contact_rest
 from engine.skinning.gpu.plan import SHADER_IMAGE_ACCESS_BARRIER_BIT, SHADER_STORAGE_BARRIER_BIT
 from engine.skinning.gpu.stages.base import StageContext, bind_all, bind_image, bind_ssbo, set_uniform
 
 __all__ = ["STATIC_READS", "ContactBuffers", "ContactContext", "instance_params", "table_size", "pass_count",
            "pool_buffers", "run"]
 
+#: the most passes a frame runs (SpringParams.contact_passes' upper bound): the per-pass flags are sized for it
+MAX_PASSES = CONTACT_MAX_PASSES
 #: static-pool SSBOs the resolve pass binds, with their binding points
 STATIC_READS = (("bind", "B_CONTACT_BIND"),)
 
@@ -70,7 +79,9 @@ def pool_buffers(instances: list[Any], n_points: int) -> dict[str, tuple[np.ndar
     table = table_size(n_points)
     return {"contact_params": (instance_params(instances) if instances else np.zeros((2, 4), np.float32), 0),
             "contact_count": (None, 4 * table), "contact_start": (None, 4 * (table + 1)),
-            "contact_entries": (None, 4 * max(n_points, 1)), "contact_tmp": (None, 16 * max(n_points, 1))}
+            "contact_entries": (None, 4 * max(n_points, 1)), "contact_tmp": (None, 16 * max(n_points, 1)),
+            "contact_moved": (None, 4 * max(len(instances), 1) * (2 * MAX_PASSES + 1)),
+            "contact_push": (None, 2 * 16 * max(n_points, 1))}
 
 
 @dataclass(frozen=True)
@@ -82,6 +93,8 @@ class ContactBuffers:
     start: moderngl.Buffer                # bucket starts (table + 1)
     entries: moderngl.Buffer              # point indices sorted by bucket
     scratch: moderngl.Buffer              # positions between passes (vec4 per control point)
+    moved: moderngl.Buffer                # per instance and pass: the pass moved a point (2 MAX_PASSES + 1)
+    push: moderngl.Buffer                 # pushes of a smoothed pass, two halves of a vec4 per control point
 
 
 @dataclass(frozen=True)
@@ -95,8 +108,11 @@ class ContactContext(StageContext):
     target: moderngl.Buffer
     bind: moderngl.Buffer                 # bind positions (static pool)
     frame: moderngl.Texture               # the spring stage's SpringFrame image (posed attachments)
+    points: moderngl.Texture              # the spring stage's SpringPoint image (CSR adjacency)
+    slots: moderngl.Texture               # the spring stage's SpringSlot image (neighbours)
     buffers: ContactBuffers
     table: int                            # buckets of the hashed grid (power of two)
+    n_instances: int
     n_groups: int                         # control work groups
     passes: int                           # passes this frame (:func:`pass_count`)
 
@@ -105,19 +121,26 @@ def run(c: ContactContext) -> None:
     """One frame of the contact term for every instance of the batch."""
     grid = c.program("contact_grid", None)
     resolve = c.program("contact", None)
+    smooth = c.program("contact_smooth", None)
     b = c.buffers
     bind_all(((c.instances, "B_INSTANCES"), (c.groups, "B_GROUPS"), (b.params, "B_CONTACT_PARAMS"),
               (b.count, "B_CONTACT_COUNT"), (b.start, "B_CONTACT_START"), (b.entries, "B_CONTACT_ENTRIES"),
-              (c.bind, "B_CONTACT_BIND")))
-    bind_image(c.frame, "I_SPRING_FRAME")
-    set_uniform(grid, "u_table", c.table)
-    set_uniform(resolve, "u_table", c.table)
-    table_groups = -(-c.table // LOCAL_SIZE)
-    passes = max(c.passes, 1)  # with every instance off, one pass copies the source through
+              (c.bind, "B_CONTACT_BIND"), (b.moved, "B_CONTACT_MOVED"), (b.push, "B_CONTACT_PUSH")))
+    for tex, unit in ((c.frame, "I_SPRING_FRAME"), (c.points, "I_SPRING_POINTS"), (c.slots, "I_SPRING_SLOTS")):
+        bind_image(tex, unit)
+    passes = max(c.passes, 1)  # with every instance off, the passes copy the source through
+    for cs in (grid, resolve):
+        set_uniform(cs, "u_table", c.table)
+        set_uniform(cs, "u_passes", passes)
+    set_uniform(grid, "u_instances", c.n_instances)
+    table_groups = -(-max(c.table, c.n_instances * (2 * passes + 1)) // LOCAL_SIZE)
+    half = c.n_groups * LOCAL_SIZE  # records per half of the push buffer
+    total = 2 * passes
     src = c.source
-    for n in range(passes):
-        dst = c.target if (passes - 1 - n) % 2 == 0 else b.scratch
+    for n in range(total):
+        dst = c.target if (total - 1 - n) % 2 == 0 else b.scratch
         bind_ssbo(src, "B_SRC")
+        set_uniform(grid, "u_pass", n)
         for mode, groups in ((0, table_groups), (1, c.n_groups), (2, 1), (3, c.n_groups)):
             set_uniform(grid, "u_mode", mode)
             grid.run(groups)
@@ -125,6 +148,12 @@ def run(c: ContactContext) -> None:
         bind_ssbo(dst, "B_DST")
         set_uniform(resolve, "u_pass", n)
         resolve.run(c.n_groups)
+        if n < passes:  # a smoothed pass: the pushes are smoothed, then applied by the last smoothing
+            for s in range(CONTACT_SMOOTH):
+                c.gl.memory_barrier(SHADER_STORAGE_BARRIER_BIT)
+                set_uniform(smooth, "u_read", half * (s % 2))
+                set_uniform(smooth, "u_write", half * ((s + 1) % 2))
+                set_uniform(smooth, "u_last", int(s == CONTACT_SMOOTH - 1))
+                smooth.run(c.n_groups)
         c.gl.memory_barrier(SHADER_STORAGE_BARRIER_BIT | SHADER_IMAGE_ACCESS_BARRIER_BIT)
         src = dst
-
