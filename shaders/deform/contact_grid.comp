@@ -1,13 +1,13 @@
 #version 430 core
 // Contact stage, the hashed uniform grid of the deformed control points (reference engine.skinning.contact,
 // which finds the same pairs with a k-d tree). Per contact pass, one dispatch per mode (u_mode):
-//   0 clear:   count[h] = 0 for every bucket of the table (T = u_table buckets, a power of two); on the first
-//              pass also the per-instance "a pass moved points" flags: moved[k * (2 P + 1) + n] = (n == 0);
+//   0 clear:   (first pass of a frame only) count[h] = 0 for every bucket of the table (T = u_table buckets, a power
+//              of two) and the per-instance "a pass moved points" flags moved[k * (2 P + 1) + n] = (n == 0);
 //   1 count:   per control point p of an instance with contact on, its cell c = floor(x / reach) (reach: the
 //              instance's search radius, so every point within reach lies in the 27 cells around c) and its
 //              bucket h = hash(c, instance); count[h] += 1;
-//   2 scan:    ONE work group: start[h] = sum of count below h (exclusive prefix, start[T] = total), count = 0;
-//   3 scatter: entries[start[h] + count[h]++] = p (count ends as it was after mode 1).
+//   2 scan:    ONE work group: start[h] = sum of count below h (exclusive prefix, start[T] = total);
+//   3 scatter: entries[start[h] + --count[h]] = p (so count is 0 again for the next pass).
 // contact.comp then walks the buckets of the 27 cells around each point. An instance whose last pass moved no point
 // (moved[k * (2 P + 1) + u_pass] == 0) or that sits this pass out (contact.comp) is left out: every later pass
 // would leave it as it is (the reference stops).
@@ -55,7 +55,7 @@ void main() {
         }
         barrier();
         uint run = sh_sum[lane];
-        for (uint h = lo; h < hi; ++h) { uint v = count[h]; start[h] = run; run += v; count[h] = 0u; }
+        for (uint h = lo; h < hi; ++h) { start[h] = run; run += count[h]; }
         return;
     }
     uint g = gl_WorkGroupID.x;
@@ -72,6 +72,6 @@ void main() {
     if (u_mode == 1) {
         atomicAdd(count[h], 1u);
     } else {
-        entries[start[h] + atomicAdd(count[h], 1u)] = p;
+        entries[start[h] + atomicAdd(count[h], 0xFFFFFFFFu) - 1u] = p;  // count[h]-- (returns the old value)
     }
 }

@@ -6,8 +6,9 @@ Per frame, 2 P Jacobi passes (P: the largest ``contact_passes`` of the batch's i
 in its own first ``contact_passes`` of each half): P smoothed passes, then P plain ones (the reference's two
 phases). Each pass, over the pooled control points:
 
-1. **grid** (``contact_grid.comp``): clear the bucket counts, count the points per hashed cell (cell = the
-   instance's search radius), one-work-group exclusive scan into bucket starts, scatter the point indices;
+1. **grid** (``contact_grid.comp``): count the points per hashed cell (cell = the instance's search radius),
+   one-work-group exclusive scan into bucket starts, scatter the point indices (counting back down to zero, so
+   only the frame's first pass clears the counts);
 2. **resolve** (``contact.comp``): every point sums the pushes of the facing pairs it forms with the points of
    the 27 cells around its own; a plain pass writes its new position, a smoothed pass its push;
 3. **smooth** (``contact_smooth.comp``, smoothed passes only, CONTACT_SMOOTH dispatches): each point takes the
@@ -142,6 +143,8 @@ def run(c: ContactContext) -> None:
         bind_ssbo(src, "B_SRC")
         set_uniform(grid, "u_pass", n)
         for mode, groups in ((0, table_groups), (1, c.n_groups), (2, 1), (3, c.n_groups)):
+            if mode == 0 and n > 0:
+                continue  # the scatter leaves every count at 0: only the frame's first pass clears
             set_uniform(grid, "u_mode", mode)
             grid.run(groups)
             c.gl.memory_barrier(SHADER_STORAGE_BARRIER_BIT)
