@@ -7,7 +7,8 @@
 // reference's module docstring). Passes n < P (u_passes) are the smoothed ones: the push goes to B_CONTACT_PUSH
 // and contact_smooth.comp smooths and applies it; later passes apply it at once. An instance takes part in its
 // own first contact_passes passes of each phase; in the others, with contact off, or once a pass moved no point
-// (moved[k * (2 P + 1) + n] == 0, reset by contact_grid.comp) it pushes nothing. A pass that moves a point sets
+// (moved[k * (2 P + 1) + n] == 0, reset by contact_grid.comp) it pushes nothing and copies through (this dispatch
+// always runs; the grid and smoothing dispatches of a pass nobody takes part in get zero groups). A pass that moves a point sets
 // the next flag; an instance sitting a pass out carries its flag over.
 layout(local_size_x = LOCAL_SIZE) in;
 
@@ -50,7 +51,8 @@ void main() {
     bool takes_part = live && (smoothed ? u_pass : u_pass - u_passes) < int(more.y);
     if (!takes_part) {
         if (live && i == 0) atomicOr(moved[flag + 1], 1u);  // sitting this pass out: the next one still runs
-        if (smoothed) push_out[p] = vec4(0.0); else dst[p] = vec4(xi, 1.0);
+        if (smoothed) push_out[p] = vec4(0.0);
+        dst[p] = vec4(xi, 1.0);  // a smoothed pass's smoothing (if it runs) rewrites it with src + 0
         return;
     }
     float reach = geom.x, thick = geom.y, lat2 = geom.z * geom.z, excl = geom.w, e = more.x;

@@ -7,7 +7,10 @@
 //              instance's search radius, so every point within reach lies in the 27 cells around c) and its
 //              bucket h = hash(c, instance); count[h] += 1;
 //   2 scan:    ONE work group: start[h] = sum of count below h (exclusive prefix, start[T] = total);
-//   3 scatter: entries[start[h] + --count[h]] = p (so count is 0 again for the next pass).
+//   3 scatter: entries[start[h] + --count[h]] = p (so count is 0 again for the next pass);
+//   4 gate:    ONE work group, first in every pass: the indirect dispatch arguments of the pass's count, scan,
+//              scatter and smoothing dispatches, (u_groups, 1, 1) and (1, 1, 1) when some instance takes part in
+//              the pass, zero groups otherwise (then only contact.comp runs, copying every point through).
 // contact.comp then walks the buckets of the 27 cells around each point. An instance whose last pass moved no point
 // (moved[k * (2 P + 1) + u_pass] == 0) or that sits this pass out (contact.comp) is left out: every later pass
 // would leave it as it is (the reference stops).
@@ -21,16 +24,27 @@ layout(std430, binding = B_CONTACT_COUNT) buffer Count { uint count[]; };
 layout(std430, binding = B_CONTACT_START) buffer Start { uint start[]; };
 layout(std430, binding = B_CONTACT_ENTRIES) writeonly buffer Entries { int entries[]; };
 layout(std430, binding = B_CONTACT_MOVED) buffer Moved { uint moved[]; };  // 2 P + 1 per instance
+layout(std430, binding = B_INDIRECT) writeonly buffer Indirect { uint indirect[]; };  // 2 x (x, y, z)
 
 uniform int u_mode;
 uniform uint u_table;
 uniform int u_pass;       // n, in [0, 2 P): P smoothed passes, then P plain ones
 uniform int u_passes;     // P: the largest contact_passes of the batch
 uniform int u_instances;  // instances of the batch
+uniform uint u_groups;    // control work groups of the pool
+
+// Instance k takes part in pass u_pass: contact on, one of its own first contact_passes passes of the phase, and
+// its last pass moved a point (contact.comp decides the same way).
+bool takes_part(int k) {
+    vec4 more = params[2 * k + 1];
+    int local_pass = u_pass < u_passes ? u_pass : u_pass - u_passes;
+    return more.z > 0.0 && local_pass < int(more.y) && moved[k * (2 * u_passes + 1) + u_pass] != 0u;
+}
 
 #include "contact_hash.glsl"
 
 shared uint sh_sum[LOCAL_SIZE];
+shared uint sh_live;
 
 void main() {
     uint lane = gl_LocalInvocationID.x;
@@ -58,15 +72,26 @@ void main() {
         for (uint h = lo; h < hi; ++h) { start[h] = run; run += count[h]; }
         return;
     }
+    if (u_mode == 4) {  // one work group: does any instance take part in this pass?
+        if (lane == 0u) sh_live = 0u;
+        barrier();
+        for (int k = int(lane); k < u_instances; k += LOCAL_SIZE) {
+            if (takes_part(k)) atomicOr(sh_live, 1u);
+        }
+        barrier();
+        if (lane == 0u) {
+            bool live = sh_live != 0u;
+            indirect[0] = live ? u_groups : 0u; indirect[1] = 1u; indirect[2] = 1u;
+            indirect[3] = live ? 1u : 0u; indirect[4] = 1u; indirect[5] = 1u;
+        }
+        return;
+    }
     uint g = gl_WorkGroupID.x;
     int k = instance_of_group(g);
     DeformInstance inst = instances[k];
     int i = local_index(inst, g);
     vec4 geom = params[2 * k];
-    vec4 more = params[2 * k + 1];
-    int local_pass = u_pass < u_passes ? u_pass : u_pass - u_passes;
-    if (i >= inst.n_control || more.z <= 0.0 || local_pass >= int(more.y)
-        || moved[k * (2 * u_passes + 1) + u_pass] == 0u) return;
+    if (i >= inst.n_control || !takes_part(k)) return;
     int p = inst.dyn_base + i;
     uint h = contact_bucket(contact_cell(src[p].xyz, geom.x), k, u_table);
     if (u_mode == 1) {

@@ -105,7 +105,8 @@ def _contact(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: moder
         frame=batch.images["spring_frame"], points=batch.images["spoints"], slots=batch.images["sslots"],
         buffers=S.ContactBuffers(params=b["contact_params"], count=b["contact_count"], start=b["contact_start"],
                                  entries=b["contact_entries"], scratch=b["contact_tmp"],
-                                 moved=b["contact_moved"], push=b["contact_push"]),
+                                 moved=b["contact_moved"], push=b["contact_push"],
+                                 indirect=b["contact_indirect"]),
         table=contact_stage.table_size(batch.total_groups * LOCAL_SIZE), n_instances=len(batch.instances),
         n_groups=batch.total_groups,
         passes=contact_stage.pass_count(i.params for i in batch.instances))

@@ -15,8 +15,9 @@ phases). Each pass, over the pooled control points:
    mean push of its mesh neighbours (the spring stage's adjacency images); the last one applies it.
 
 An instance whose pass moved no point skips the later passes (flags per instance and pass, reset by the first
-pass's grid clear, set by the resolve): as the reference, which stops there, and a frame where nothing meets
-costs one pass.
+pass's grid clear, set by the resolve): as the reference, which stops there. A one-group gate at the start of
+every pass writes the indirect dispatch arguments of its grid and smoothing dispatches (zero groups when no
+instance takes part), so a frame where nothing meets costs one pass of work plus one copy dispatch per later pass.
 
 Positions ping-pong between the target and a scratch buffer so that the last pass writes the target; the
 first reads the source. The posed attachments come from the spring stage's frame image (this frame's), the
@@ -35,7 +36,11 @@ import numpy as np
 
 from engine.gpu.layouts import LOCAL_SIZE
 from engine.skinning.contact import CONTACT_MAX_PASSES, CONTACT_SMOOTH, contact_rest
-from engine.skinning.gpu.plan import SHADER_IMAGE_ACCESS_BARRIER_BIT, SHADER_STORAGE_BARRIER_BIT
+from engine.skinning.gpu.plan import (
+    COMMAND_BARRIER_BIT,
+    SHADER_IMAGE_ACCESS_BARRIER_BIT,
+    SHADER_STORAGE_BARRIER_BIT,
+)
 from engine.skinning.gpu.stages.base import StageContext, bind_all, bind_image, bind_ssbo, set_uniform
 
 __all__ = ["STATIC_READS", "ContactBuffers", "ContactContext", "instance_params", "table_size", "pass_count",
@@ -43,6 +48,8 @@ __all__ = ["STATIC_READS", "ContactBuffers", "ContactContext", "instance_params"
 
 #: the most passes a frame runs (SpringParams.contact_passes' upper bound): the per-pass flags are sized for it
 MAX_PASSES = CONTACT_MAX_PASSES
+#: byte offsets of the two indirect dispatch arguments the gate writes: the pool's groups, one group
+_POOL, _ONE = 0, 12
 #: static-pool SSBOs the resolve pass binds, with their binding points
 STATIC_READS = (("bind", "B_CONTACT_BIND"),)
 
@@ -82,7 +89,8 @@ def pool_buffers(instances: list[Any], n_points: int) -> dict[str, tuple[np.ndar
             "contact_count": (None, 4 * table), "contact_start": (None, 4 * (table + 1)),
             "contact_entries": (None, 4 * max(n_points, 1)), "contact_tmp": (None, 16 * max(n_points, 1)),
             "contact_moved": (None, 4 * max(len(instances), 1) * (2 * MAX_PASSES + 1)),
-            "contact_push": (None, 2 * 16 * max(n_points, 1))}
+            "contact_push": (None, 2 * 16 * max(n_points, 1)),
+            "contact_indirect": (np.zeros(6, np.uint32), 0)}
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,7 @@ class ContactBuffers:
     scratch: moderngl.Buffer              # positions between passes (vec4 per control point)
     moved: moderngl.Buffer                # per instance and pass: the pass moved a point (2 MAX_PASSES + 1)
     push: moderngl.Buffer                 # pushes of a smoothed pass, two halves of a vec4 per control point
+    indirect: moderngl.Buffer             # the gate's indirect dispatch arguments: (groups, 1, 1), (1, 1, 1)
 
 
 @dataclass(frozen=True)
@@ -138,25 +147,33 @@ def run(c: ContactContext) -> None:
     half = c.n_groups * LOCAL_SIZE  # records per half of the push buffer
     total = 2 * passes
     src = c.source
+    set_uniform(grid, "u_groups", c.n_groups)
+    bind_ssbo(b.indirect, "B_INDIRECT")
     for n in range(total):
         dst = c.target if (total - 1 - n) % 2 == 0 else b.scratch
         bind_ssbo(src, "B_SRC")
         set_uniform(grid, "u_pass", n)
-        for mode, groups in ((0, table_groups), (1, c.n_groups), (2, 1), (3, c.n_groups)):
-            if mode == 0 and n > 0:
-                continue  # the scatter leaves every count at 0: only the frame's first pass clears
+        # 0 clear (the frame's first pass only: the scatter counts every bucket back to 0), 4 gate, then the
+        # grid's count, scan and scatter as indirect dispatches (zero groups when nobody takes part: the CPU
+        # never waits to learn that a pass found nothing)
+        for mode in ((0, 4, 1, 2, 3) if n == 0 else (4, 1, 2, 3)):
             set_uniform(grid, "u_mode", mode)
-            grid.run(groups)
-            c.gl.memory_barrier(SHADER_STORAGE_BARRIER_BIT)
+            if mode == 0:
+                grid.run(table_groups)
+            elif mode == 4:
+                grid.run(1)
+            else:
+                grid.run_indirect(b.indirect, _ONE if mode == 2 else _POOL)
+            c.gl.memory_barrier(SHADER_STORAGE_BARRIER_BIT | (COMMAND_BARRIER_BIT if mode == 4 else 0))
         bind_ssbo(dst, "B_DST")
         set_uniform(resolve, "u_pass", n)
-        resolve.run(c.n_groups)
+        resolve.run(c.n_groups)  # always: an instance that takes no part copies through
         if n < passes:  # a smoothed pass: the pushes are smoothed, then applied by the last smoothing
             for s in range(CONTACT_SMOOTH):
                 c.gl.memory_barrier(SHADER_STORAGE_BARRIER_BIT)
                 set_uniform(smooth, "u_read", half * (s % 2))
                 set_uniform(smooth, "u_write", half * ((s + 1) % 2))
                 set_uniform(smooth, "u_last", int(s == CONTACT_SMOOTH - 1))
-                smooth.run(c.n_groups)
+                smooth.run_indirect(b.indirect, _POOL)
         c.gl.memory_barrier(SHADER_STORAGE_BARRIER_BIT | SHADER_IMAGE_ACCESS_BARRIER_BIT)
         src = dst
