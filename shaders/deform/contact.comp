@@ -72,11 +72,11 @@ void main() {
             int j = q - inst.dyn_base;
             if (j == i || j < 0 || j >= inst.n_control) continue;  // itself, or a point of another instance
             vec3 xj = src[q].xyz;
-            if (contact_cell(xj, reach) != cc) continue;  // another cell hashed into the same bucket
             vec3 d = xi - xj;
             float dist = length(d);
             float w = clamp((reach - dist) / e, 0.0, 1.0);
-            if (w <= 0.0) continue;
+            if (w <= 0.0) continue;  // most candidates: out of reach
+            if (contact_cell(xj, reach) != cc) continue;  // another cell hashed into the same bucket
             w *= clamp((length(bi - bind_pos[inst.static_base + j].xyz) - excl) / e, 0.0, 1.0);
             if (w <= 0.0) continue;
             vec3 aj = attach_of(q);

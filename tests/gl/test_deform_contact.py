@@ -120,3 +120,14 @@ def test_batch_of_instances_with_their_own_contact_parameters(gl_ctx, resources,
     for p, x, ref in zip(own, got, refs):
         np.testing.assert_allclose(x, ref, atol=TOL * diag, rtol=0, err_msg=repr(p))
     assert np.abs(refs[0] - refs[2]).max() > 1e-3 * diag  # the parameters made a difference
+
+
+def test_contact_switched_on_for_a_mesh_added_without_it_is_refused(gl_ctx, resources, rig):
+    graph = DeformerGraph(gl_ctx, resources)
+    try:
+        h = _add(graph, rig, SpringParams())
+        with pytest.raises(ValueError, match="no contact node"):
+            graph.set_spring(h, SpringParams(contact=True))
+        graph.set_spring(h, SpringParams(contact=False, k_s=0.4))  # other changes still apply
+    finally:
+        graph.release()

@@ -343,6 +343,10 @@ class DeformerGraph:
         params = gpu_spring.spring_params(spring)
         if batch.has_spring and inst.asset.binding is not None:
             check_spring_ranges(params, self._instance_rest(inst))
+        if params.contact and not batch.has_contact:
+            raise ValueError(f"spring.contact = true for mesh {handle.id}, whose graph has no contact node (the "
+                             "built-in spring graphs get one when the mesh is added with contact on): remove the "
+                             "mesh and add it again with these parameters")
         inst.params = params
         batch.write_instance_table()
 
