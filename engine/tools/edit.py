@@ -430,7 +430,7 @@ def edit_command(args: argparse.Namespace) -> int:
         options = [_stroke_options(spec) for spec in sf.strokes]
     loaded = quiet_load(args.asset)
     w, h = (sf.camera.width, sf.camera.height) if sf is not None and sf.camera is not None else (1280, 720)
-    with Session(device="cpu" if laplacian else "gpu", width=w, height=h, deformer=args.deformer,
+    with Session(device="cpu" if laplacian else args.device, width=w, height=h, deformer=args.deformer,
                  config=deformer_config(args), strict=True) as s:
         ch = s.spawn(loaded, clip=args.clip, time=args.time, speed=0.0, mode="clamp")
         require_finite(ch.vertices())
