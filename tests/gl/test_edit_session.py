@@ -1,6 +1,7 @@
 """Surface edits through engine.Session (issue 12 items 1, 3, 5): a stroke recorded on the humanoid stays on its
 triangles while the walk plays, a bulge stays on the forearm while the character walks (and leaves the far body
-alone), keyed weights, clearing, the edits file round trip, and the refusals (a non-spring deformer, on either device)."""
+alone), keyed weights, clearing, the edits file round trip, and the refusals (a non-spring
+deformer, on either device)."""
 from __future__ import annotations
 
 import numpy as np
