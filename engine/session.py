@@ -800,6 +800,21 @@ class Session:
             "projection": np.asarray(r.last_projection, np.float32),
         }
 
+    def silhouette_image(self, channel: str = "normal", threshold: float | None = None) -> np.ndarray:
+        """The silhouette filter's output over the current state (research 7.3; the renderer's "silhouette"
+        debug view: the Laplacian of G-buffer ``channel`` in grey, yellow above ``threshold``, None: the
+        channel's default) as (H,W,4) uint8, row 0 at the top. The view shown before is restored for the next
+        frame."""
+        r = self._need_renderer()
+        old_view, old_filter = r.view, r.silhouette_view
+        r.silhouette_view = (channel, threshold)
+        r.view = "silhouette"
+        try:
+            return self.render()
+        finally:
+            r.view = old_view
+            r.silhouette_view = old_filter
+
     def ray(self, x: float, y: float) -> np.ndarray:
         """The world ray (pyrr: origin, unit direction) through window pixel (x, y) of the current camera."""
         from engine.input.rays import window_ray
