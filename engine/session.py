@@ -831,8 +831,10 @@ class Session:
         self._edit_systems = True
         self.add_system(Phase.DEFORM, lambda w: surface_edit_system(w, dependent=True), name="surface_edit_step",
                         before="deform_step_system")
+        # before render_system too: the schedule's order keeps only declared constraints, and before
+        # extract_system alone let render_system move ahead of both (every edited frame drew the last one's mesh)
         self.add_system(Phase.RENDER, lambda w: surface_edit_system(w, dependent=False), name="surface_edit_system",
-                        before="extract_system")
+                        before=("extract_system", "render_system"))
 
     # -- surface queries -----------------------------------------------------------------------------------
     def pick(self, x: int, y: int, *, layer: str | None = None) -> Any:
