@@ -15,6 +15,13 @@ family of N generated tubes (engine.assets.gen.family) over every pose of ``tube
 iterations the default parameters take to the displacement tolerance (no iteration cap) with acceleration
 "none" and "momentum" (``--momentum`` betas), each result's largest distance from the far-converged equilibrium
 over the bounding-box diagonal and its intersecting face pairs (metrics.intersecting_pairs).
+
+``--warm [N]`` prints the warm-start table (issue 15 item 4): N tubes of the family play a clip (`clip_poses`: at
+30 fps the limb bends 0 -> 120 deg and twists 0 -> 60 deg in one second, eased, then holds still; ``--speeds``
+scales the motion per frame) with no iteration cap; per member and variant (plain, warm start, momentum, warm
+start + momentum) the iterations to the displacement tolerance over the clip and during the hold, the frames the
+warm start fell back to the usual start, the largest distance from the far-converged equilibrium (from the
+usual start, every ``--far-every``-th frame) over the bounding-box diagonal and the most intersecting face pairs.
 """
 from __future__ import annotations
 
@@ -83,6 +90,75 @@ def accel_table(n_members: int, betas: list[float], cap: int = 5000) -> str:
     return "\n".join(lines)
 
 
+def clip_poses(frames: int = 30, hold: int = 4, speed: float = 1.0):
+    """The warm-start clip: ``frames`` frames easing the bend 0 -> 120 * speed deg and the twist 0 -> 60 * speed deg
+    (cosine ease: the fastest frame moves pi / 2 x the mean step), then ``hold`` frames of the last pose."""
+    import numpy as np
+
+    from engine.assets.gen.family import TubePose
+
+    u = 0.5 * (1.0 - np.cos(np.pi * np.arange(frames) / max(frames - 1, 1)))
+    u = np.concatenate([u, np.ones(hold)])
+    return [TubePose(f"f{i}", bend=120.0 * speed * a, twist=60.0 * speed * a) for i, a in enumerate(u)]
+
+
+def warm_table(n_members: int, speeds: list[float], beta: float = 0.8, cap: int = 5000, far_every: int = 6,
+               frames: int = 30, hold: int = 4, warm_limit: float | None = None) -> str:
+    """Text table of ``--warm`` (module docstring)."""
+    import numpy as np
+
+    from engine.assets.gen.family import MemberRig, tube_family
+    from engine.skinning.metrics import intersecting_pairs
+
+    from engine.skinning.springs import WARM_LIMIT
+
+    lim = WARM_LIMIT if warm_limit is None else warm_limit
+    variants = [("plain", SpringParams(max_iterations=cap)),
+                ("warm", SpringParams(max_iterations=cap, warm_start=True, warm_limit=lim)),
+                (f"mom{beta:g}", SpringParams(max_iterations=cap, acceleration="momentum", momentum=beta)),
+                (f"warm+mom{beta:g}", SpringParams(max_iterations=cap, acceleration="momentum", momentum=beta,
+                                                  warm_start=True, warm_limit=lim))]
+    far = SpringParams(max_iterations=20 * cap, displacement_rel=1e-8)
+    head = (f"{'member':30s} {'speed':>5s} {'max step':>8s} "
+            + " ".join(f"{name + ' it/hold/cold/dist/pairs':>40s}" for name, _ in variants))
+    lines, totals = [head], {(sp, name): 0 for sp in speeds for name, _ in variants}
+    for m in tube_family(n_members)[:n_members]:
+        rig = MemberRig(m)
+        diag = float(np.linalg.norm(np.ptp(rig.bind_positions, 0)))
+        for sp in speeds:
+            poses = clip_poses(frames, hold, sp)
+            steps = [abs(b.bend - a.bend) / len(m.elbows) for a, b in zip(poses, poses[1:])]
+            deformers = {name: SpringDeformer(rig.topology, rig.binding, m.bind_joints, m.parents, p)
+                         for name, p in variants}
+            acc = {name: [0, 0, 0, 0.0, 0] for name, _ in variants}  # it, hold it, cold starts, dist, pairs
+            for i, pose in enumerate(poses):
+                posed = m.posed_joints(pose)
+                out = {}
+                for name, _ in variants:
+                    x, stats = deformers[name].solve(posed)
+                    out[name] = x
+                    a = acc[name]
+                    a[0] += stats.iterations
+                    a[1] += stats.iterations if i >= frames else 0
+                    a[2] += 0 if stats.warm else 1
+                    a[4] = max(a[4], len(intersecting_pairs(x, rig.topology.triangles)))
+                if i % far_every == 0 or i == len(poses) - 1:
+                    ref, _ = SpringDeformer(rig.topology, rig.binding, m.bind_joints, m.parents, far).solve(
+                        posed, initial=out["plain"])  # the usual start's equilibrium, converged far
+                    for name, _ in variants:
+                        acc[name][3] = max(acc[name][3], float(np.linalg.norm(out[name] - ref, axis=1).max()) / diag)
+            cells = []
+            for name, _ in variants:
+                it, hold_it, cold, dist, pairs = acc[name]
+                totals[(sp, name)] += it
+                cells.append(f"{it:>8d} {hold_it:>5d} {cold:>4d} {dist:>10.2e} {pairs:>5d}")
+            lines.append(f"{m.name[:30]:30s} {sp:>5g} {max(steps):>7.2f}d " + " ".join(f"{c:>40s}" for c in cells))
+    for sp in speeds:
+        lines.append(f"{'total iterations, speed ' + format(sp, 'g'):46s} "
+                     + " ".join(f"{totals[(sp, name)]:>40d}" for name, _ in variants))
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default=",".join(SIZES), help=f"comma-separated subset of {','.join(SIZES)}")
@@ -93,7 +169,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--accel", type=int, nargs="?", const=4, default=None, metavar="N",
                     help="print iterations to the tolerance with and without acceleration on N tubes (default 4)")
     ap.add_argument("--momentum", default="0.5,0.7,0.8", help="comma-separated momentum betas for --accel")
+    ap.add_argument("--warm", type=int, nargs="?", const=4, default=None, metavar="N",
+                    help="print iterations per clip with and without the warm start on N tubes (default 4)")
+    ap.add_argument("--speeds", default="0.5,1,2", help="comma-separated clip speed factors for --warm")
+    ap.add_argument("--far-every", type=int, default=6, help="--warm: far-converged reference every k-th frame")
+    ap.add_argument("--warm-limit", type=float, default=None, help="--warm: SpringParams.warm_limit (radians)")
     args = ap.parse_args(argv)
+    if args.warm is not None:
+        if args.warm < 1 or args.far_every < 1:
+            ap.error(f"--warm and --far-every must be >= 1, got {args.warm}, {args.far_every}")
+        print(warm_table(args.warm, [float(v) for v in args.speeds.split(",") if v], far_every=args.far_every,
+                         warm_limit=args.warm_limit))
+        return 0
     if args.accel is not None:
         if args.accel < 1:
             ap.error(f"--accel must be >= 1, got {args.accel}")

@@ -9,6 +9,10 @@
 // the rotation from its bone to the other one. inst.k2.w > 0 (rigid initial skinning, independent mode): the
 // start is the blended rigid skinning, i.e. the plain rigid output of the skin stage moved by
 // (a_b - a) + (B - I) R s with s = r * s_dir (reference SpringDeformer.rigid).
+// Warm start (DeformBone.p.w = 1, decided per instance by the pose upload: reference springs.warm_start_allowed):
+// x_0 is the stage's last output carried by the bone's motion since last frame, on the bone (plain attachment and
+// rotation, reference springs.carry): a + R_now R_prev^T (x_prev - a_prev); points an edit holds keep the usual
+// start (reference SpringDeformer.initial_positions).
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "deform_common.glsl"
@@ -47,6 +51,10 @@ layout(std430, binding = B_BONE_OF) readonly buffer BoneOf { int bone_of[]; };
 layout(std430, binding = B_VSTATIC) readonly buffer VStatic { SpringVertex vstatic[]; };
 layout(std430, binding = B_SKINNED) readonly buffer Skinned { vec4 skinned[]; };
 layout(std430, binding = B_VEL) readonly buffer VelFinal { vec4 vel_final[]; };
+layout(std430, binding = B_WARM) readonly buffer Warm { vec4 last_output[]; };
+layout(std430, binding = B_BONES_PREV) readonly buffer BonesPrev { DeformBone bones_prev[]; };
+// SpringEdit rows (generated/deform_layouts.glsl): q.y 1 = held (an edit's static set)
+layout(std430, binding = B_EDIT) readonly buffer Edit { SpringEdit edit[]; };
 layout(rgba32f, binding = I_SPRING_FRAME) writeonly uniform image2D frame;  // SpringFrame
 layout(rgba32f, binding = I_SPRING_DST) writeonly uniform image2D s0;       // SpringState x_0
 
@@ -59,6 +67,7 @@ void main() {
     int didx = inst.dyn_base + i;
     DeformBone b = bones[inst.bone_base + bone_of[sidx]];
     vec3 a = b.p.xyz + attach[sidx].w * (b.c.xyz - b.p.xyz);
+    vec3 a_plain = a;
     vec3 ref;
     if ((inst.flags & uint(FLAG_BONE_CONE)) != 0u) {
         vec3 d = b.c.xyz - b.p.xyz;
@@ -90,6 +99,12 @@ void main() {
     imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_ATTACH), vec4(a, 0.0));
     imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_BONE_REF), vec4(ref, 0.0));
     vec3 v0 = (inst.flags & uint(FLAG_KEEP_VELOCITY)) != 0u ? vel_final[didx].xyz : vec3(0.0);
-    imageStore(s0, record_texel(didx, SPRING_STATE_TEXELS, SPRING_STATE_X), vec4(skinned[didx].xyz + shift, 1.0));
+    vec3 x0 = skinned[didx].xyz + shift;
+    if (b.p.w > 0.5 && !(inst.k2.y != 0.0 && edit[didx].q.y != 0.0)) {
+        DeformBone bp = bones_prev[inst.bone_base + bone_of[sidx]];
+        vec3 a_prev = bp.p.xyz + attach[sidx].w * (bp.c.xyz - bp.p.xyz);
+        x0 = a_plain + mat3(b.rot_now) * (transpose(mat3(bp.rot_now)) * (last_output[didx].xyz - a_prev));
+    }
+    imageStore(s0, record_texel(didx, SPRING_STATE_TEXELS, SPRING_STATE_X), vec4(x0, 1.0));
     imageStore(s0, record_texel(didx, SPRING_STATE_TEXELS, SPRING_STATE_V), vec4(v0, 0.0));
 }
