@@ -109,7 +109,6 @@ def warm_table(n_members: int, speeds: list[float], beta: float = 0.8, cap: int 
 
     from engine.assets.gen.family import MemberRig, tube_family
     from engine.skinning.metrics import intersecting_pairs
-
     from engine.skinning.springs import WARM_LIMIT
 
     lim = WARM_LIMIT if warm_limit is None else warm_limit

@@ -14,9 +14,9 @@ import moderngl
 import numpy as np
 
 from engine.gpu.layouts import pack_mat4
+from engine.skinning import springs
 from engine.skinning.gpu import layouts as L
 from engine.skinning.gpu import spring as gpu_spring
-from engine.skinning import springs
 from engine.skinning.gpu.records import Instance
 from engine.skinning.skinning import joint_rotations
 from engine.skinning.types import Bones, bone_endpoints
