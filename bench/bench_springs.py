@@ -129,7 +129,8 @@ def warm_table(n_members: int, speeds: list[float], beta: float = 0.8, cap: int 
             steps = [abs(b.bend - a.bend) / len(m.elbows) for a, b in zip(poses, poses[1:])]
             deformers = {name: SpringDeformer(rig.topology, rig.binding, m.bind_joints, m.parents, p)
                          for name, p in variants}
-            acc = {name: [0, 0, 0, 0.0, 0] for name, _ in variants}  # it, hold it, cold starts, dist, pairs
+            acc = {name: [0, 0, 0, 0] for name, _ in variants}  # iterations, in the hold, cold starts, pairs
+            dist = {name: 0.0 for name, _ in variants}
             for i, pose in enumerate(poses):
                 posed = m.posed_joints(pose)
                 out = {}
@@ -140,17 +141,17 @@ def warm_table(n_members: int, speeds: list[float], beta: float = 0.8, cap: int 
                     a[0] += stats.iterations
                     a[1] += stats.iterations if i >= frames else 0
                     a[2] += 0 if stats.warm else 1
-                    a[4] = max(a[4], len(intersecting_pairs(x, rig.topology.triangles)))
+                    a[3] = max(a[3], len(intersecting_pairs(x, rig.topology.triangles)))
                 if i % far_every == 0 or i == len(poses) - 1:
                     ref, _ = SpringDeformer(rig.topology, rig.binding, m.bind_joints, m.parents, far).solve(
                         posed, initial=out["plain"])  # the usual start's equilibrium, converged far
                     for name, _ in variants:
-                        acc[name][3] = max(acc[name][3], float(np.linalg.norm(out[name] - ref, axis=1).max()) / diag)
+                        dist[name] = max(dist[name], float(np.linalg.norm(out[name] - ref, axis=1).max()) / diag)
             cells = []
             for name, _ in variants:
-                it, hold_it, cold, dist, pairs = acc[name]
+                it, hold_it, cold, pairs = acc[name]
                 totals[(sp, name)] += it
-                cells.append(f"{it:>8d} {hold_it:>5d} {cold:>4d} {dist:>10.2e} {pairs:>5d}")
+                cells.append(f"{it:>8d} {hold_it:>5d} {cold:>4d} {dist[name]:>10.2e} {pairs:>5d}")
             lines.append(f"{m.name[:30]:30s} {sp:>5g} {max(steps):>7.2f}d " + " ".join(f"{c:>40s}" for c in cells))
     for sp in speeds:
         lines.append(f"{'total iterations, speed ' + format(sp, 'g'):46s} "

@@ -221,12 +221,12 @@ SPRING_VERTEX = Std430Struct("SpringVertex", [
 ])
 
 # ---- surface-edit row per control point of the pool (records.edit_rows; spring and spring_frame read it) -----
-SPRING_EDIT = Std430Struct("SpringEdit", [
+SPRING_EDIT_ROW = Std430Struct("SpringEdit", [
     ("ck", "vec4"),    # xyz C_i (weighted edit target), w K_i (edit stiffness)
     ("q", "vec4"),     # x Q_i (energy constant), y 1 = held (an edit's static set), zw 0
 ])
 
-DEFORM_LAYOUTS = (DEFORM_INSTANCE, DEFORM_STATUS, DEFORM_JOINT, DEFORM_BONE, SPRING_VERTEX, SPRING_EDIT)
+DEFORM_LAYOUTS = (DEFORM_INSTANCE, DEFORM_STATUS, DEFORM_JOINT, DEFORM_BONE, SPRING_VERTEX, SPRING_EDIT_ROW)
 LAYOUT_INCLUDE = "generated/deform_layouts.glsl"
 
 # ---- spring flags and convergence schemes ------------------------------------------------------------
