@@ -22,6 +22,10 @@ scales the motion per frame) with no iteration cap; per member and variant (plai
 start + momentum) the iterations to the displacement tolerance over the clip and during the hold, the frames the
 warm start fell back to the usual start, the largest distance from the far-converged equilibrium (from the
 usual start, every ``--far-every``-th frame) over the bounding-box diagonal and the most intersecting face pairs.
+
+``--warm-sweep [N]`` prints what the default ``warm_limit`` is derived from: on N tubes, from the converged
+result at a few poses, one frame's step of every elbow by ``--steps`` degrees (bend and twist): iterations to the
+tolerance from the warm start over those from the usual start (below 1: the warm start saves work).
 """
 from __future__ import annotations
 
@@ -159,6 +163,36 @@ def warm_table(n_members: int, speeds: list[float], beta: float = 0.8, cap: int 
     return "\n".join(lines)
 
 
+def warm_sweep(n_members: int, steps: list[float], cap: int = 5000) -> str:
+    """Text table of ``--warm-sweep`` (module docstring): per step (deg per elbow and frame) the mean and the worst
+    ratio of warm to usual-start iterations over the members and base poses."""
+    import numpy as np
+
+    from engine.assets.gen.family import MemberRig, TubePose, tube_family
+
+    bases = [(45.0, 15.0), (90.0, 30.0), (120.0, 0.0)]  # total bend, total twist (deg)
+    plain = SpringParams(max_iterations=cap)
+    warm = SpringParams(max_iterations=cap, warm_start=True, warm_limit=float(np.pi))
+    ratios: dict[float, list[float]] = {st: [] for st in steps}
+    for m in tube_family(n_members)[:n_members]:
+        rig = MemberRig(m)
+        n_el = len(m.elbows)
+        for bend, twist in bases:
+            base = m.posed_joints(TubePose("base", bend=bend, twist=twist))
+            for st in steps:
+                moved = m.posed_joints(TubePose("moved", bend=bend + st * n_el, twist=twist + st * n_el))
+                d = SpringDeformer(rig.topology, rig.binding, m.bind_joints, m.parents, warm)
+                d.solve(base)
+                _, s_warm = d.solve(moved)
+                _, s_cold = SpringDeformer(rig.topology, rig.binding, m.bind_joints, m.parents, plain).solve(moved)
+                ratios[st].append(s_warm.iterations / max(s_cold.iterations, 1))
+    lines = [f"{'step deg/elbow':>14s} {'rad':>6s} {'warm/usual mean':>16s} {'worst':>6s}"]
+    for st in steps:
+        r = np.array(ratios[st])
+        lines.append(f"{st:>14g} {np.radians(st):>6.3f} {r.mean():>16.2f} {r.max():>6.2f}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default=",".join(SIZES), help=f"comma-separated subset of {','.join(SIZES)}")
@@ -174,7 +208,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--speeds", default="0.5,1,2", help="comma-separated clip speed factors for --warm")
     ap.add_argument("--far-every", type=int, default=6, help="--warm: far-converged reference every k-th frame")
     ap.add_argument("--warm-limit", type=float, default=None, help="--warm: SpringParams.warm_limit (radians)")
+    ap.add_argument("--warm-sweep", type=int, nargs="?", const=3, default=None, metavar="N",
+                    help="print warm / usual-start iterations against the step per frame on N tubes (default 3)")
+    ap.add_argument("--steps", default="1,2,4,6,8,12,16", help="--warm-sweep: steps per elbow and frame (deg)")
     args = ap.parse_args(argv)
+    if args.warm_sweep is not None:
+        if args.warm_sweep < 1:
+            ap.error(f"--warm-sweep must be >= 1, got {args.warm_sweep}")
+        print(warm_sweep(args.warm_sweep, [float(v) for v in args.steps.split(",") if v]))
+        return 0
     if args.warm is not None:
         if args.warm < 1 or args.far_every < 1:
             ap.error(f"--warm and --far-every must be >= 1, got {args.warm}, {args.far_every}")
