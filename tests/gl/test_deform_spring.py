@@ -394,3 +394,32 @@ def test_warm_start_cold_after_relayout_and_off_by_default(gl_ctx, resources, ri
         assert its == [(first, first), (1, first), (first, first), (1, first)]
     finally:
         graph.release()
+
+
+def test_warm_start_keeps_held_points_at_the_usual_start_on_gpu(gl_ctx, resources, rig):
+    """Points an edit holds (its static set) start, and so stay, at the usual start in a warm frame, on the GPU
+    as in the reference (spring_frame.comp reads the edit rows' held flag)."""
+    from engine.skinning.edits import EditTerms
+
+    params = SpringParams(convergence="iterations", max_iterations=25, dt=0.08, warm_start=True)
+    n = rig.topology.n_control
+    held = np.zeros(n, bool)
+    held[:6] = True
+    terms = EditTerms(np.zeros(n), np.zeros((n, 3)), np.zeros(n), held=held)
+    graph = DeformerGraph(gl_ctx, resources)
+    try:
+        h = _add(graph, rig, params)
+        d = SpringDeformer(rig.topology, rig.binding, rig.bind_joints, rig.parents, params)
+        diag = M.bbox_diagonal(rig.topology.positions)
+        skin, posed = pose(rig, bend=0.8, twist=0.3)
+        for edits in (None, terms):
+            graph.set_pose(h, skin, posed)
+            graph.set_edits(h, edits)
+            graph.run()
+            ref, stats = d.solve(posed, edits=edits)
+            np.testing.assert_allclose(graph.download_control(h, "deformed"), ref, atol=TOL * diag, rtol=0)
+        assert stats.warm
+        fr = d.frame(posed)
+        np.testing.assert_allclose(ref[held], d.rigid(fr)[held], atol=1e-12)
+    finally:
+        graph.release()
