@@ -178,8 +178,9 @@ class SpringParams:
     iteration is stable for dt_i lambda_i < 2 (1 + momentum), which step limiting keeps below 0.9.
 
     warm_start (default off; frame-independent mode only, the dependent mode always carries): iterate from the
-    previous frame's output carried by the skeleton's motion (the carrying of the dependent mode: last output
-    moved by each bone's rigid motion since then) instead of the initial skinning, when the pose moved little:
+    previous frame's output carried by the skeleton's motion (`carry`: moved with each point's joint-blended frame,
+    so only its deviation from the rigid start is carried along) instead of the initial skinning, when the pose
+    moved little:
     every joint's rotation relative to its parent changed by at most warm_limit radians since the last frame and
     its offset from the parent by at most warm_limit x the median bind |s| (`warm_start_allowed`); else, and on
     the first frame or after `SpringDeformer.reset`, the usual start. A still pose reproduces the last output and
@@ -597,11 +598,15 @@ def warm_start_allowed(params: SpringParams, angle: np.ndarray, offset: np.ndarr
     return a <= params.warm_limit and o <= params.warm_limit * scale
 
 
-def carry(positions: np.ndarray, prev: PoseFrame, now: PoseFrame) -> np.ndarray:
-    """Points of the frame `prev` moved by each vertex's bone motion since then (on the bones, not in the blended
-    frames: what the GPU's differential skinning and spring_frame.comp do): a' + R' R^T (x - a)."""
-    delta = np.einsum("vij,vkj->vik", now.plain_rot, prev.plain_rot)  # R_now R_prev^T
-    return now.plain_attach + np.einsum("vij,vj->vi", delta, np.asarray(positions, np.float64) - prev.plain_attach)
+def carry(positions: np.ndarray, prev: PoseFrame, now: PoseFrame, *, plain: bool = False) -> np.ndarray:
+    """Points of the frame `prev` moved by the motion of each vertex's frame since then: a' + F' F^T (x - a) with
+    the joint-blended attachments and rotations (the warm start: a result at the blended rigid start carries to
+    the blended rigid start of `now`, only its deviation from it is carried along); plain: on the bones (the
+    dependent mode, as the GPU's differential skinning does)."""
+    a_p, r_p = (prev.plain_attach, prev.plain_rot) if plain else (prev.attach, prev.rot)
+    a_n, r_n = (now.plain_attach, now.plain_rot) if plain else (now.attach, now.rot)
+    delta = np.einsum("vij,vkj->vik", r_n, r_p)  # F_now F_prev^T
+    return a_n + np.einsum("vij,vj->vi", delta, np.asarray(positions, np.float64) - a_p)
 
 
 def spring_forces(x: np.ndarray, attach: np.ndarray, bone_ref: np.ndarray, rest: SpringRest,
@@ -971,7 +976,7 @@ class SpringDeformer:
         st = self.state
         dependent = self.params.mode == "dependent"
         if dependent and st.positions is not None and st.frame is not None:
-            return carry(st.positions, st.frame, frame), False
+            return carry(st.positions, st.frame, frame, plain=True), False
         if not dependent and self.warm_allowed(posed_joints):
             assert st.positions is not None and st.frame is not None
             x = carry(st.positions, st.frame, frame)

@@ -5,8 +5,9 @@ Per frame, over the whole control pool:
 1. **frame** (``spring_frame.comp``, one dispatch): posed attachments and bone references per control point,
    and the initial state x_0 (skinned positions, initial velocities) into ``s0``; an instance that starts warm
    this frame (``DeformBone.p.w``, decided per instance by the pose upload: springs.warm_start_allowed) takes
-   x_0 from the stage's last output (its target) carried by each bone's motion since the last frame (the bone
-   records of that frame: ``bones_prev``, copied from ``bones`` at the end of the stage);
+   x_0 from the stage's last output (its target) carried by the motion of each point's joint-blended frame since
+   the last frame (frames of the bone records of that frame: ``bones_prev``, copied from ``bones`` at the end of
+   the stage);
 2. **converge reset** (``converge.comp``, one work group): convergence state cleared, every work group active;
 3. **iterations** (``spring.comp``): up to ``dispatches`` indirect dispatches; every ``check_every``
    iterations the converge pass reads the GPU-side maxima / energy partials and rebuilds the list of active
