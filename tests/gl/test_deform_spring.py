@@ -363,6 +363,7 @@ def test_warm_start_matches_reference_over_frames(gl_ctx, resources, rig, case):
             ref, stats = d.solve(posed)
             st = graph.spring_status(h)
             warm.append(stats.warm)
+            assert st["warm"] == stats.warm
             assert st["iterations"] == stats.iterations, (bend, st, stats)
             np.testing.assert_allclose(graph.download_control(h, "deformed"), ref, atol=TOL * diag, rtol=0)
             if i and bend == WARM_BENDS[i - 1]:
