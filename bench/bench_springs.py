@@ -284,41 +284,40 @@ def main(argv: list[str] | None = None) -> int:
                     help="print warm / usual-start iterations against the step per frame on N tubes (default 3)")
     ap.add_argument("--steps", default="1,2,4,6,8,12,16", help="--warm-sweep: steps per elbow and frame (deg)")
     args = ap.parse_args(argv)
+    for flag, value, low in (("--warm-asset's --frames", args.frames, 2), ("--warm-sweep", args.warm_sweep, 1),
+                             ("--warm", args.warm, 1), ("--far-every", args.far_every, 1),
+                             ("--accel", args.accel, 1), ("--family", args.family, 1), ("--repeat", args.repeat, 1)):
+        if value is not None and value < low:
+            ap.error(f"{flag} must be >= {low}, got {value}")
     if args.warm_asset is not None:
-        if args.frames < 2:
-            ap.error(f"--frames must be >= 2, got {args.frames}")
         clip: str | int = int(args.clip) if args.clip.isdigit() else args.clip
         print(warm_asset(args.warm_asset, clip, args.frames))
-        return 0
-    if args.warm_sweep is not None:
-        if args.warm_sweep < 1:
-            ap.error(f"--warm-sweep must be >= 1, got {args.warm_sweep}")
-        print(warm_sweep(args.warm_sweep, [float(v) for v in args.steps.split(",") if v]))
-        return 0
-    if args.warm is not None:
-        if args.warm < 1 or args.far_every < 1:
-            ap.error(f"--warm and --far-every must be >= 1, got {args.warm}, {args.far_every}")
-        print(warm_table(args.warm, [float(v) for v in args.speeds.split(",") if v], far_every=args.far_every,
-                         warm_limit=args.warm_limit))
-        return 0
-    if args.accel is not None:
-        if args.accel < 1:
-            ap.error(f"--accel must be >= 1, got {args.accel}")
-        print(accel_table(args.accel, [float(b) for b in args.momentum.split(",") if b]))
-        return 0
-    if args.family is not None:
-        if args.family < 1:
-            ap.error(f"--family must be >= 1, got {args.family}")
+    elif args.warm_sweep is not None:
+        print(warm_sweep(args.warm_sweep, _floats(args.steps)))
+    elif args.warm is not None:
+        print(warm_table(args.warm, _floats(args.speeds), far_every=args.far_every, warm_limit=args.warm_limit))
+    elif args.accel is not None:
+        print(accel_table(args.accel, _floats(args.momentum)))
+    elif args.family is not None:
         from engine.assets.gen.family import family_table, format_family_table, tube_family, tube_poses
 
         print(format_family_table(family_table(tube_family(args.family), tube_poses())))
-        return 0
+    else:
+        return _reference_table(ap, args)
+    return 0
+
+
+def _floats(text: str) -> list[float]:
+    """A comma-separated list of numbers."""
+    return [float(v) for v in text.split(",") if v]
+
+
+def _reference_table(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The default table: spring iteration and pose set-up cost per size (bench_reference)."""
     sizes = [s for s in args.sizes.split(",") if s]
     bad = [s for s in sizes if s not in SIZES]
     if bad:
         ap.error(f"unknown size {bad}; sizes: {list(SIZES)}")
-    if args.repeat < 1:
-        ap.error(f"--repeat must be >= 1, got {args.repeat}")
     rows = ["spring-it", "spring-pose"] + (["lbs"] if args.with_lbs else [])
     print(format_table(run(sizes, rows, args.repeat)))
     return 0
