@@ -1094,7 +1094,7 @@ class SpringDeformer:
             vel = self.state.velocities
         x, vel_out, stats = self.iterate(x0, fr, vel=vel, edit=terms)
         stats.warm = warm
-        self.state = SpringState(positions=x, velocities=vel_out, frame=fr, joints=posed,
+        self.state = SpringState(positions=x, velocities=vel_out, frame=fr, joints=posed.copy(),
                                  frames=self.state.frames + 1, last=stats)
         with np.errstate(under="ignore"):  # components below float32's range (e.g. 1e-50) become 0: harmless
             return x.astype(np.float32), stats
