@@ -393,6 +393,24 @@ def test_warm_start_cold_after_relayout_and_off_by_default(gl_ctx, resources, ri
         first = its[0][0]
         assert first > 5
         assert its == [(first, first), (1, first), (first, first), (1, first)]
+        # turned on at run time while another mesh of the batch keeps last frame's bones: warm at once
+        graph.set_spring(cold, params)
+        graph.set_pose(cold, skin, posed)
+        graph.run()
+        assert graph.spring_status(cold)["warm"] and graph.spring_status(cold)["iterations"] == 1
+    finally:
+        graph.release()
+    graph = DeformerGraph(gl_ctx, resources)
+    try:  # the only mesh turns it on: no last frame's bones were kept, so that frame starts cold, the next warm
+        h = _add(graph, rig, SpringParams(convergence="displacement", max_iterations=300, dt=0.08))
+        starts = []
+        for frame in range(3):
+            if frame == 1:
+                graph.set_spring(h, params)
+            graph.set_pose(h, skin, posed)
+            graph.run()
+            starts.append((graph.spring_status(h)["warm"], graph.spring_status(h)["iterations"]))
+        assert starts == [(False, first), (False, first), (True, 1)]
     finally:
         graph.release()
 

@@ -178,11 +178,16 @@ class PoseStack:
 
     def _warm_flags(self) -> None:
         """Per instance: may its springs start from last frame's output (springs.warm_start_allowed on the motion
-        of its joints since the last upload, batched over every joint)? Remembers this frame's poses."""
+        of its joints since the last upload, batched over every joint)? Remembers this frame's poses while some
+        instance wants the warm start (the spring stage keeps last frame's bone records only then: one that turns
+        it on starts cold once)."""
         flags = np.zeros(len(self.instances), bool)
         params = [i.params for i in self.instances]
         wanted = np.array([p.warm_start and p.mode == "independent" for p in params], bool)
-        if self.warm_prev is not None and wanted.any():
+        if not wanted.any():
+            self.warm_flags, self.warm_prev = flags, None
+            return
+        if self.warm_prev is not None:
             angle, offset = springs.pose_motion(self.bind, self.parents_all, self.warm_prev, self.posed)
             a = np.maximum.reduceat(angle, self.joint_starts)
             o = np.maximum.reduceat(offset, self.joint_starts)

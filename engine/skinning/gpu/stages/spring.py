@@ -70,7 +70,7 @@ class SpringContext(StageContext):
     target: moderngl.Buffer
     bones: moderngl.Buffer                # DeformBone records
     bones_prev: moderngl.Buffer           # last frame's DeformBone records (warm start)
-    warm: bool                            # some instance starts warm this frame
+    warm: bool                            # some instance wants the warm start: keep this frame's bone records
     static: tuple[tuple[moderngl.Buffer, str], ...]  # STATIC_READS with their buffers
     buffers: SpringBuffers
     images: SpringImages
