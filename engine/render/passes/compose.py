@@ -192,6 +192,32 @@ def blob_key(state: RenderState, frame: Frame, blobs: np.ndarray) -> tuple:
     return (backdrop_key(state, frame), blobs.tobytes(), state.programs.cache.generation)
 
 
+class _UniformCache:
+    """The values this pass last wrote to each program's per-frame uniforms: a uniform is written only when
+    its value changed (most do not between two frames of one camera; a write is a Python call and a GL
+    call each). A program starts empty when :meth:`reset` (new to the pass, or reloaded: the program
+    variants' ``initialised`` set, keyed alike, is cleared then)."""
+
+    def __init__(self) -> None:
+        self._values: dict[int, dict[str, object]] = {}
+
+    def reset(self, prog: moderngl.Program) -> None:
+        self._values[id(prog)] = {}
+
+    def set(self, prog: moderngl.Program, name: str, value: object) -> None:
+        seen = self._values.setdefault(id(prog), {})
+        if name not in seen or seen[name] != value:
+            set_uniform(prog, name, value)
+            seen[name] = value
+
+    def matrix(self, prog: moderngl.Program, name: str, m: np.ndarray) -> None:
+        seen = self._values.setdefault(id(prog), {})
+        key = np.asarray(m, np.float64).tobytes()
+        if seen.get(name) != key:
+            set_matrix(prog, name, m)
+            seen[name] = key
+
+
 class ComposePass:
     """The compositor; reads the shadow pass's map (``shadows="map"``) and owns the contact shadows."""
 
@@ -200,6 +226,7 @@ class ComposePass:
     def __init__(self, resources: GpuResources, shadow: ShadowPass) -> None:
         self.shadow = shadow
         self.blobs = ContactShadows(resources)
+        self._uniforms = _UniformCache()
 
     def spec(self, state: RenderState) -> PassSpec:
         layers = list(state.targets.layers)
@@ -249,31 +276,33 @@ class ComposePass:
             set_uniform(prog, "u_backdrop_depth_copy", 3 * n + 1)
             set_uniform(prog, "u_shadow_map", 3 * n + 2)
             set_uniform(prog, "u_depth", 1.0 - 1e-6)
-        set_matrix(prog, "u_inv_view_proj", state.inv_view_proj)  # (vertex stage: view rays; fragment: unprojection)
-        set_uniform(prog, "u_inv_size", (1.0 / state.width, 1.0 / state.height))
-        set_uniform(prog, "u_eye", tuple(float(x) for x in state.eye))
+            self._uniforms.reset(prog)
+        u = self._uniforms
+        u.matrix(prog, "u_inv_view_proj", state.inv_view_proj)  # (vertex stage: view rays; fragment: unprojection)
+        u.set(prog, "u_inv_size", (1.0 / state.width, 1.0 / state.height))
+        u.set(prog, "u_eye", tuple(float(x) for x in state.eye))
         if lit:
             sky, bounce = look.ambient_colors()
             state.lights.buffer.bind_to_uniform_block(GLSL_CONSTANTS["BINDING_LIGHTS"])
-            set_uniform(prog, "u_light_count", state.lights.count)
-            set_uniform(prog, "u_exposure", float(look.exposure))
-            set_uniform(prog, "u_sky_color", sky)
-            set_uniform(prog, "u_ground_color", bounce)
-            set_uniform(prog, "u_rim_strength", float(look.rim_strength))
+            u.set(prog, "u_light_count", state.lights.count)
+            u.set(prog, "u_exposure", float(look.exposure))
+            u.set(prog, "u_sky_color", sky)
+            u.set(prog, "u_ground_color", bounce)
+            u.set(prog, "u_rim_strength", float(look.rim_strength))
             if mode == "map":
                 self.shadow.texture.use(location=3 * n + 2)
-                set_matrix(prog, "u_shadow_matrix", self.shadow.matrix)
-                set_uniform(prog, "u_shadow_texel", 1.0 / self.shadow.size)
+                u.matrix(prog, "u_shadow_matrix", self.shadow.matrix)
+                u.set(prog, "u_shadow_texel", 1.0 / self.shadow.size)
         else:
             b = state.meshes.scene_bounds()
             lo, hi = b if b is not None else (np.zeros(3), np.ones(3))
-            set_uniform(prog, "u_bounds_lo", tuple(float(x) for x in lo))
-            set_uniform(prog, "u_bounds_hi", tuple(float(x) for x in hi))
+            u.set(prog, "u_bounds_lo", tuple(float(x) for x in lo))
+            u.set(prog, "u_bounds_hi", tuple(float(x) for x in hi))
             corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
             dist = np.linalg.norm(corners - state.eye, axis=1)
-            set_uniform(prog, "u_depth_range", (float(dist.min()), float(dist.max())))
-        set_uniform(prog, "u_wireframe", bool(look.wireframe))
-        set_uniform(prog, "u_wire_color", linear_rgb(look.wire_color))
+            u.set(prog, "u_depth_range", (float(dist.min()), float(dist.max())))
+        u.set(prog, "u_wireframe", bool(look.wireframe))
+        u.set(prog, "u_wire_color", linear_rgb(look.wire_color))
         if n == 1:  # image loads (see compose.frag); the G-buffer was written by the framebuffer
             C = GLSL_CONSTANTS
             gb = gbs[0]
@@ -291,7 +320,7 @@ class ComposePass:
         ctx.enable(moderngl.DEPTH_TEST)
         ctx.depth_func = ">"  # the far-plane quad passes where the G-buffer has a surface
         t.rects.bind_to_storage_buffer(GLSL_CONSTANTS["BINDING_SCREEN_RECTS"])
-        set_uniform(prog, "u_viewport", (float(state.width), float(state.height)))
+        u.set(prog, "u_viewport", (float(state.width), float(state.height)))
         vao = state.programs.vao(prog, None)
         names: list[str | None] = [None, *t.layers]
         for k, gb in enumerate(gbs):

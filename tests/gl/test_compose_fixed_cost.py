@@ -1,5 +1,7 @@
-"""The contact-shadow cache (engine/render/passes/compose.py): still blobs are drawn twice, then copied from
-the cached backdrop-with-blobs, with the same pixels; moving ones are drawn every frame and never copied."""
+"""The compose pass's fixed per-frame cost (engine/render/passes/compose.py) cut without changing the picture:
+the contact-shadow cache (still blobs are drawn twice, then copied from the cached backdrop-with-blobs, with the
+same pixels; moving ones are drawn every frame and never copied), and uniforms written only when they change
+(a frame after a camera, look or view change equals a fresh renderer's)."""
 from __future__ import annotations
 
 import numpy as np
@@ -93,3 +95,28 @@ def test_a_change_after_caching_draws_again_and_matches_a_fresh_frame(gl_ctx, re
     assert r._compose.blobs.cache is not None and r._compose.blobs.cache.size == (W + 8, H)
     r.release()
     assert r._compose.blobs.cache is None
+
+
+def test_uniforms_written_only_on_change_still_follow_every_change(gl_ctx, res):
+    r, _, _ = _scene(gl_ctx, res)
+    a = _camera()
+    b = Camera(eye=np.array([1.5, 1.2, 2.0]), target=np.array([0.0, 0.5, 0.0]), fov_y=40.0)
+    steps = [(a, {}), (a, {}), (b, {}), (b, {"exposure": 1.6}), (b, {"wireframe": True}), (a, {"view": "normal"}),
+             (a, {"view": "color"})]
+    for cam, change in steps:
+        for name, value in change.items():
+            if name == "view":
+                r.view = value
+            elif name == "wireframe":
+                r.wireframe = value
+            else:
+                setattr(r.look, name, value)
+        r.render(cam)
+        got = r.read_pixels()
+        fresh, _, _ = _scene(gl_ctx, res, LookSettings(exposure=r.look.exposure))
+        fresh.wireframe = r.wireframe
+        fresh.view = r.view
+        fresh.render(cam)
+        assert np.array_equal(fresh.read_pixels(), got), (cam.eye, change)
+        fresh.release()
+    r.release()
