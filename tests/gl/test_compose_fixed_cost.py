@@ -120,3 +120,17 @@ def test_uniforms_written_only_on_change_still_follow_every_change(gl_ctx, res):
         assert np.array_equal(fresh.read_pixels(), got), (cam.eye, change)
         fresh.release()
     r.release()
+
+
+@pytest.mark.shared
+def test_fixed_cost_bench_alternates_the_variants(gl_ctx):
+    from bench.bench_fixed_cost import run_case
+    from bench.bench_render import ASSET
+
+    if not ASSET.is_file():
+        pytest.skip("needs ../shared/gltf-samples/CesiumMan.glb")
+    still = run_case(gl_ctx, 160, 90, 1, True, 2)
+    assert len(still["before"]) == len(still["after"]) == 2 and min(still["before"] + still["after"]) > 0
+    assert still["hits"] == [6.0]  # warm-up frames 3-4, then every "after" frame (settle + timed) of both pairs
+    walking = run_case(gl_ctx, 160, 90, 1, False, 2)
+    assert walking["hits"] == [0.0]
