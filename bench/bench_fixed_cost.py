@@ -8,7 +8,9 @@ written on change), alternating frame by frame so that the machine's drift lands
 crowd ("animated": new bounds, so new blobs, every frame: the cache never fills and costs nothing) and the same
 crowd paused ("still": the blobs come from the cache). Before each timed frame one untimed frame of the same
 variant settles it (the cache fills on the second frame with an unchanged key). Each cell is the median of the
-timed frames (ms, one ``ctx.finish()`` per frame); ``after/before`` is the median of the per-pair ratios.
+timed frames (ms, one ``ctx.finish()`` per frame); ``after/before`` is the median of the per-pair ratios. ``cpu``
+columns: the process's CPU time per frame (every thread: Python, llvmpipe's rasteriser threads): on llvmpipe that
+is the frame's work, and unlike wall time it hardly moves with the other processes on a shared machine.
 Both variants draw the same pixels (tests/gl/test_compose_fixed_cost.py). Asserts nothing.
 """
 from __future__ import annotations
@@ -54,7 +56,7 @@ def run_case(ctx, w: int, h: int, n: int, still: bool, frames: int) -> dict[str,
     blobs = comp.blobs
     after = (blobs.cached, blobs.note, comp._uniforms)
     before = (lambda key: False, lambda key: False, _WriteAlways())
-    out: dict[str, list[float]] = {"before": [], "after": []}
+    out: dict[str, list[float]] = {"before": [], "after": [], "before_cpu": [], "after_cpu": []}
     for _ in range(4):
         crowd.frame()
         ctx.finish()
@@ -63,10 +65,11 @@ def run_case(ctx, w: int, h: int, n: int, still: bool, frames: int) -> dict[str,
             blobs.cached, blobs.note, comp._uniforms = cached, note, uniforms
             crowd.frame()  # settle: the cache fills on the second frame with an unchanged key
             ctx.finish()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             crowd.frame()
             ctx.finish()
             out[name].append((time.perf_counter() - t0) * 1e3)
+            out[name + "_cpu"].append((time.process_time() - c0) * 1e3)
     blobs.cached, blobs.note, comp._uniforms = after
     out["hits"] = [float(blobs.cache_hits)]
     crowd.release()
@@ -88,15 +91,19 @@ def main(argv: list[str] | None = None) -> int:
 
     ctx = egl_context(430)
     print(device_line(ctx, f"{args.frames} interleaved frame pairs per case; median ms; spread = IQR / median"))
-    print(f"{'size':>10}{'N':>4}{'scene':>10}{'before':>9}{'spread':>8}{'after':>9}{'spread':>8}{'after/before':>14}")
+    print(f"{'size':>10}{'N':>4}{'scene':>10}{'before':>9}{'spread':>8}{'after':>9}{'spread':>8}{'after/before':>14}"
+          f"{'cpu before':>12}{'cpu after':>11}{'cpu a/b':>9}")
     for w, h in SIZES:
         for n in counts:
             for still in (False, True):
                 t = run_case(ctx, w, h, n, still, args.frames)
                 b, a = Spread.of(t["before"]), Spread.of(t["after"])
                 ratio = float(np.median(np.asarray(t["after"]) / np.asarray(t["before"])))
+                cb, ca = float(np.median(t["before_cpu"])), float(np.median(t["after_cpu"]))
+                cpu_ratio = float(np.median(np.asarray(t["after_cpu"]) / np.asarray(t["before_cpu"])))
                 print(f"{f'{w}x{h}':>10}{n:>4}{'still' if still else 'animated':>10}{b.median:>9.2f}{b.pct:>7.0f}%"
-                      f"{a.median:>9.2f}{a.pct:>7.0f}%{ratio:>14.2f}", flush=True)
+                      f"{a.median:>9.2f}{a.pct:>7.0f}%{ratio:>14.2f}{cb:>12.2f}{ca:>11.2f}{cpu_ratio:>9.2f}",
+                      flush=True)
     ctx.release()
     return 0
 
