@@ -134,3 +134,17 @@ def test_fixed_cost_bench_alternates_the_variants(gl_ctx):
     assert still["hits"] == [6.0]  # warm-up frames 3-4, then every "after" frame (settle + timed) of both pairs
     walking = run_case(gl_ctx, 160, 90, 1, False, 2)
     assert walking["hits"] == [0.0]
+
+
+def test_blob_cache_with_layers_keeps_the_same_pixels(gl_ctx, res):
+    r, h, _ = _scene(gl_ctx, res)
+    r.add_layer("front")
+    r.set_layer(h, "front")  # the blobs then go into the layer's compose framebuffer (frame ids written)
+    cam = _camera()
+    frames = []
+    for _ in range(4):
+        r.render(cam)
+        frames.append(r.read_pixels())
+    assert r._compose.blobs.cache_hits == 2
+    assert all(np.array_equal(img, frames[0]) for img in frames[1:])
+    r.release()
