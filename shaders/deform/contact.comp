@@ -20,9 +20,9 @@ layout(std430, binding = B_DST) writeonly buffer Dst { vec4 dst[]; };
 layout(std430, binding = B_CONTACT_PUSH) writeonly buffer Push { vec4 push_out[]; };  // first half: smoothed passes
 layout(std430, binding = B_CONTACT_BIND) readonly buffer Bind { vec4 bind_pos[]; };  // static pool
 layout(std430, binding = B_CONTACT_PARAMS) readonly buffer Params { vec4 params[]; };  // 2 per instance
-layout(std430, binding = B_CONTACT_START) readonly buffer Start { uint start[]; };
+// the grid (contact_grid.comp): bucket starts at grid[T + h], the pass flags from grid[2T + 1]
+layout(std430, binding = B_CONTACT_GRID) buffer Grid { uint grid[]; };
 layout(std430, binding = B_CONTACT_ENTRIES) readonly buffer Entries { int entries[]; };
-layout(std430, binding = B_CONTACT_MOVED) buffer Moved { uint moved[]; };  // 2 P + 1 per instance
 layout(rgba32f, binding = I_SPRING_FRAME) readonly uniform image2D frame;  // SpringFrame (this frame's)
 
 uniform int u_pass;    // n, in [0, 2 P)
@@ -30,6 +30,9 @@ uniform int u_passes;  // P: the largest contact_passes of the batch
 uniform uint u_table;
 
 #include "contact_hash.glsl"
+
+// grid index of pass flag f (contact_grid.comp: start[h] = grid[T + h], flags from grid[2T + 1])
+uint flag_index(int f) { return 2u * u_table + 1u + uint(f); }
 
 vec3 attach_of(int p) { return imageLoad(frame, record_texel(p, SPRING_FRAME_TEXELS, SPRING_FRAME_ATTACH)).xyz; }
 
@@ -47,10 +50,10 @@ void main() {
     vec4 more = params[2 * k + 1];  // edge, passes, on, 0
     bool smoothed = u_pass < u_passes;
     int flag = k * (2 * u_passes + 1) + u_pass;
-    bool live = more.z > 0.0 && moved[flag] != 0u;
+    bool live = more.z > 0.0 && grid[flag_index(flag)] != 0u;
     bool takes_part = live && (smoothed ? u_pass : u_pass - u_passes) < int(more.y);
     if (!takes_part) {
-        if (live && i == 0) atomicOr(moved[flag + 1], 1u);  // sitting this pass out: the next one still runs
+        if (live && i == 0) atomicOr(grid[flag_index(flag + 1)], 1u);  // sitting out: the next pass still runs
         if (smoothed) push_out[p] = vec4(0.0);
         dst[p] = vec4(xi, 1.0);  // a smoothed pass's smoothing (if it runs) rewrites it with src + 0
         return;
@@ -67,7 +70,7 @@ void main() {
     for (int dx = -1; dx <= 1; ++dx) {
         ivec3 cc = c + ivec3(dx, dy, dz);
         uint h = contact_bucket(cc, k, u_table);
-        for (uint s = start[h]; s < start[h + 1u]; ++s) {
+        for (uint s = grid[u_table + h]; s < grid[u_table + h + 1u]; ++s) {
             int q = entries[s];
             int j = q - inst.dyn_base;
             if (j == i || j < 0 || j >= inst.n_control) continue;  // itself, or a point of another instance
@@ -95,5 +98,5 @@ void main() {
     }
     vec3 push = acc / max(wsum, 1.0);
     if (smoothed) push_out[p] = vec4(push, 0.0); else dst[p] = vec4(xi + push, 1.0);
-    if (wsum > 0.0) atomicOr(moved[flag + 1], 1u);
+    if (wsum > 0.0) atomicOr(grid[flag_index(flag + 1)], 1u);
 }

@@ -1,6 +1,8 @@
 #version 430 core
 // Contact stage, the hashed uniform grid of the deformed control points (reference engine.skinning.contact,
 // which finds the same pairs with a k-d tree). Per contact pass, one dispatch per mode (u_mode):
+// One uint buffer holds count[h] = grid[h] (T buckets), start[h] = grid[T + h] (T + 1) and the flags moved[f] =
+// grid[2T + 1 + f]:
 //   0 clear:   (first pass of a frame only) count[h] = 0 for every bucket of the table (T = u_table buckets, a power
 //              of two) and the per-instance "a pass moved points" flags moved[k * (2 P + 1) + n] = (n == 0);
 //   1 count:   per control point p of an instance with contact on, its cell c = floor(x / reach) (reach: the
@@ -20,10 +22,9 @@ layout(local_size_x = LOCAL_SIZE) in;
 
 layout(std430, binding = B_SRC) readonly buffer Src { vec4 src[]; };
 layout(std430, binding = B_CONTACT_PARAMS) readonly buffer Params { vec4 params[]; };  // 2 per instance
-layout(std430, binding = B_CONTACT_COUNT) buffer Count { uint count[]; };
-layout(std430, binding = B_CONTACT_START) buffer Start { uint start[]; };
+// the grid: bucket counts grid[0, T), bucket starts grid[T, 2T] and the per-instance pass flags from grid[2T + 1]
+layout(std430, binding = B_CONTACT_GRID) buffer Grid { uint grid[]; };
 layout(std430, binding = B_CONTACT_ENTRIES) writeonly buffer Entries { int entries[]; };
-layout(std430, binding = B_CONTACT_MOVED) buffer Moved { uint moved[]; };  // 2 P + 1 per instance
 layout(std430, binding = B_INDIRECT) writeonly buffer Indirect { uint indirect[]; };  // 2 x (x, y, z)
 
 uniform int u_mode;
@@ -33,12 +34,15 @@ uniform int u_passes;     // P: the largest contact_passes of the batch
 uniform int u_instances;  // instances of the batch
 uniform uint u_groups;    // control work groups of the pool
 
+// grid index of pass flag f (count[h] = grid[h], start[h] = grid[T + h], flags from grid[2T + 1])
+uint flag_index(int f) { return 2u * u_table + 1u + uint(f); }
+
 // Instance k takes part in pass u_pass: contact on, one of its own first contact_passes passes of the phase, and
 // its last pass moved a point (contact.comp decides the same way).
 bool takes_part(int k) {
     vec4 more = params[2 * k + 1];
     int local_pass = u_pass < u_passes ? u_pass : u_pass - u_passes;
-    return more.z > 0.0 && local_pass < int(more.y) && moved[k * (2 * u_passes + 1) + u_pass] != 0u;
+    return more.z > 0.0 && local_pass < int(more.y) && grid[flag_index(k * (2 * u_passes + 1) + u_pass)] != 0u;
 }
 
 #include "contact_hash.glsl"
@@ -50,26 +54,26 @@ void main() {
     uint lane = gl_LocalInvocationID.x;
     if (u_mode == 0) {
         uint h = gl_WorkGroupID.x * uint(LOCAL_SIZE) + lane;
-        if (h < u_table) count[h] = 0u;
+        if (h < u_table) grid[h] = 0u;
         uint stride = uint(2 * u_passes + 1);
-        if (u_pass == 0 && h < uint(u_instances) * stride) moved[h] = (h % stride == 0u) ? 1u : 0u;
+        if (u_pass == 0 && h < uint(u_instances) * stride) grid[flag_index(int(h))] = (h % stride == 0u) ? 1u : 0u;
         return;
     }
     if (u_mode == 2) {  // one work group: chunked exclusive scan of the table
         uint chunk = (u_table + uint(LOCAL_SIZE) - 1u) / uint(LOCAL_SIZE);
         uint lo = min(lane * chunk, u_table), hi = min(lo + chunk, u_table);
         uint s = 0u;
-        for (uint h = lo; h < hi; ++h) s += count[h];
+        for (uint h = lo; h < hi; ++h) s += grid[h];
         sh_sum[lane] = s;
         barrier();
         if (lane == 0u) {
             uint run = 0u;
             for (uint t = 0u; t < uint(LOCAL_SIZE); ++t) { uint v = sh_sum[t]; sh_sum[t] = run; run += v; }
-            start[u_table] = run;
+            grid[2u * u_table] = run;  // start[T]: the total
         }
         barrier();
         uint run = sh_sum[lane];
-        for (uint h = lo; h < hi; ++h) { start[h] = run; run += count[h]; }
+        for (uint h = lo; h < hi; ++h) { grid[u_table + h] = run; run += grid[h]; }
         return;
     }
     if (u_mode == 4) {  // one work group: does any instance take part in this pass?
@@ -95,8 +99,8 @@ void main() {
     int p = inst.dyn_base + i;
     uint h = contact_bucket(contact_cell(src[p].xyz, geom.x), k, u_table);
     if (u_mode == 1) {
-        atomicAdd(count[h], 1u);
+        atomicAdd(grid[h], 1u);
     } else {
-        entries[start[h] + atomicAdd(count[h], 0xFFFFFFFFu) - 1u] = p;  // count[h]-- (returns the old value)
+        entries[grid[u_table + h] + atomicAdd(grid[h], 0xFFFFFFFFu) - 1u] = p;  // grid[h]-- (returns the old value)
     }
 }

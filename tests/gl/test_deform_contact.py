@@ -131,3 +131,20 @@ def test_contact_switched_on_for_a_mesh_added_without_it_is_refused(gl_ctx, reso
         graph.set_spring(h, SpringParams(contact=False, k_s=0.4))  # other changes still apply
     finally:
         graph.release()
+
+
+@pytest.mark.parametrize("mode", ["warm", "dependent"])
+def test_contact_with_warm_start_and_the_frame_dependent_loop(gl_ctx, resources, rig, mode):
+    """Across frames the reference carries what the GPU graph does: a warm start the spring stage's own output
+    (before contact), the frame-dependent loop the graph's feedback (after contact)."""
+    params = (SpringParams(contact=True, warm_start=True, warm_limit=0.2) if mode == "warm"
+              else SpringParams(contact=True, mode="dependent"))
+    bends = (140.0, 145.0, 150.0)
+    gpu = _gpu(gl_ctx, resources, rig, params, bends)
+    m = rig.member
+    d = SpringDeformer(rig.topology, rig.binding, m.bind_joints, m.parents, params)
+    diag = float(np.linalg.norm(np.ptp(rig.bind_positions, 0)))
+    for bend, x in zip(bends, gpu):
+        ref, stats = d.solve(m.posed_joints(TubePose("p", bend=bend)))
+        np.testing.assert_allclose(x, ref, atol=TOL * diag, rtol=0, err_msg=f"bend {bend}")
+    assert stats.warm == (mode == "warm")

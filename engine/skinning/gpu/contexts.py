@@ -52,7 +52,8 @@ def _spring(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: modern
     b, im = batch.buffers, batch.images
     return S.SpringContext(
         node=node, program=program, gl=gl, instances=b["instances"], groups=b["groups"], source=src,
-        target=batch.control(node.outputs["target"])[0], bones=b["bones"],
+        target=batch.control(node.outputs["target"])[0], bones=b["bones"], bones_prev=b["bones_prev"],
+        warm=batch.pose.warm_prev is not None,  # some instance wants the warm start: keep this frame's bones
         static=_static(batch, spring_stage.STATIC_READS),
         buffers=S.SpringBuffers(status=b["status"], partials=b["partials"], active=b["active"],
                                 indirect=b["indirect"], edit=b["edit"], velocities=b["spring_vel"]),
@@ -103,10 +104,8 @@ def _contact(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: moder
         node=node, program=program, gl=gl, instances=b["instances"], groups=b["groups"], source=src,
         target=batch.control(node.outputs["target"])[0], bind=batch.static_ssbo("bind"),
         frame=batch.images["spring_frame"], points=batch.images["spoints"], slots=batch.images["sslots"],
-        buffers=S.ContactBuffers(params=b["contact_params"], count=b["contact_count"], start=b["contact_start"],
-                                 entries=b["contact_entries"], scratch=b["contact_tmp"],
-                                 moved=b["contact_moved"], push=b["contact_push"],
-                                 indirect=b["contact_indirect"]),
+        buffers=S.ContactBuffers(params=b["contact_params"], grid=b["contact_grid"], entries=b["contact_entries"],
+                                 scratch=b["contact_tmp"], push=b["contact_push"], indirect=b["contact_indirect"]),
         table=contact_stage.table_size(batch.total_groups * LOCAL_SIZE), n_instances=len(batch.instances),
         n_groups=batch.total_groups,
         passes=contact_stage.pass_count(i.params for i in batch.instances))

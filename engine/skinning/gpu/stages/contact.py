@@ -86,9 +86,8 @@ def pool_buffers(instances: list[Any], n_points: int) -> dict[str, tuple[np.ndar
     """The buffers a batch with a contact node creates: name -> (initial data, or None and a byte size)."""
     table = table_size(n_points)
     return {"contact_params": (instance_params(instances) if instances else np.zeros((2, 4), np.float32), 0),
-            "contact_count": (None, 4 * table), "contact_start": (None, 4 * (table + 1)),
+            "contact_grid": (None, 4 * (2 * table + 1 + max(len(instances), 1) * (2 * MAX_PASSES + 1))),
             "contact_entries": (None, 4 * max(n_points, 1)), "contact_tmp": (None, 16 * max(n_points, 1)),
-            "contact_moved": (None, 4 * max(len(instances), 1) * (2 * MAX_PASSES + 1)),
             "contact_push": (None, 2 * 16 * max(n_points, 1)),
             "contact_indirect": (np.zeros(6, np.uint32), 0)}
 
@@ -98,11 +97,9 @@ class ContactBuffers:
     """The contact stage's own SSBOs (created with the batch's layout)."""
 
     params: moderngl.Buffer               # 2 vec4 per instance (instance_params)
-    count: moderngl.Buffer                # points per bucket
-    start: moderngl.Buffer                # bucket starts (table + 1)
+    grid: moderngl.Buffer                 # uint: counts per bucket (T), bucket starts (T + 1), pass flags
     entries: moderngl.Buffer              # point indices sorted by bucket
     scratch: moderngl.Buffer              # positions between passes (vec4 per control point)
-    moved: moderngl.Buffer                # per instance and pass: the pass moved a point (2 MAX_PASSES + 1)
     push: moderngl.Buffer                 # pushes of a smoothed pass, two halves of a vec4 per control point
     indirect: moderngl.Buffer             # the gate's indirect dispatch arguments: (groups, 1, 1), (1, 1, 1)
 
@@ -134,12 +131,12 @@ def run(c: ContactContext) -> None:
     smooth = c.program("contact_smooth", None)
     b = c.buffers
     bind_all(((c.instances, "B_INSTANCES"), (c.groups, "B_GROUPS"), (b.params, "B_CONTACT_PARAMS"),
-              (b.count, "B_CONTACT_COUNT"), (b.start, "B_CONTACT_START"), (b.entries, "B_CONTACT_ENTRIES"),
-              (c.bind, "B_CONTACT_BIND"), (b.moved, "B_CONTACT_MOVED"), (b.push, "B_CONTACT_PUSH")))
+              (b.grid, "B_CONTACT_GRID"), (b.entries, "B_CONTACT_ENTRIES"), (c.bind, "B_CONTACT_BIND"),
+              (b.push, "B_CONTACT_PUSH")))
     for tex, unit in ((c.frame, "I_SPRING_FRAME"), (c.points, "I_SPRING_POINTS"), (c.slots, "I_SPRING_SLOTS")):
         bind_image(tex, unit)
     passes = max(c.passes, 1)  # with every instance off, the passes copy the source through
-    for cs in (grid, resolve):
+    for cs in (grid, resolve, smooth):
         set_uniform(cs, "u_table", c.table)
         set_uniform(cs, "u_passes", passes)
     set_uniform(grid, "u_instances", c.n_instances)
