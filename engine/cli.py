@@ -41,7 +41,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from engine.skinning import registry
+# The command line sets numpy's BLAS to one thread unless the user chose otherwise, before numpy loads: the
+# engine's linear algebra is small (4x4 inverses, per-bone products) and OpenBLAS's spinning worker threads
+# took the cores a software rasteriser needs (bench render, 2 cores, llvmpipe: 15-21 -> 13-15 ms CPU per frame
+# in paired runs). Scripts that import ``engine`` keep numpy's default.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from engine.skinning import registry  # noqa: E402  (after the BLAS setting)
 
 __all__ = ["DEFORMERS", "DEMO_DEFAULTS", "EXIT_USAGE", "ArgumentParser", "UsageError", "build_parser",
            "check_output", "main", "run", "version"]
