@@ -32,8 +32,12 @@ HELP_LINES = (
     "Ctrl+Z undo, Ctrl+Shift+Z redo",
     "Space play/pause, . step, [ ] speed",
     "Esc drop strokes (quit when none)",
+    "Shift+P profiler, Shift+F freeze it",
     "H  this help",
 )
+#: seconds between two refreshes of the profiler panel in the editor (its numbers stay readable, and the
+#: cached UI layer redraws it only then)
+PROFILER_REFRESH_S = 0.25
 _SPRING_PARAMS = (("spring_k_s", "k_s (shape)", 0.0, 2.0), ("spring_k_l", "k_l (length)", 0.0, 2.0),
                   ("spring_k_t", "k_t (twist)", 0.0, 2.0), ("spring_k_b", "k_b (bend)", 0.0, 2.0),
                   ("spring_dt", "dt", 0.001, 0.1))
@@ -58,7 +62,8 @@ class EditorUI:
 
         self.editor = editor
         self.overlay = SessionOverlay(editor.session, show_profiler=False, show_help=show_help,
-                                      help_lines=HELP_LINES)
+                                      help_lines=HELP_LINES, profiler_at=(260.0, 8.0),
+                                      profiler_refresh_s=PROFILER_REFRESH_S)
         self.overlay.panels.append(self.draw)
         # the posing plane's outline and the selected joints in window pixels, kept while what they are
         # computed from (root / joints, camera, settings, window size) stays the same: (key, points)
@@ -339,6 +344,7 @@ def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
     from pyglet.window import key, mouse
 
     from engine.input.events import PygletAdapter
+    from engine.runloop import toggle_overlay
 
     s = ed.session
     window = s.gl.window
@@ -355,6 +361,9 @@ def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
             count["quit"] = True
         elif symbol == key.H and panels is not None:
             panels.overlay.show_help = not panels.overlay.show_help
+        elif symbol in (key.P, key.F) and modifiers & key.MOD_SHIFT and panels is not None:
+            # the demo's P / F; in the editor plain P is the pose tool. A view toggle, like H: not an edit
+            toggle_overlay(panels.overlay, "profiler" if symbol == key.P else "freeze")
 
     press: dict[str, Any] = {}
 
@@ -405,7 +414,8 @@ def select_at(ed: Any, x: float, y: float, window: Any = None) -> Any:
 
 
 def run_editor(args: argparse.Namespace) -> int:
-    """``main.py --record FILE``: the editor window on ``--asset`` (default the humanoid), recorded."""
+    """``main.py`` (the default command), ``main.py editor`` or ``main.py --record FILE``: the editor window on
+    ``--asset`` (default the humanoid), recorded with ``--record``."""
     from engine import Session
     from engine.editor import Editor
 
