@@ -218,9 +218,15 @@ class EditorUI:
         def curve(stroke: Any, colour: str) -> None:
             import numpy as np
 
-            poly(stroke.point(np.linspace(0.0, 1.0, 64)), colour)
-            for x, y in stroke.knots:
-                dl.add_circle_filled(imgui.ImVec2(float(x), float(y)), 4.0, col(colour))
+            def sample() -> tuple[list[Any], list[Any]]:
+                line = [imgui.ImVec2(float(x), float(y)) for x, y in stroke.point(np.linspace(0.0, 1.0, 64))]
+                return line, [imgui.ImVec2(float(x), float(y)) for x, y in stroke.knots]
+
+            # a finished stroke is drawn every frame: sampled again only when its control points change
+            line, knots = self._memoised(f"curve {colour} {id(stroke)}", stroke.control_points.tobytes(), sample)
+            dl.add_polyline(line, col(colour), 3.0, 0)
+            for k in knots:
+                dl.add_circle_filled(k, 4.0, col(colour))
 
         ed = self.editor
         st = ed.state
@@ -250,6 +256,8 @@ class EditorUI:
         """``compute()`` again only when ``key`` differs from the last call's under ``name``."""
         hit = self._memo.get(name)
         if hit is None or hit[0] != key:
+            if len(self._memo) > 64:  # names of strokes long gone
+                self._memo.clear()
             hit = (key, compute())
             self._memo[name] = hit
         return hit[1]
