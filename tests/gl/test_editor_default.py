@@ -4,14 +4,10 @@ window tests."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers.xvfb import run_under_xvfb
 
 pytestmark = pytest.mark.gl
 
@@ -47,14 +43,7 @@ print("RESULT " + json.dumps({"status": status, **seen}))
 
 
 def test_bare_command_line_opens_the_editor_and_shift_p_shows_the_profiler():
-    if shutil.which("xvfb-run") is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("CI=true but xvfb-run is missing: `make test` installs xvfb")
-        pytest.skip("xvfb-run not installed (apt-get install xvfb xauth)")
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    env["PYTHONPATH"] = str(ROOT)
-    r = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 640x480x24", sys.executable, "-c", _SCRIPT],
-                       capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    r = run_under_xvfb(_SCRIPT)
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
     assert r.returncode == 0 and lines, r.stderr[-3000:]
     res = json.loads(lines[-1][len("RESULT "):])
