@@ -1,4 +1,4 @@
-# Two commands for a newcomer: `make demo` and `make test`.
+# Two commands for a newcomer: `make demo` (the showcase) and `make test`.
 # Both create .venv, install the project into it, and make sure a headless OpenGL >= 4.3 stack exists.
 # `make test` = `make lint` (ruff, mypy; settings in pyproject.toml) + the whole pytest suite (the packaging
 # test builds the wheel and installs it into a fresh venv outside the checkout).
@@ -63,8 +63,9 @@ xvfb:
 assets: setup
 	$(PY) assets/generate.py
 
+# the showcase, named explicitly: `main.py` alone opens the editor (with a display)
 demo: setup
-	$(PY) main.py
+	$(PY) main.py demo
 
 lint: venv
 	$(VENV)/bin/ruff check .
