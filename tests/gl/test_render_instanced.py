@@ -272,7 +272,7 @@ def test_draw_group_rows_and_blocks(gl_ctx, res):
         reg.instancing = False
         assert len(reg.draw_groups(None, lists[None])) == 3
         with pytest.raises(TypeError, match="instancing"):
-            reg.instancing = 1  # type: ignore[assignment]
+            reg.instancing = 1
     finally:
         r.release()
         pool.release()
