@@ -359,6 +359,7 @@ class MeshRegistry:
         self.check(handle)
         del self.meshes[handle.id]
         self._draw_lists = None
+        self._groups.clear()
         if self._on_remove is not None:
             self._on_remove(handle.id)
         for key in handle.shared_keys:
@@ -483,3 +484,4 @@ class MeshRegistry:
         """Rebuild the draw lists (and the material groups) at the next frame (meshes' visibility, layers
         or base colours changed)."""
         self._draw_lists = None
+        self._groups.clear()
