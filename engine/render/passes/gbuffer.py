@@ -26,7 +26,10 @@ Single-sided meshes (glTF ``doubleSided`` false) cull back faces. Only the depth
 rectangle buffer, ``render/rect_clear.vert``; outside it the G-buffer is still cleared from before): the clear
 costs what the characters cover, not the frame size. A stale G-buffer (new, resized, a layer change, a frame
 that failed) is cleared whole. Draws are submitted (glFlush) every ``flush_triangles`` triangles so a software
-rasteriser rasterises while the CPU still runs later meshes' vertex stage. With Phong tessellation
+rasteriser rasterises while the CPU still runs later meshes' vertex stage; a group's instances are split
+there, and only there (a crowd of 32k-triangle characters is one draw per character at the default 8192: on a
+software rasteriser the vertex stage and binning, ~0.2 us per triangle on the calling thread, are the cost
+either way; on a hardware GPU ``flush_triangles = 0`` keeps a group in one draw). With Phong tessellation
 (``look.tessellation``) the meshes draw one by one through ``render/mesh.vert`` + ``phong.tesc/tese`` instead.
 
 The vertex stage also grows the G-buffer's SCREEN RECTANGLE (SSBO, atomics only for vertices outside it):
@@ -125,17 +128,16 @@ class GBufferPass:
         gb.fbo.use()
         ctx.enable(moderngl.DEPTH_TEST)
         ctx.depth_func = "<"
-        cull = False
+        material = _MaterialState(ctx)
         try:
             if state.look.tessellation:
                 ctx.patch_vertices = 3
-                cull = self._draw_meshes(state, meshes)
+                self._draw_meshes(state, meshes, material)
             else:  # the corner draw needs GL's default (last vertex provokes), whatever other code set
                 ctx.provoking_vertex = moderngl.LAST_VERTEX_CONVENTION
-                cull = self._draw_groups(state, state.meshes.draw_groups(self.layer, meshes))
+                self._draw_groups(state, state.meshes.draw_groups(self.layer, meshes), material)
         finally:
-            if cull:
-                ctx.disable(moderngl.CULL_FACE)
+            material.end()
 
     def _program(self, state: RenderState, uv: bool) -> moderngl.Program:
         """The G-buffer program variant of the look, its per-frame uniforms set."""
@@ -152,30 +154,14 @@ class GBufferPass:
         set_uniform(prog, "u_base_texture", 0)
         return prog
 
-    @staticmethod
-    def _set_cull(ctx: moderngl.Context, cull: bool, double_sided: bool) -> bool:
-        """Cull back faces for a single-sided mesh; the new state."""
-        if cull != (not double_sided):
-            cull = not double_sided
-            if cull:
-                ctx.enable(moderngl.CULL_FACE)
-            else:
-                ctx.disable(moderngl.CULL_FACE)
-        return cull
-
-    def _draw_groups(self, state: RenderState, groups: list[DrawGroup]) -> bool:
+    def _draw_groups(self, state: RenderState, groups: list[DrawGroup], material: _MaterialState) -> None:
         """One instanced corner-vertex draw per material group (``render/gbuffer.vert``), split where a
-        flush is due (every ``flush_triangles``) and where the instance rows fill the program's array;
-        returns whether back-face culling is left on."""
-        ctx = state.ctx
+        flush is due (every ``flush_triangles``) and where the instance rows fill the program's array."""
         bp, bn = GLSL_CONSTANTS["BINDING_POSITIONS"], GLSL_CONSTANTS["BINDING_NORMALS"]
         programs = state.programs
         flush = state.flush
         flush_every = state.flush_triangles if flush is not None else 0
-        current: tuple[bool, moderngl.Program, moderngl.Uniform, moderngl.Uniform, moderngl.Uniform,
-                       moderngl.Uniform | None, int] | None = None
-        last_scale = last_has_tex = last_tex = None
-        cull = False
+        current: tuple[bool, moderngl.Program, moderngl.Uniform, moderngl.Uniform, int] | None = None
         queued = 0
         for g in groups:
             h = g.head
@@ -183,24 +169,10 @@ class GBufferPass:
             if current is None or current[0] != uv:
                 prog = self._program(state, uv)
                 rows = uniform(prog, "u_instances")
-                current = (uv, prog, rows, uniform(prog, "u_instance_base"), uniform(prog, "u_albedo_scale"),
-                           uniform(prog, "u_has_texture") if "u_has_texture" in prog else None,
-                           rows.array_length)
-                last_scale = last_has_tex = None
-            _, prog, u_rows, u_base, u_scale, u_tex, capacity = current
-            cull = self._set_cull(ctx, cull, h.double_sided)
-            scale = h.albedo_scale
-            if scale != last_scale:
-                u_scale.value = scale
-                last_scale = scale
-            if uv:
-                has_tex = h.texture is not None
-                if h.texture is not None and h.texture is not last_tex:
-                    h.texture.use(location=0)
-                    last_tex = h.texture
-                if has_tex != last_has_tex and u_tex is not None:
-                    u_tex.value = has_tex
-                    last_has_tex = has_tex
+                current = (uv, prog, rows, uniform(prog, "u_instance_base"), rows.array_length)
+                material.use(prog)
+            _, prog, u_rows, u_base, capacity = current
+            material.apply(h)
             g.bind_vertices(bp, bn)
             vao = programs.vao(prog, h, corners=True)
             tris = g.triangle_count
@@ -218,19 +190,14 @@ class GBufferPass:
                     vao.render(moderngl.TRIANGLES, instances=k)
                     queued += k * tris
                     first += k
-        return cull
 
-    def _draw_meshes(self, state: RenderState, meshes: list[MeshHandle]) -> bool:
-        """One draw per mesh through Phong tessellation (``render/mesh.vert`` + ``phong.tesc/tese``);
-        returns whether back-face culling is left on."""
-        ctx = state.ctx
+    def _draw_meshes(self, state: RenderState, meshes: list[MeshHandle], material: _MaterialState) -> None:
+        """One draw per mesh through Phong tessellation (``render/mesh.vert`` + ``phong.tesc/tese``)."""
         bp, bn = GLSL_CONSTANTS["BINDING_POSITIONS"], GLSL_CONSTANTS["BINDING_NORMALS"]
         bt = GLSL_CONSTANTS["BINDING_TEXCOORDS"]
         programs = state.programs
-        current: tuple[bool, moderngl.Program, moderngl.Uniform, moderngl.Uniform, moderngl.Uniform | None] | None
-        current = None
-        last_scale = last_has_tex = last_tex = last_tc = None
-        cull = False
+        current: tuple[bool, moderngl.Program, moderngl.Uniform] | None = None
+        last_tc = None
         queued = 0
         flush = state.flush
         flush_every = state.flush_triangles if flush is not None else 0
@@ -242,27 +209,61 @@ class GBufferPass:
             uv = h.texcoords is not None
             if current is None or current[0] != uv:
                 prog = self._program(state, uv)
-                current = (uv, prog, uniform(prog, "u_mesh_id"), uniform(prog, "u_albedo_scale"),
-                           uniform(prog, "u_has_texture") if "u_has_texture" in prog else None)
-                last_scale = last_has_tex = None
-            _, prog, u_id, u_scale, u_tex = current
-            cull = self._set_cull(ctx, cull, h.double_sided)
+                current = (uv, prog, uniform(prog, "u_mesh_id"))
+                material.use(prog)
+            _, prog, u_id = current
+            material.apply(h)
             u_id.value = h.id
-            scale = h.albedo_scale
-            if scale != last_scale:
-                u_scale.value = scale
-                last_scale = scale
-            if uv:
-                has_tex = h.texture is not None
-                if h.texture is not None and h.texture is not last_tex:
-                    h.texture.use(location=0)
-                    last_tex = h.texture
-                if has_tex != last_has_tex and u_tex is not None:
-                    u_tex.value = has_tex
-                    last_has_tex = has_tex
-                if h.texcoords is not None and h.texcoords is not last_tc:
-                    h.texcoords.bind_to_storage_buffer(bt)
-                    last_tc = h.texcoords
+            if h.texcoords is not None and h.texcoords is not last_tc:
+                h.texcoords.bind_to_storage_buffer(bt)
+                last_tc = h.texcoords
             h.bind_vertices(bp, bn)
             programs.vao(prog, h).render(moderngl.PATCHES)
-        return cull
+
+
+class _MaterialState:
+    """What the G-buffer pass sets per mesh or group, set only when it changes: back-face culling (single-
+    sided meshes), the albedo scale and the base-colour texture of the program in use."""
+
+    def __init__(self, ctx: moderngl.Context) -> None:
+        self.ctx = ctx
+        self.cull = False
+        self.texture: moderngl.Texture | None = None
+        self.u_scale: moderngl.Uniform | None = None
+        self.u_tex: moderngl.Uniform | None = None
+        self.scale: tuple[float, float, float] | None = None
+        self.has_tex: bool | None = None
+
+    def use(self, prog: moderngl.Program) -> None:
+        """A program was bound: its uniforms are set again at the next :meth:`apply`."""
+        self.u_scale = uniform(prog, "u_albedo_scale")
+        self.u_tex = uniform(prog, "u_has_texture") if "u_has_texture" in prog else None
+        self.scale = self.has_tex = None
+
+    def apply(self, h: MeshHandle) -> None:
+        """Cull state, albedo scale and texture of mesh ``h`` (a group's head)."""
+        if self.cull != (not h.double_sided):
+            self.cull = not h.double_sided
+            if self.cull:
+                self.ctx.enable(moderngl.CULL_FACE)
+            else:
+                self.ctx.disable(moderngl.CULL_FACE)
+        scale = h.albedo_scale
+        if scale != self.scale and self.u_scale is not None:
+            self.u_scale.value = scale
+            self.scale = scale
+        if h.texcoords is None:
+            return
+        if h.texture is not None and h.texture is not self.texture:
+            h.texture.use(location=0)
+            self.texture = h.texture
+        has_tex = h.texture is not None
+        if has_tex != self.has_tex and self.u_tex is not None:
+            self.u_tex.value = has_tex
+            self.has_tex = has_tex
+
+    def end(self) -> None:
+        """Leave back-face culling off, as the other passes expect."""
+        if self.cull:
+            self.ctx.disable(moderngl.CULL_FACE)
+            self.cull = False
