@@ -6,16 +6,16 @@ vertices back (``Character.play(time=t)`` + ``Character.vertices()``, the frame 
 frame-dependent spring loop: frames in order), set-up of the block's instances included. Each cell is the median
 over ``--rounds`` rounds with the spread (min..max); ms per frame.
 
-Blender, measured side by side: ``bench/blender_eval.py`` in a subprocess (``bpy``, Blender as a module, from
-PyPI: ``pip install bpy``; the project never imports it) loads the same asset (``bpy.ops.import_scene.gltf``)
-and evaluates the same number of frames spread over the clip, as a bake script would (``frame_set`` + the
-evaluated depsgraph's mesh, its vertices read into numpy), ``--rounds`` rounds: the Armature modifier alone
-(the row of the frame-independent deformers: ``lbs``, ``dqs``) and with a Corrective Smooth modifier of
-``--smooth`` iterations after it (default 50, the row of ``spring``: Blender's answer to the volume loss the
-springs address; different algorithms, same purpose). The last columns are Blender's ms per frame (median
-(min..max)) and Blender / bake (> 1: ours faster). Without ``bpy`` the column says "bpy not installed" and
-the ratio uses the issue's figure for the armature (0.45 ms/frame, Blender 4 on this machine, labelled
-"quoted").
+Blender, measured side by side: ``bench/blender_eval.py`` in a subprocess of a Python that has ``bpy`` (Blender as
+a module, from PyPI; it pins numpy < 2 and CPython 3.11, so it gets its own venv: ``make blender`` makes
+``.venv-blender``; or name an interpreter with ``$BLENDER_PYTHON``; the project never imports it) loads the same
+asset (``bpy.ops.import_scene.gltf``) and evaluates the same number of frames spread over the clip, as a bake
+script would (``frame_set`` + the evaluated depsgraph's mesh, its vertices read into numpy), ``--rounds`` rounds:
+the Armature modifier alone (the row of the frame-independent deformers: ``lbs``, ``dqs``) and with a Corrective
+Smooth modifier of ``--smooth`` iterations after it (default 50, the row of ``spring``: Blender's answer to the
+volume loss the springs address; different algorithms, same purpose). The last columns are Blender's ms per frame
+(median (min..max)) and Blender / bake (> 1: ours faster). Without ``bpy`` the column says "bpy not installed" and
+the ratio uses the issue's figure for the armature (0.45 ms/frame, Blender 4 on this machine, labelled "quoted").
 
 Run: ``python main.py bench bake [--frames 300] [--rounds 3] [--asset PATH] [--smooth 50] [--no-blender]
 [--quick]``. Asserts nothing.
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -42,20 +43,31 @@ BLENDER_MS_PER_FRAME = 0.45
 _BLENDER_SCRIPT = Path(__file__).resolve().with_name("blender_eval.py")
 
 
+def blender_python() -> str | None:
+    """An interpreter that imports ``bpy``: ``$BLENDER_PYTHON``, the checkout's ``.venv-blender`` (``make
+    blender``) or this one; None when none does."""
+    root = checkout_root() or Path.cwd()
+    candidates = [os.environ.get("BLENDER_PYTHON"), str(root / ".venv-blender" / "bin" / "python"), sys.executable]
+    for python in candidates:
+        if not python or not Path(python).exists():
+            continue
+        code = "import importlib.util, sys; sys.exit(importlib.util.find_spec('bpy') is None)"
+        probe = subprocess.run([python, "-c", code], capture_output=True)
+        if probe.returncode == 0:
+            return python
+    return None
+
+
 def blender_ms_per_frame(asset: Path, frames: int, rounds: int, smooth: int) -> dict | str:
     """Blender's per-frame evaluation of ``asset`` (bench/blender_eval.py in a subprocess): a dict with
     ``armature`` and ``smooth`` (ms per frame per round), ``version`` and ``vertices``; or a reason string
     ("bpy not installed", a failure's last line)."""
-    try:
-        import importlib.util
-
-        if importlib.util.find_spec("bpy") is None:
-            return "bpy not installed"
-    except (ImportError, ValueError):
+    python = blender_python()
+    if python is None:
         return "bpy not installed"
     cfg = {"asset": str(asset), "frames": int(frames), "rounds": int(rounds), "smooth": int(smooth)}
     try:
-        out = subprocess.run([sys.executable, str(_BLENDER_SCRIPT), json.dumps(cfg)], capture_output=True,
+        out = subprocess.run([python, str(_BLENDER_SCRIPT), json.dumps(cfg)], capture_output=True,
                              text=True, timeout=1800)
     except subprocess.TimeoutExpired:
         return "bpy timed out"

@@ -10,9 +10,17 @@ import pytest
 from bench import bench_bake
 
 
+def test_an_interpreter_without_bpy_is_not_taken(monkeypatch, tmp_path):
+    import sys
+
+    monkeypatch.setenv("BLENDER_PYTHON", sys.executable)  # the project's venv: never has bpy (numpy >= 2)
+    monkeypatch.setattr(bench_bake, "checkout_root", lambda: tmp_path)  # no .venv-blender there
+    assert importlib.util.find_spec("bpy") is None
+    assert bench_bake.blender_python() is None
+
+
 def test_without_bpy_the_column_says_so_and_quotes_the_armature_figure(monkeypatch):
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "bpy" else real(name, *a))
+    monkeypatch.setattr(bench_bake, "blender_python", lambda: None)
     assert bench_bake.blender_ms_per_frame(Path("x.glb"), 10, 1, 50) == "bpy not installed"
     assert bench_bake._blender_cell("bpy not installed", "armature") == ([bench_bake.BLENDER_MS_PER_FRAME],
                                                                            "quoted")
