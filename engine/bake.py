@@ -143,10 +143,10 @@ def bake(session: Session, character: Character, times: Sequence[float] | np.nda
                 with graph.deferred_layout():  # one layout for the whole block
                     first = add_to_graph(graph, sp, loaded, settings)
                     handles = [first] + graph.add_instances(first, b - 1)
+            skin_all = sp.skin_matrices(g_all)  # (F,J,4,4): every frame's skin matrices in one product
+            joints_all = g_all[:, sp.skin.joints]
             for block in blocks:
-                for h, i in zip(handles, block):
-                    g = g_all[i]
-                    graph.set_pose(h, sp.skin_matrices(g), g[sp.skin.joints])
+                graph.set_poses(handles[:len(block)], skin_all[block], joints_all[block])
                 graph.run()
                 for i, pos in zip(block, graph.download_positions(handles[:len(block)])):
                     res[i] = pos

@@ -532,7 +532,8 @@ class DeformerGraph:
 
     def download_positions(self, handles: list[DeformHandle]) -> list[np.ndarray]:
         """Deformed positions (D,3) float32 of many meshes (a bake's block): one read of the display pool range
-        covering the meshes of each batch, instead of a read per mesh and output."""
+        covering the meshes of each batch, instead of a read per mesh and output. The arrays are read-only views
+        into that read (the caller copies them where it keeps them: a bake writes them into its frame array)."""
         self.spring_reports.poll(wait=True)
         where = [self._where(h) for h in handles]
         out: list[np.ndarray | None] = [None] * len(handles)
@@ -548,7 +549,7 @@ class DeformerGraph:
             block = np.frombuffer(buf.read(size=16 * (hi - lo), offset=16 * lo), np.float32).reshape(-1, 4)
             for i in rows:
                 inst = where[i][0]
-                out[i] = block[inst.display_base - lo:inst.display_base - lo + inst.asset.topology.n_display, :3].copy()
+                out[i] = block[inst.display_base - lo:inst.display_base - lo + inst.asset.topology.n_display, :3]
         return [o for o in out if o is not None]
 
     def download_display(self, handle: DeformHandle, resource: str) -> np.ndarray:
