@@ -3,7 +3,8 @@ into the editor's systems (engine/editor), and the real-time replay of a recordi
 
 ``python main.py --record FILE`` opens it on the humanoid (or ``--asset``), recording the session to FILE;
 ``python main.py replay FILE`` (with a display) plays a recording back in it. Controls (engine/editor/systems.py
-``KEY_BINDINGS``): P pose tool (left-drag draws a baseline, then an offset stroke), O orbit tool, right-drag
+``KEY_BINDINGS``): P pose tool (left-drag draws a baseline, then an offset stroke), B bulge tool and S
+silhouette tool (surface edits, engine/editor/surface.py; the "Surface" panel sets them), O orbit tool, right-drag
 orbits, middle-drag pans, wheel zooms, Ctrl+Z / Ctrl+Shift+Z undo / redo, Space pause, ``.`` one step,
 ``[`` / ``]`` time scale, Esc drops the strokes (and quits when there are none).
 """
@@ -24,6 +25,10 @@ HELP_LINES = (
     "   along a limb, then an offset stroke",
     "   where it should go; drag their knots",
     "   (dots) to adjust the pose",
+    "B  bulge tool: left-drag a stroke on the",
+    "   skin; = / - height, R / Shift+R rings",
+    "S  silhouette tool: left-drag beside an",
+    "   outline (view from the side)",
     "O  orbit tool (left-drag orbits)",
     "click a character to select it",
     "right-drag orbit, middle-drag pan,",
@@ -66,8 +71,11 @@ class EditorUI:
 
     def draw(self) -> None:
         """All panels and the stroke overlay (inside an imgui frame)."""
+        from game.ui.surface_panel import draw_surface_panel
+
         self._strokes()
         self._tools()
+        draw_surface_panel(self.editor, self.act, x=8.0, y=300.0)
         self._character()
         self._history()
 
@@ -100,8 +108,8 @@ class EditorUI:
             if changed:
                 self.act("set", **{key: float(v)})
         n = len(st.strokes)
-        imgui.text("draw the baseline" if n == 0 else "now the offset stroke" if st.settings.tool == "pose"
-                   else f"{n} strokes")
+        if st.settings.tool == "pose":
+            imgui.text("draw the baseline" if n == 0 else "now the offset stroke")
         for m in st.messages[-3:]:
             imgui.text(m)
         imgui.pop_item_width()

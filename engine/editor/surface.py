@@ -44,11 +44,13 @@ from engine.ecs import World
 from engine.editor.state import SURFACE_TOOLS, EditorSettings, EditorState, StrokeInProgress
 from engine.editor.undo import CommandStack, SnapshotCommand
 
-__all__ = ["SurfaceTool", "ActiveEdit", "SURFACE_SETTINGS", "surface_profile"]
+__all__ = ["SurfaceTool", "ActiveEdit", "LIVE_SETTINGS", "SURFACE_SETTINGS", "surface_profile"]
 
 #: The settings an edit is made from; changing one changes the active edit.
-SURFACE_SETTINGS = ("surface_profile", "surface_height", "surface_ease", "surface_waves", "surface_speed",
-                    "surface_rings", "surface_stiffness", "surface_solver")
+LIVE_SETTINGS = ("surface_profile", "surface_height", "surface_ease", "surface_waves", "surface_speed",
+                 "surface_rings", "surface_stiffness")
+#: Every surface setting (an undo step restores them all; the solver only matters for the next outline).
+SURFACE_SETTINGS = (*LIVE_SETTINGS, "surface_solver")
 
 
 def surface_profile(settings: EditorSettings) -> Any:
@@ -139,7 +141,7 @@ class SurfaceTool:
             self._job = None
             self.waiting.extend(("silhouette", stroke, None) for stroke in state.finished)
         self._run_waiting(state)
-        if previous is not None and values != previous:
+        if previous is not None and any(values[k] != previous[k] for k in LIVE_SETTINGS):
             self._change(state, previous)
         if self.active is not None and self.shown is None:
             self._show()
@@ -339,7 +341,7 @@ class SurfaceTool:
             self._seen = previous
             state.say(f"{edit.name}: {exc}")
             return
-        changed = tuple(sorted(k for k in previous if previous[k] != getattr(st, k)))
+        changed = tuple(k for k in LIVE_SETTINGS if previous[k] != getattr(st, k))
         self._commit(ch, state, before, f"{edit.name} of {ch.name}: {', '.join(changed)}",
                      merge_key=("surface", ch.entity, a.key, a.index, changed))
 
