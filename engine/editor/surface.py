@@ -232,7 +232,7 @@ class SurfaceTool:
         ch.add_edit(samples.key, edit)
         self.active = ActiveEdit(ch.entity, samples.key, len(ch.edits[samples.key]) - 1, "bulge", samples)
         state.say(f"{edit.name}: {edit.kinematic.size} kinematic, {edit.passive.size} passive, "
-                  f"{edit.static.size} static vertices")
+                  f"{edit.static.size} static")
         return f"{edit.name} on {ch.name}"
 
     # -- silhouette strokes ---------------------------------------------------------------------------------
@@ -247,8 +247,7 @@ class SurfaceTool:
             edit = self._laplacian(ch, key, edit)
         ch.add_edit(key, edit)
         self.active = ActiveEdit(ch.entity, key, len(ch.edits[key]) - 1, "silhouette", None, solved)
-        state.say(f"{edit.name}: {edit.kinematic.size} vertices moved ({st.surface_solver}), "
-                  f"{edit.passive.size} passive")
+        state.say(f"{edit.name}: {edit.kinematic.size} moved, {edit.passive.size} passive ({st.surface_solver})")
         return f"{edit.name} of {ch.name} ({st.surface_solver})"
 
     @staticmethod
@@ -277,7 +276,7 @@ class SurfaceTool:
             raise ValueError("surface edits run in the GPU spring stage: the editor session needs device='gpu'")
         if ch.deformer != "spring":
             ch.set_deformer("spring")
-            state.say(f"{tool}: {ch.name} now deforms with the spring deformer (edits are spring forces)")
+            state.say(f"{tool}: {ch.name} now deforms with springs")
             return False
         # a pose changed this frame (an action before the tools ran): reading vertices now would deform again
         return not getattr(self.session, "_dirty", False)

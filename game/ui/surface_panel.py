@@ -1,17 +1,16 @@
-"""The editor's "Surface" panel: the settings of the bulge and silhouette tools (engine/editor/surface.py).
-
-Shown while a surface tool is chosen: profile (bulge or sine), height in millimetres, easing (eq. 24 / Fig. 22;
-"quadOut" is the research's parabola), waves and speed of a sine, rings of the passive region, stiffness and,
-for silhouette strokes, the solver (springs or Laplacian editing). Like every panel it only pushes actions
-(``set`` while a slider moves, ``end_edit`` when it is released, so one drag is one undo step), and the
-surface tool applies a changed setting to the active edit live.
+"""The editor's surface controls: the settings of the bulge and silhouette tools (engine/editor/surface.py), drawn
+inside the Tools panel (game/editor.py) while a surface tool is chosen: profile (bulge or sine), height in
+millimetres, easing (eq. 24 / Fig. 22; "quadOut" is the research's parabola), waves and speed of a sine, rings of
+the passive region, stiffness and, for silhouette strokes, the solver (springs or Laplacian editing). Like every
+panel it only pushes actions (``set`` while a slider moves, ``end_edit`` when it is released, so one drag is one
+undo step), and the surface tool applies a changed setting to the active edit live.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["draw_surface_panel", "SURFACE_HINTS"]
+__all__ = ["draw_surface_controls", "SURFACE_HINTS"]
 
 #: What to do next, per surface tool (shown at the top of the panel).
 SURFACE_HINTS = {
@@ -20,9 +19,9 @@ SURFACE_HINTS = {
 }
 
 
-def draw_surface_panel(editor: Any, act: Callable[..., None], *, x: float, y: float) -> None:
-    """Draw the panel (inside an imgui frame) for ``editor`` (engine.editor.Editor); ``act(name, **args)``
-    pushes an Action. Nothing is drawn outside the surface tools."""
+def draw_surface_controls(editor: Any, act: Callable[..., None]) -> None:
+    """Draw the controls into the current imgui window for ``editor`` (engine.editor.Editor); ``act(name,
+    **args)`` pushes an Action. Nothing is drawn outside the surface tools."""
     from imgui_bundle import imgui
 
     from engine.editor.state import SURFACE_PROFILES, SURFACE_SOLVERS, SURFACE_TOOLS
@@ -31,11 +30,7 @@ def draw_surface_panel(editor: Any, act: Callable[..., None], *, x: float, y: fl
     st = editor.state.settings
     if st.tool not in SURFACE_TOOLS:
         return
-    imgui.set_next_window_pos(imgui.ImVec2(x, y), imgui.Cond_.first_use_ever)
-    imgui.set_next_window_bg_alpha(0.75)
-    imgui.begin("Surface", None, imgui.WindowFlags_.always_auto_resize)
-    imgui.push_item_width(120.0)
-    imgui.text(SURFACE_HINTS[st.tool])
+    imgui.separator_text(f"{st.tool}: {SURFACE_HINTS[st.tool]}")
 
     def released() -> None:
         if imgui.is_item_deactivated_after_edit():
@@ -75,5 +70,3 @@ def draw_surface_panel(editor: Any, act: Callable[..., None], *, x: float, y: fl
     active = editor.surface.active
     if active is not None:
         imgui.text(f"editing: {active.tool} #{active.index + 1} ({active.key.export_key})")
-    imgui.pop_item_width()
-    imgui.end()
