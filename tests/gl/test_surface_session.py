@@ -1,7 +1,10 @@
 """The shipped surface-editing session (assets/sessions/surface_edit.jsonl, issue 12 in the editor): the ``replay``
 command reproduces it headless bit for bit (vertices and image, two replays), the forearm's bulge and the belly's
-new outline moved the skin against the same frame without edits, and both stay on the walking character."""
+new outline moved the skin against the same frame without edits, and both stay on the walking character;
+``--save EDITS.json`` writes the edits."""
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
@@ -10,6 +13,7 @@ from PIL import Image
 from engine.cli import run
 from engine.editor import open_recording, replay
 from engine.input.record import read_recording
+from engine.skinning.edits import parse_edits_document
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.gl
@@ -20,8 +24,9 @@ SHIPPED = ROOT / "assets" / "sessions" / "surface_edit.jsonl"
 def test_the_shipped_surface_session_replays_bit_exact_with_its_edits(tmp_path, capsys):
     rec = read_recording(SHIPPED)
     assert rec.header.assets[0]["source"] == "humanoid" and rec.header.assets[0]["clip"] == "idle"
-    npz, png = tmp_path / "a.npz", tmp_path / "a.png"
-    assert run(["replay", str(SHIPPED), "--headless", "--export-frame", str(npz), "--screenshot", str(png)]) == 0
+    npz, png, saved = tmp_path / "a.npz", tmp_path / "a.png", tmp_path / "edits.json"
+    assert run(["replay", str(SHIPPED), "--headless", "--export-frame", str(npz), "--screenshot", str(png),
+                "--save", str(saved)]) == 0
     assert "replayed" in capsys.readouterr().out
     first = dict(np.load(npz))
     ed = open_recording(rec)
@@ -43,6 +48,9 @@ def test_the_shipped_surface_session_replays_bit_exact_with_its_edits(tmp_path, 
         assert ch.deformer == "spring" and ch.clips[ch._playback().clip] == "walk" and ch.time > 0.1
         key = ch.skinned_primitives[0]
         bulge, outline = ch.edits[key].edits
+        # --save EDITS.json wrote them in the versioned edits file
+        doc = parse_edits_document(json.loads(saved.read_text()))
+        assert [e.to_dict() for e in doc[key.export_key]] == [bulge.to_dict(), outline.to_dict()]
         assert bulge.profile is not None and bulge.profile.height == pytest.approx(0.03)
         assert ed.state.settings.surface_rings == 5
         edited = np.asarray(ch.vertices()[key], np.float64)
