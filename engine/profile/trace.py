@@ -23,7 +23,9 @@ microseconds from the first event) that https://ui.perfetto.dev and chrome://tra
   fixed-step phases once per step, ``args.step``), inside those one per system call, inside those the
   ``cpu_scope`` blocks: complete events that nest exactly (each lies within its parent);
 * thread "GPU render passes" (tid 2) and "GPU deformer stages" (tid 3): the GPU intervals;
-* counters (``C`` events) at the end of each frame: spring iterations and deformer GPU memory.
+* counters (``C`` events) at the end of each frame: spring iterations (one track per mesh) and the deformer's
+  GPU memory as ONE total track (Perfetto draws one track per counter argument; the per-buffer breakdown, a
+  dozen tracks, stays in the frame's timings and the overlay's memory table).
 """
 from __future__ import annotations
 
@@ -111,8 +113,11 @@ def trace_events(frames: Iterable[FrameTimings], *, process: str = "skinengine",
             events.append(complete(g.name, f"gpu.{g.phase or 'render'}", tid, start, g.dur_ns,
                                    {"frame": f.index, "ms": g.dur_ns / 1e6}))
         for name, series in f.counters.items():
+            values = dict(series)
+            if name == MEMORY_COUNTER and "total" in values:
+                values = {"total": values["total"]}
             events.append({"name": name, "ph": "C", "pid": pid, "tid": CPU_TID, "ts": us(f.end_ns or f.start_ns),
-                           "args": dict(series)})
+                           "args": values})
     return events
 
 

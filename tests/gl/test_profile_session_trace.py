@@ -57,6 +57,11 @@ def test_profiled_session_writes_a_nested_trace_with_gpu_tracks(gl_ctx, tmp_path
     assert {SPRING_COUNTER, MEMORY_COUNTER} <= counters
     springs = [e for e in ev if e["ph"] == "C" and e["name"] == SPRING_COUNTER]
     assert all(len(e["args"]) == 1 and next(iter(e["args"].values())) >= 1 for e in springs)
+    # GPU memory is one total track (not one per buffer kind), and equals the frame's per-kind sum
+    memory = [e for e in ev if e["ph"] == "C" and e["name"] == MEMORY_COUNTER]
+    assert memory and all(set(e["args"]) == {"total"} and e["args"]["total"] > 0 for e in memory)
+    kinds = recorded[-1].counters[MEMORY_COUNTER]
+    assert memory[-1]["args"]["total"] == pytest.approx(sum(v for k, v in kinds.items() if k != "total"))
 
 
 def test_profiler_refuses_twice_and_bad_arguments(gl_ctx, tmp_path):
