@@ -209,10 +209,10 @@ class SurfaceTool:
                 continue
             if before is None:
                 before = self._snapshot(ch, state)
-            if not self._spring(ch, state, tool):
-                self.waiting.append((tool, what, before))  # the next frame deforms it with springs
-                continue
             try:
+                if not self._spring(ch, state, tool):
+                    self.waiting.append((tool, what, before))  # the next frame deforms it with springs
+                    continue
                 if tool == "bulge":
                     label = self._add_bulge(ch, state, what)
                 else:

@@ -139,3 +139,13 @@ def test_an_accent_stroke_moves_the_outline():
         assert x[chain, 0].mean() > x0[chain, 0].mean() + 0.01  # moved out towards the stroke
         far = x0[:, 0] < -0.05
         assert np.abs(x[far] - x0[far]).max() < 1e-3  # the far side stays
+
+
+def test_on_the_cpu_device_a_bulge_is_refused_with_a_message():
+    with Session(width=W, height=H, device="cpu", strict=True) as s:
+        ed, ch = _editor(s)
+        _drag(ed, s, [_px(s.camera, [0.0, y, 0.1]) for y in np.linspace(0.4, 0.6, 5)])
+        s.step(2)  # the frame goes on
+        assert not ed.undo.history and not ch.edits
+        assert any(m.startswith("bulge refused:") and "device='gpu'" in m for m in ed.state.messages), \
+            ed.state.messages
