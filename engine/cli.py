@@ -262,6 +262,10 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     p.add_argument("--solver", default="springs", choices=("springs", "laplacian"),
                    help="springs: edit forces in the GPU spring stage (default); laplacian: the CPU baseline, "
                         "solved once")
+    p.add_argument("--device", default="gpu", choices=("gpu", "cpu"),
+                   help="gpu = the spring compute shaders (default), cpu = the numpy reference (same edits)")
+    p.add_argument("--debug-silhouette", default=None, metavar="PNG",
+                   help="write the silhouette filter's output (the 'silhouette' debug view) of the unedited frame")
     _add_spring_options(p)
 
     p = sub.add_parser("replay", parents=[common], help="reproduce a recorded editor session (.jsonl)")

@@ -208,6 +208,9 @@ ENGINE_SYSTEMS: tuple[tuple[Phase, Callable[[World], None]], ...] = (
 def build_schedule(*, strict: bool = False) -> Schedule:
     """The one schedule: the engine's systems in the order of :data:`ENGINE_SYSTEMS`."""
     schedule = Schedule(strict=strict)
+    last: dict[Phase, str] = {}
     for phase, fn in ENGINE_SYSTEMS:
-        schedule.add_system(phase, fn)
+        # consecutive engine systems of one phase are chained explicitly: a system added later with only
+        # ``before=extract_system`` must not let the schedule's topological order lift render_system above it
+        last[phase] = schedule.add_system(phase, fn, after=last.get(phase))
     return schedule

@@ -166,6 +166,7 @@ class MeshInstance:
     handle: Any = None  # renderer MeshHandle (owned by the renderer)
     deform: DeformHandle | None = None  # in the deformer graph (GPU device)
     radius: float = 0.0  # how far the skin reaches from its joints (shadow bounds on the GPU path)
+    edit_terms: Any = None  # this frame's surface-edit forces (cpu device; the GPU keeps them in the graph)
 
 
 class SceneMeshes:
@@ -297,7 +298,8 @@ class SceneMeshes:
                 jp = joints[:, :3, 3]
                 inst.handle.bounds = (jp.min(0) - inst.radius, jp.max(0) + inst.radius)
         elif sp is not None:
-            out[inst.key] = sp.deform(globals_, settings.deformer, config=settings.config)
+            edits = inst.edit_terms if settings.deformer == "spring" else None  # as a GPU graph without springs
+            out[inst.key] = sp.deform(globals_, settings.deformer, config=settings.config, edits=edits)
         else:
             g = globals_[inst.key.node]
             out[inst.key] = (inst.primitive.positions @ g[:3, :3].T + g[:3, 3]).astype(np.float32)
@@ -369,6 +371,14 @@ class SceneMeshes:
             pos = positions.get(inst.key)
             if pos is not None and inst.handle is not None:
                 self.renderer.update_vertices(inst.handle, pos)
+
+    def set_edits(self, inst: MeshInstance, terms: Any | None) -> None:
+        """A skinned primitive's surface-edit forces for the next deformation (engine.skinning.edits.EditTerms;
+        None clears them): into the deformer graph on the gpu device, kept for the numpy reference on the cpu."""
+        if inst.deform is not None and self.graph is not None:
+            self.graph.set_edits(inst.deform, terms)
+        else:
+            inst.edit_terms = terms
 
     def run_graph(self) -> None:
         if self.graph is not None and self.instances:

@@ -357,16 +357,14 @@ class Character:
     def add_edit(self, primitive: PrimitiveKey, edit: Any) -> Any:
         """Add a surface edit (engine.skinning.edits.SurfaceEdit over the primitive's control points) to the
         primitive's edit stack; it acts from the next frame on, every frame, decoded in the current pose at the
-        current clip time. Edits are spring forces: the character must deform with the spring deformer on the
-        gpu device (ValueError otherwise, naming what to change)."""
+        current clip time. Edits are spring forces: the character must deform with the spring deformer (ValueError
+        otherwise, naming what to change), in the GPU spring stage or, on the cpu device, the numpy reference."""
         from engine.skinning.edits import EditStack, SurfaceEdit, SurfaceEdits
 
         self._check()
         if not isinstance(edit, SurfaceEdit):
             raise TypeError(f"edit must be a SurfaceEdit, got {type(edit).__name__}")
         s = self._session
-        if s.device != "gpu":
-            raise ValueError("surface edits run in the GPU spring stage: they need Session(device='gpu')")
         settings = s.meshes.settings[self.entity]
         if settings.graph is None and settings.deformer != "spring":
             raise ValueError(f"surface edits are spring forces: {self.name!r} deforms with "
@@ -802,6 +800,21 @@ class Session:
             "projection": np.asarray(r.last_projection, np.float32),
         }
 
+    def silhouette_image(self, channel: str = "normal", threshold: float | None = None) -> np.ndarray:
+        """The silhouette filter's output over the current state (research 7.3; the renderer's "silhouette"
+        debug view: the Laplacian of G-buffer ``channel`` in grey, yellow above ``threshold``, None: the
+        channel's default) as (H,W,4) uint8, row 0 at the top. The view shown before is restored for the next
+        frame."""
+        r = self._need_renderer()
+        old_view, old_filter = r.view, r.silhouette_view
+        r.silhouette_view = (channel, threshold)
+        r.view = "silhouette"
+        try:
+            return self.render()
+        finally:
+            r.view = old_view
+            r.silhouette_view = old_filter
+
     def ray(self, x: float, y: float) -> np.ndarray:
         """The world ray (pyrr: origin, unit direction) through window pixel (x, y) of the current camera."""
         from engine.input.rays import window_ray
@@ -818,8 +831,10 @@ class Session:
         self._edit_systems = True
         self.add_system(Phase.DEFORM, lambda w: surface_edit_system(w, dependent=True), name="surface_edit_step",
                         before="deform_step_system")
+        # before render_system too: the schedule's order keeps only declared constraints, and before
+        # extract_system alone let render_system move ahead of both (every edited frame drew the last one's mesh)
         self.add_system(Phase.RENDER, lambda w: surface_edit_system(w, dependent=False), name="surface_edit_system",
-                        before="extract_system")
+                        before=("extract_system", "render_system"))
 
     # -- surface queries -----------------------------------------------------------------------------------
     def pick(self, x: int, y: int, *, layer: str | None = None) -> Any:
@@ -847,12 +862,13 @@ class Session:
 
 def surface_edit_system(world: World, *, dependent: bool = False) -> None:
     """Every character's surface edits reduced to spring forces (engine.skinning.edits.EditStack.terms) for its
-    current pose (the last fixed step's) and clip time, handed to the deformer graph before it runs. Runs where
-    the graph runs: ``dependent`` True in DEFORM (frame-dependent deformers), False in RENDER (the others)."""
+    current pose (the last fixed step's) and clip time, handed to the deformer graph (gpu device) or the numpy
+    reference (cpu device) before it runs. Runs where the deformer runs: ``dependent`` True in DEFORM
+    (frame-dependent deformers), False in RENDER (the others)."""
     from engine.skinning.edits import SurfaceEdits, edit_pose
 
     meshes = world.resource(SceneMeshes)
-    if meshes.graph is None or meshes.frame_dependent != dependent:
+    if meshes.frame_dependent != dependent:
         return
     for e, (comp, skel, anim) in world.query(SurfaceEdits, SkeletonPose, Animator):
         rows = {i.key: i for i in meshes.instances.get(e, ())}
@@ -861,14 +877,14 @@ def surface_edit_system(world: World, *, dependent: bool = False) -> None:
         for key in list(comp.stacks):
             stack = comp.stacks[key]
             inst = rows.get(key)
-            if inst is None or inst.deform is None or inst.skinned is None:
+            if inst is None or inst.skinned is None:
                 continue
             if not len(stack):
-                meshes.graph.set_edits(inst.deform, None)
+                meshes.set_edits(inst, None)
                 del comp.stacks[key]
                 continue
             sp = inst.skinned
             binding = sp.binding(method=cfg.binding.method, smooth_passes=cfg.binding.smooth_passes)
             kin = np.concatenate([e.kinematic for e in stack])  # decoded per frame: only the handles
             attach, rot = edit_pose(binding, sp.bind_joints, skel.globals[sp.skin.joints], index=kin)
-            meshes.graph.set_edits(inst.deform, stack.terms(sp.topology().n_control, attach, rot, t))
+            meshes.set_edits(inst, stack.terms(sp.topology().n_control, attach, rot, t))

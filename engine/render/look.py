@@ -16,8 +16,9 @@ from engine.gpu.resources import GpuResources
 
 __all__ = ["LookSettings", "Lights", "VIEWS", "SHADOW_MODES", "default_lights", "srgb_to_linear", "linear_rgb"]
 
-VIEWS = ("color", "albedo", "normal", "position", "depth", "triangle", "barycentric", "mesh")
-"""What the compose pass shows: the lit frame, or one G-buffer channel in false colour."""
+VIEWS = ("color", "albedo", "normal", "position", "depth", "triangle", "barycentric", "mesh", "silhouette")
+"""What the compose pass shows: the lit frame, one G-buffer channel in false colour, or the silhouette filter's
+output (engine/render/silhouette.py; its channel and threshold: ``SceneRenderer.silhouette_view``)."""
 SHADOW_MODES = ("off", "blob", "map")
 
 

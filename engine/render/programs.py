@@ -19,6 +19,8 @@ import numpy as np
 from engine.gpu.layouts import GLSL_CONSTANTS, pack_mat4
 from engine.gpu.resources import GpuResources
 from engine.gpu.shaderlib import ProgramCache, uniform
+from engine.render.look import VIEWS
+from engine.render.silhouette import SILHOUETTE_DEFINES
 
 if TYPE_CHECKING:
     from engine.render.meshes import MeshHandle
@@ -48,13 +50,13 @@ STAGES: dict[str, dict[str, Any]] = {
 }
 
 
-def set_matrix(prog: moderngl.Program, name: str, m: np.ndarray) -> None:
+def set_matrix(prog: moderngl.Program | moderngl.ComputeShader, name: str, m: np.ndarray) -> None:
     """Write a 4x4 column-vector matrix to a ``mat4`` uniform (transposed for GLSL), if the program has it."""
     if name in prog:
         uniform(prog, name).write(pack_mat4(m).tobytes())
 
 
-def set_uniform(prog: moderngl.Program, name: str, value) -> None:
+def set_uniform(prog: moderngl.Program | moderngl.ComputeShader, name: str, value) -> None:
     """Set a uniform if the program has it (the compiler drops unused ones)."""
     if name in prog:
         uniform(prog, name).value = value
@@ -130,6 +132,8 @@ class ProgramVariants:
             defines.update(_constants(*_COMPOSE_IMAGES))
         if view:
             defines["VIEW"] = view
+            if view == VIEWS.index("silhouette"):  # the filter's channel codes (engine/render/silhouette.py)
+                defines.update(SILHOUETTE_DEFINES)
         elif shadow_taps is not None:
             defines["SHADOW_TAPS"] = int(shadow_taps)
         return self.cache.get_program(vertex="render/compose.vert", fragment="render/compose.frag",

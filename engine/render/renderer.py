@@ -43,6 +43,7 @@ from engine.render.passes.present import PresentPass
 from engine.render.passes.shadow import ShadowPass
 from engine.render.programs import STAGES, ProgramVariants, gl_flush_function
 from engine.render.queries import PendingQuery, QueryReader
+from engine.render.silhouette import SilhouetteFilter, SilhouettePixels, check_filter
 from engine.render.state import Frame, RenderState
 from engine.render.surface import SurfaceHit
 from engine.render.targets import GBUFFER_LAYOUT, RESERVED_SOURCES, FrameTargets, check_size
@@ -91,6 +92,7 @@ class SceneRenderer:
         self._plan: FramePlan | None = None
         self._passes: dict[str, RenderPass] = {}
         self._queries = QueryReader(self._state)
+        self._silhouette = SilhouetteFilter(self._state)
         self.timers = GpuTimers(resources, PASSES)
         self.last_wall_ms: dict[str, float] = {}  # per pass, from the last render(profile=True)
         self._released = False
@@ -264,6 +266,19 @@ class SceneRenderer:
             raise ValueError(f"view must be one of {', '.join(VIEWS)}; got {name!r}")
         self._state.view = name
         self._compose_program()
+
+    @property
+    def silhouette_view(self) -> tuple[str, float]:
+        """(channel, threshold) of the silhouette filter the "silhouette" view shows (engine/render/silhouette.py)."""
+        return self._state.silhouette_view
+
+    @silhouette_view.setter
+    def silhouette_view(self, value: tuple[str, float | None]) -> None:
+        if not isinstance(value, tuple) or len(value) != 2:
+            raise TypeError(f"silhouette_view must be a (channel, threshold) tuple, got {value!r}")
+        channel, threshold = value
+        _, thr = check_filter(channel, threshold)
+        self._state.silhouette_view = (channel, thr)
 
     def cycle_view(self, step: int = 1) -> str:
         """Switch to the next debug view (for a window key); returns its name."""
@@ -452,6 +467,19 @@ class SceneRenderer:
         :meth:`PendingQuery.result` maps them once that frame is rendered (one frame of latency)."""
         return self._queries.query_async(points, layer=layer)
 
+    def silhouette_pixels(self, channel: str = "normal", threshold: float | None = None, *,
+                          mesh_ids: Sequence[int] | None = None) -> SilhouettePixels:
+        """The last frame's silhouette pixels (research 7.3): the Laplacian edge filter of G-buffer ``channel``
+        ("normal", "depth" or "position") above ``threshold`` (None: the channel's default), on the surfaces of
+        the meshes ``mesh_ids`` (None: all), run on the GPU (render/silhouette.comp); only those pixels are read
+        back (see engine/render/silhouette.py; numpy reference engine.skinning.roi.silhouette_pixels)."""
+        return self._silhouette.pixels(channel, threshold, mesh_ids=mesh_ids)
+
+    def silhouette_edges(self, channel: str = "normal") -> np.ndarray:
+        """(H,W) float32 silhouette filter values of the last frame, row 0 at the top, 0 where no surface shows
+        (the whole image is read back: tests and debugging)."""
+        return self._silhouette.edges(channel)
+
     def evaluate(self, points: Sequence[SurfacePoint]) -> tuple[np.ndarray, np.ndarray]:
         """World positions (N,3) and unit normals (N,3) of surface points (mesh id, triangle, barycentric)
         on the meshes' CURRENT deformed vertices (each involved mesh's SSBOs are read once); ValueError
@@ -466,6 +494,7 @@ class SceneRenderer:
         self._released = True
         self._meshes.release()
         self._queries.release()  # pending queries' sources go now: nothing left to copy from
+        self._silhouette.release()
         self._targets.release()
         self.timers.release()
         self._compose.release()

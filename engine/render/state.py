@@ -18,6 +18,7 @@ from engine.gpu.resources import GpuResources
 from engine.render.look import Lights, LookSettings
 from engine.render.meshes import MeshHandle, MeshRegistry
 from engine.render.programs import ProgramVariants, gl_flush_function
+from engine.render.silhouette import SILHOUETTE_THRESHOLDS
 from engine.render.targets import FrameTargets
 
 __all__ = ["RenderState", "Frame"]
@@ -50,6 +51,8 @@ class RenderState:
         self.lights = lights
         self.look = look
         self.view = "color"  # the channel the compose pass shows (look.VIEWS)
+        #: the "silhouette" view's filter: (channel, threshold) (engine/render/silhouette.py)
+        self.silhouette_view: tuple[str, float] = ("normal", SILHOUETTE_THRESHOLDS["normal"])
         self.frame_index = 0
         self.last_view_proj: np.ndarray | None = None
         self.last_view: np.ndarray | None = None

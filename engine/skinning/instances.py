@@ -4,7 +4,8 @@ An asset may instance one skinned mesh from several nodes (RecursiveSkeletons: 8
 an instance is (node, mesh, primitive, skin). ``SkinnedPrimitive`` caches what a deformer needs once per
 instance (welded topology, attachment binding, skin hierarchy) and ``deform`` evaluates one pose with any
 method of the numpy reference (engine/skinning/registry.py): lbs, dqs (per display vertex, exact glTF
-semantics), rigid, irs, spring, arap (on welded control points, copied back to display vertices). The GPU
+semantics), rigid, irs, spring, arap (on welded control points, copied back to display vertices); the spring method
+takes the frame's surface-edit forces as the GPU spring stage does (the cpu device's edit path). The GPU
 path is engine/skinning/gpu, reached through engine.Session; nothing here touches GL.
 """
 from __future__ import annotations
@@ -84,9 +85,14 @@ class SkinnedPrimitive:
         with np.errstate(over="ignore", invalid="ignore"):
             return (globals_[..., self.skin.joints, :, :] @ self.skin.inverse_bind).astype(np.float32)
 
-    def deform(self, globals_: np.ndarray, method: str = "lbs", *, config=None) -> np.ndarray:
-        """World-space display vertex positions (D,3) float32 for the pose ``globals_``."""
+    def deform(self, globals_: np.ndarray, method: str = "lbs", *, config=None, edits: Any = None) -> np.ndarray:
+        """World-space display vertex positions (D,3) float32 for the pose ``globals_``. ``edits``: this frame's
+        surface-edit forces over the control points (engine.skinning.edits.EditTerms, decoded in the pose as the
+        GPU path decodes them), spring deformer only; ValueError for another method."""
         registry.check(method, "cpu")
+        if edits is not None and method != "spring":
+            raise ValueError(f"surface edits are spring forces: deformer {method!r} cannot take them; "
+                             "use the spring deformer")
         prim = self.primitive
         if method in registry.vertex_methods():
             from engine.skinning.skinning import dqs, lbs
@@ -97,10 +103,10 @@ class SkinnedPrimitive:
         from engine.skinning.meshprep import copy_to_display
 
         posed = np.asarray(globals_[self.skin.joints], np.float32)
-        ctrl = self._deform_control(method, posed, config)
+        ctrl = self._deform_control(method, posed, config, edits)
         return copy_to_display(self.topology(), ctrl).astype(np.float32)
 
-    def _deform_control(self, method: str, posed: np.ndarray, config) -> np.ndarray:
+    def _deform_control(self, method: str, posed: np.ndarray, config, edits: Any = None) -> np.ndarray:
         from engine.skinning.config import DeformerConfig
         from engine.skinning.skinning import irs, rigid
 
@@ -120,7 +126,7 @@ class SkinnedPrimitive:
                 self._cache[key] = SpringDeformer(self.topology(), binding, self.bind_joints, self.parents,
                                                   cfg.spring, joints=self.primitive.joints,
                                                   weights=self.primitive.weights)
-            positions, _stats = self._cache[key].solve(posed)
+            positions, _stats = self._cache[key].solve(posed, edits=edits)
             return positions
         from engine.skinning.arap import ScaleArap
 

@@ -25,7 +25,8 @@ about sqrt(2) times it on a grid split along one diagonal, less on irregular mes
 
 Silhouettes (7.3): a Laplacian edge filter over a G-buffer channel (normal by default; position or depth),
 masked by the mesh's id, marks the silhouette pixels (:func:`silhouette_pixels`, the numpy reference of the
-filter); each names its triangle's nearest corner (:func:`silhouette_vertices`). An accent stroke picks the
+filter; the GPU filter is engine/render/silhouette.py, with the channels' default thresholds); each names its
+triangle's nearest corner (:func:`silhouette_vertices`). An accent stroke picks the
 silhouette vertices nearest its two ends; :func:`silhouette_chain` links them along the outline; the region
 grows from the chain by rings (:func:`region_around`).
 """
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.render.silhouette import SILHOUETTE_THRESHOLDS
 from engine.skinning.types import MeshTopology
 
 __all__ = ["DEFAULT_RINGS", "Region", "crossed_faces", "face_adjacency", "grow_rings", "grow_radius",
@@ -354,9 +356,9 @@ def region_of_interest(topology: MeshTopology, faces: np.ndarray | Sequence[int]
 
 
 # ---- silhouettes (research 7.3, after SilSketch) ------------------------------------------------------------
-#: default thresholds of the Laplacian edge filter per G-buffer channel (normal: unit vectors; position: metres;
-#: depth: window depth)
-SILHOUETTE_THRESHOLDS = {"normal": 0.4, "position": 0.02, "depth": 0.002}
+# The default thresholds of the Laplacian edge filter per G-buffer channel (normal: unit vectors; position:
+# metres; depth: window depth) are defined once beside the GPU filter (engine/render/silhouette.py, a numpy-only
+# module); these functions are its numpy reference.
 
 
 def laplacian_edges(channel: np.ndarray) -> np.ndarray:

@@ -3,6 +3,7 @@
 
     python main.py edit ASSET --strokes FILE.json [--clip C --time T] [--deformer spring]
                    --export-frame OUT.npz [--screenshot S.png] [--save EDITS.json] [--load EDITS.json]
+                   [--device gpu|cpu] [--debug-silhouette PNG]
 
 FILE.json is the `pose` command's strokes file (engine/input/strokefile.py: version, camera) with strokes of
 role "surface" or "silhouette" (below). A surface stroke's points are window pixels (row 0 at the
@@ -20,7 +21,15 @@ pixel and queried through the G-buffer rendered with the file's camera at that c
 A "silhouette" stroke is an accent stroke drawn near an outline of the character (research 7.3): the silhouette
 chain between the outline vertices nearest its two ends is moved onto it by parameter (each vertex keeps its
 depth), the region grows from the chain by "rings"/"radius" as above; optional "channel" ("normal", the default,
-"depth" or "position": the G-buffer channel the Laplacian edge filter runs on) and "threshold".
+"depth" or "position": the G-buffer channel the Laplacian edge filter runs on), "threshold" and "smooth" (true:
+the whole region gets targets, the chain's displacement spread smoothly, see :func:`silhouette_edit`: no ridge
+along the outline). The filter runs
+on the GPU on the gpu device (engine/render/silhouette.py, only the silhouette pixels read back), with the numpy
+reference (engine.skinning.roi) on the cpu device. ``--debug-silhouette PNG`` writes the filter's output over
+the unedited frame (the renderer's "silhouette" view; the first silhouette stroke's channel and threshold).
+
+``--device cpu`` applies the edits with the numpy spring reference instead of the GPU spring stage (the same
+edit forces; the vertices agree within float32 precision).
 
 A bulge's height is along the surface normal at the stroke's middle (outward by the triangle's winding); an
 offset stroke is drawn on the plane through the stroke's middle facing the camera and carries the kinematic
@@ -51,14 +60,14 @@ from typing import Any
 import numpy as np
 
 from engine.components import PrimitiveKey
+from engine.render.silhouette import SILHOUETTE_CHANNELS
 
 __all__ = ["edit_command", "EDIT_ROLES", "SILHOUETTE_CHANNELS", "SurfaceSamples", "stroke_samples", "surface_edit",
-           "silhouette_edit"]
+           "silhouette_edit", "silhouette_pixels"]
 
 EDIT_ROLES = ("surface", "silhouette")
 _STROKE_KEYS = ("rings", "radius", "geodesic", "profile", "stiffness", "keys", "name")
-_SILHOUETTE_KEYS = ("rings", "radius", "geodesic", "channel", "threshold", "stiffness", "keys", "name")
-SILHOUETTE_CHANNELS = ("normal", "depth", "position")
+_SILHOUETTE_KEYS = ("rings", "radius", "geodesic", "channel", "threshold", "stiffness", "keys", "name", "smooth")
 DEFAULT_STIFFNESS = 5.0
 
 
@@ -198,41 +207,74 @@ def surface_edit(character: Any, samples: SurfaceSamples, *, rings: int | None =
     return SurfaceEdit.from_profile(kin, x[kin], t, profile, attach, rot, normal=normal, **common)
 
 
+def silhouette_pixels(session: Any, character: Any, channel: str = "normal", threshold: float | None = None, *,
+                      gpu: bool | None = None) -> dict[PrimitiveKey, tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                            np.ndarray]]:
+    """Per skinned primitive of ``character`` with a silhouette in the session's last frame: (rows, cols,
+    triangles, barycentrics) of its silhouette pixels (row-major, rows from the top), from the Laplacian filter
+    of G-buffer ``channel`` above ``threshold`` (None: the channel's default). ``gpu`` (None: on the gpu
+    device) runs the filter on the GPU (engine/render/silhouette.py: only these pixels are read back); else the
+    numpy reference over the whole G-buffer (engine.skinning.roi)."""
+    from engine.render.silhouette import check_filter
+    from engine.skinning import roi
+
+    _, thr = check_filter(channel, threshold)
+    out = {}
+    if gpu if gpu is not None else session.device == "gpu":
+        ids = {i.handle.id: i.key for i in session.meshes.instances.get(character.entity, ())
+               if i.skinned is not None and i.handle is not None}
+        found = session.renderer.silhouette_pixels(channel, thr, mesh_ids=list(ids))
+        for mesh_id, key in ids.items():
+            px = found.of(mesh_id)
+            if len(px):
+                out[key] = (px.rows, px.cols, px.triangle, px.barycentric)
+        return out
+    gb = session.gbuffer()
+    for key in character.skinned_primitives:
+        surface = (gb["node"] == key.node) & (gb["mesh"] == key.mesh) & (gb["primitive"] == key.primitive)
+        mask = roi.silhouette_pixels(gb[channel], surface, threshold=thr)
+        if mask.any():
+            rows, cols = np.nonzero(mask)
+            out[key] = (rows, cols, gb["triangle"][mask], gb["barycentric"][mask])
+    return out
+
+
 def silhouette_edit(session: Any, character: Any, window_points: np.ndarray, *, channel: str = "normal",
                     threshold: float | None = None, rings: int | None = None, radius: float | None = None,
                     geodesic: bool = False, stiffness: float = DEFAULT_STIFFNESS, keys: Any = None,
-                    name: str = "") -> tuple[PrimitiveKey, Any]:
+                    name: str = "", gpu: bool | None = None, smooth: bool = False) -> tuple[PrimitiveKey, Any]:
     """Silhouette editing (research 7.3, after SilSketch): an accent stroke (window points, drawn near an
     outline of ``character`` in the session's last frame) moves the silhouette chain between the silhouette
     vertices nearest its ends onto itself, by parameter; the region grows from the chain by rings or radius.
     The silhouette comes from a Laplacian filter of the G-buffer ``channel`` (normal, depth or position) masked
-    by each skinned primitive's id (engine.skinning.roi). Returns (primitive, SurfaceEdit), not added."""
+    by each skinned primitive's id (:func:`silhouette_pixels`: on the GPU on the gpu device, or with ``gpu``).
+    Returns (primitive, SurfaceEdit), not added.
+
+    ``smooth``: the passive vertices get targets too, the chain's displacement spread over the region by
+    Laplacian surface editing (engine.skinning.laplacian, solved once here, encoded like every target so it
+    follows the pose); the edit's kinematic set is then the chain and the grown region, its passive set empty.
+    Why: pulled by a one-vertex-wide chain of handles, the springs answer with a ridge, not a bulge. The bone
+    and length springs anchor every passive vertex to its own bone, so the displacement decays about threefold
+    per ring (the humanoid's belly example: 28 mm on the chain, 10, 2.8 and 0.7 mm on rings 1 to 3), which
+    shades as ripples along the outline; with the smooth field the springs only hold the surface near it
+    (roughness over the region, engine.skinning.metrics, 0.150 -> 0.035 on that example; the Laplacian
+    solver alone: 0.047)."""
     from engine.input.strokes import Stroke
     from engine.skinning import roi
     from engine.skinning.edits import SurfaceEdit
 
-    if channel not in SILHOUETTE_CHANNELS:
-        raise ValueError(f"channel {channel!r} is unknown; valid: {', '.join(SILHOUETTE_CHANNELS)}")
-    thr = roi.SILHOUETTE_THRESHOLDS[channel] if threshold is None else float(threshold)
     stroke_px = np.asarray(window_points, np.float64)
-    gb = session.gbuffer()
-    best: tuple[float, PrimitiveKey, np.ndarray] | None = None
-    for key in character.skinned_primitives:
-        surface = (gb["node"] == key.node) & (gb["mesh"] == key.mesh) & (gb["primitive"] == key.primitive)
-        mask = roi.silhouette_pixels(gb[channel], surface, threshold=thr)
-        if not mask.any():
-            continue
-        rows, cols = np.nonzero(mask)
+    best: tuple[float, PrimitiveKey, np.ndarray, np.ndarray] | None = None
+    for key, (rows, cols, tri, bary) in silhouette_pixels(session, character, channel, threshold, gpu=gpu).items():
         near = float(np.min(np.hypot(cols + 0.5 - stroke_px[0, 0], rows + 0.5 - stroke_px[0, 1])))
         if best is None or near < best[0]:
-            best = (near, key, mask)
+            best = (near, key, tri, bary)
     if best is None:
         raise ValueError("no silhouette of the character in view: nothing for the accent stroke to move")
-    _, key, mask = best
+    _, key, tri, bary = best
     topo = character.topology(key)
     x = np.asarray(character.vertices()[key], np.float64)[np.asarray(topo.display_of_control)]
-    sil = roi.silhouette_vertices(topo, gb["triangle"][mask], gb["barycentric"][mask], positions=x,
-                                  eye=np.asarray(session.camera.eye, np.float64))
+    sil = roi.silhouette_vertices(topo, tri, bary, positions=x, eye=np.asarray(session.camera.eye, np.float64))
     px = _window(session, x[sil], "world")
     start = int(sil[np.argmin(np.linalg.norm(px - stroke_px[0], axis=1))])
     end = int(sil[np.argmin(np.linalg.norm(px - stroke_px[-1], axis=1))])
@@ -244,8 +286,16 @@ def silhouette_edit(session: Any, character: Any, window_points: np.ndarray, *, 
     accent = Stroke.fit(stroke_px, epsilon=0.5)
     targets = np.array([_plane_points(session, accent.point(si)[None], x[v])[0] for si, v in zip(s, chain)])
     region = roi.region_around(topo, chain, rings=rings, radius=radius, geodesic=geodesic, positions=x)
+    kin, passive = chain, region.passive
+    if smooth and passive.size:  # targets for the whole region: the chain's spread smoothly (see the docstring)
+        from engine.skinning.laplacian import LaplacianEditor
+
+        field = LaplacianEditor(x, topo.triangles, kinematic=chain, passive=passive,
+                                static=region.static).solve(targets, base=x)
+        kin, passive = np.concatenate([chain, passive]), np.zeros(0, np.int32)
+        targets = np.concatenate([targets, field[region.passive]])
     attach, rot = character.edit_frame(key)
-    edit = SurfaceEdit.from_world(chain, targets, attach, rot, passive=region.passive, static=region.static,
+    edit = SurfaceEdit.from_world(kin, targets, attach, rot, passive=passive, static=region.static,
                                   stiffness=stiffness, name=name,
                                   keys=np.asarray(keys if keys is not None else np.zeros((0, 2)), np.float64))
     return key, edit
@@ -300,6 +350,10 @@ def _stroke_options(spec: Any) -> dict[str, Any]:
             if isinstance(t, bool) or not isinstance(t, (int, float)) or not (math.isfinite(t) and t > 0):
                 raise ValueError(f"{where}.threshold: expected a finite number > 0, got {t!r}")
             opts["threshold"] = float(t)
+        if "smooth" in extra:
+            if not isinstance(extra["smooth"], bool):
+                raise ValueError(f"{where}.smooth: expected true or false, got {extra['smooth']!r}")
+            opts["smooth"] = extra["smooth"]
         return opts
     raw = extra.get("profile")
     if raw is None:
@@ -409,10 +463,10 @@ def edit_command(args: argparse.Namespace) -> int:
     out = Path(args.export_frame)
     if out.suffix.lower() != ".npz":
         raise ValueError(f"--export-frame must end in .npz, got {out.name!r}")
-    for opt, suffix in (("screenshot", ".png"), ("save", ".json"), ("load", ".json")):
+    for opt, suffix in (("screenshot", ".png"), ("save", ".json"), ("load", ".json"), ("debug_silhouette", ".png")):
         v = getattr(args, opt, None)
         if v is not None and Path(v).suffix.lower() != suffix:
-            raise ValueError(f"--{opt} must end in {suffix}, got {Path(v).name!r}")
+            raise ValueError(f"--{opt.replace('_', '-')} must end in {suffix}, got {Path(v).name!r}")
     if args.strokes is None and args.load is None:
         raise ValueError("give --strokes FILE.json (strokes to turn into edits) or --load EDITS.json")
     laplacian = args.solver == "laplacian"
@@ -430,7 +484,7 @@ def edit_command(args: argparse.Namespace) -> int:
         options = [_stroke_options(spec) for spec in sf.strokes]
     loaded = quiet_load(args.asset)
     w, h = (sf.camera.width, sf.camera.height) if sf is not None and sf.camera is not None else (1280, 720)
-    with Session(device="cpu" if laplacian else "gpu", width=w, height=h, deformer=args.deformer,
+    with Session(device="cpu" if laplacian else args.device, width=w, height=h, deformer=args.deformer,
                  config=deformer_config(args), strict=True) as s:
         ch = s.spawn(loaded, clip=args.clip, time=args.time, speed=0.0, mode="clamp")
         require_finite(ch.vertices())
@@ -467,6 +521,15 @@ def edit_command(args: argparse.Namespace) -> int:
                     made.append((smp.key, surface_edit(ch, smp, offset_window=offset, session=s, **opts)))
                 except ValueError as e:
                     raise ValueError(f"{spec.where}: {e}") from None
+        debug_png = getattr(args, "debug_silhouette", None)
+        if debug_png is not None:  # the filter of the frame the strokes were drawn on (the first silhouette's)
+            sil = [o for spec, o in zip(sf.strokes, options) if spec.role == "silhouette"] if sf is not None else []
+            first = sil[0] if sil else {}
+            img = s.silhouette_image(first.get("channel", "normal"), first.get("threshold"))
+            from PIL import Image
+
+            Path(debug_png).parent.mkdir(parents=True, exist_ok=True)
+            Image.fromarray(img, "RGBA").save(debug_png)
         stacks: dict[PrimitiveKey, EditStack] = {}
         if laplacian:  # the CPU baseline: solved once, shown instead of the deformer's output
             for key, edit in made:
@@ -493,6 +556,7 @@ def edit_command(args: argparse.Namespace) -> int:
             Path(args.save).parent.mkdir(parents=True, exist_ok=True)
             Path(args.save).write_text(json.dumps(doc, indent=1) + "\n")
         n_edits = sum(len(st) for st in stacks.values())
-    extra = "".join(f" and {v}" for v in (args.screenshot, args.save) if v is not None)
+    extra = "".join(f" and {v}" for v in (args.screenshot, args.save, getattr(args, "debug_silhouette", None))
+                    if v is not None)
     print(f"wrote {out}{extra}: {n_edits} surface edit(s) on {len(frames)} skinned primitive instance(s)")
     return 0

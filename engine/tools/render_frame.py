@@ -111,4 +111,4 @@ def render_frame(args: argparse.Namespace) -> int:
 def write_gbuffer(path: Path, channels: dict[str, np.ndarray]) -> None:
     """The documented npz channels (see the module doc and :meth:`engine.Session.gbuffer`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, allow_pickle=True, **channels)
+    np.savez(path, **channels)

@@ -67,7 +67,8 @@ uniform sampler2DShadow u_shadow_map;
 uniform mat4 u_shadow_matrix;          // world -> shadow texture space [0,1]^3
 uniform float u_shadow_texel;
 
-// Debug views (VIEW): 1 albedo, 2 normal, 3 position, 4 depth, 5 triangle, 6 barycentric, 7 mesh.
+// Debug views (VIEW): 1 albedo, 2 normal, 3 position, 4 depth, 5 triangle, 6 barycentric, 7 mesh,
+// 8 silhouette (the silhouette filter's value, include/silhouette.glsl: grey below u_sil_threshold, yellow above).
 uniform vec3 u_bounds_lo;              // scene box, maps positions to colours
 uniform vec3 u_bounds_hi;
 uniform vec2 u_depth_range;            // eye distances mapped to white .. black
@@ -86,6 +87,25 @@ vec3 world_at(vec2 frag, float depth) {
     vec4 w = u_inv_view_proj * c;
     return w.xyz / w.w;
 }
+
+#if VIEW == 8
+// The silhouette view filters the frame's surface at the neighbouring pixels too: the nearest surface at
+// pixel px as main() picks it, hidden by the ground in front.
+bool surface_at(ivec2 px, out uvec4 ids, out float depth) {
+    depth = 2.0;
+    ids = uvec4(0u);
+    for (int j = 0; j < GBUFFERS; ++j) {
+        float dj = ZCOPY(j);
+        if (dj != 0.0 && dj < depth) {
+            depth = dj;
+            ids = IDS(j);
+        }
+    }
+    return depth <= BACKDROP_DEPTH() && ids.x > 0u;
+}
+uniform float u_sil_threshold;
+#include "silhouette.glsl"
+#endif
 
 #if SHADOW_TAPS > 0
 // Key-light visibility from the shadow map (1 = lit): SHADOW_TAPS hardware-filtered comparisons.
@@ -168,6 +188,9 @@ void main() {
     vec3 col = false_color(ids.y * 7919u + ids.x);
 #elif VIEW == 6
     vec3 col = decode_bary(ids);
+#elif VIEW == 8
+    float e = silhouette_edge(px, ivec2(round(1.0 / u_inv_size)));
+    vec3 col = e > u_sil_threshold ? vec3(1.0, 0.8, 0.1) : vec3(0.12 + 0.5 * clamp(e / u_sil_threshold, 0.0, 1.0));
 #else
     vec3 col = false_color(ids.x);
 #endif

@@ -195,3 +195,18 @@ def test_shipped_examples_run(tmp_path, name, role):
     assert run(["edit", str(HUMANOID), "--strokes", str(path), "--clip", "idle", "--export-frame", str(out)]) == 0
     a = np.load(out)
     assert a[f"{KEY}_kinematic"].size > 5 and a[f"{KEY}_static"].size > 5
+
+
+def test_cpu_device_equals_gpu(forearm, tmp_path):
+    """`edit --device cpu`: the numpy spring reference takes the same edit forces as the GPU spring stage (same
+    regions, same vertices within 1e-5 of the mesh's diagonal, the bulge there)."""
+    out = tmp_path / "cpu.npz"
+    assert run(["edit", str(HUMANOID), "--strokes", str(forearm / "forearm.json"), "--clip", "idle", "--time", "0",
+                "--device", "cpu", "--export-frame", str(out)]) == 0
+    cpu, gpu, plain = np.load(out), np.load(forearm / "edit.npz"), np.load(forearm / "plain.npz")
+    assert set(cpu.files) == set(gpu.files)
+    for s in ("kinematic", "passive", "static"):
+        np.testing.assert_array_equal(cpu[f"{KEY}_{s}"], gpu[f"{KEY}_{s}"])
+    diag = float(np.linalg.norm(np.ptp(gpu[KEY], axis=0)))
+    np.testing.assert_allclose(cpu[KEY], gpu[KEY], atol=1e-5 * diag, rtol=0)
+    assert np.linalg.norm(cpu[KEY] - plain[KEY], axis=1)[cpu[f"{KEY}_kinematic"]].max() > 0.015

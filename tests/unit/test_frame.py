@@ -40,3 +40,12 @@ def test_interpolated_matrices_lie_between_the_steps():
     expect = compose_trs(np.array([[1.0, 0.0, 0.0]]), np.array([q((0, 1, 0), 45)]), np.full((1, 3), 2.0))
     np.testing.assert_allclose(mid, expect, atol=1e-5)
     assert interpolate_matrices(a, b, 0.0) is a and interpolate_matrices(a, b, 1.0) is b
+
+
+def test_a_later_before_constraint_keeps_the_engine_order():
+    """A system added with only ``before="extract_system"`` runs before extract, and render still follows
+    extract (the topological order must not lift render_system above the newcomer and extract)."""
+    schedule = build_schedule()
+    schedule.add_system(Phase.RENDER, lambda w: None, name="probe", before="extract_system")
+    names = [s.name for s in schedule._resolve()[Phase.RENDER]]
+    assert names == ["probe", "extract_system", "render_system"]

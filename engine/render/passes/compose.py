@@ -30,6 +30,7 @@ from engine.render.meshes import MeshHandle
 from engine.render.passes.gbuffer import gbuffer_resource, rect_resource
 from engine.render.passes.shadow import ShadowPass
 from engine.render.programs import set_matrix, set_uniform
+from engine.render.silhouette import check_filter
 from engine.render.state import Frame, RenderState
 
 __all__ = ["ComposePass", "ContactShadows", "compose_program"]
@@ -196,6 +197,10 @@ class ComposePass:
             corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
             dist = np.linalg.norm(corners - state.eye, axis=1)
             set_uniform(prog, "u_depth_range", (float(dist.min()), float(dist.max())))
+        if state.view == "silhouette":
+            code, threshold = check_filter(*state.silhouette_view)
+            set_uniform(prog, "u_sil_channel", code)
+            set_uniform(prog, "u_sil_threshold", threshold)
         set_uniform(prog, "u_wireframe", bool(look.wireframe))
         set_uniform(prog, "u_wire_color", linear_rgb(look.wire_color))
         if n == 1:  # image loads (see compose.frag); the G-buffer was written by the framebuffer

@@ -370,7 +370,8 @@ class DeformerGraph:
         return spring_advice(params, self._instance_rest(inst))
 
     def set_edits(self, handle: DeformHandle, terms: Any | None) -> None:
-        """Surface-edit forces of a mesh (engine.skinning.edits.EditTerms for this frame; None clears them)."""
+        """Surface-edit forces of a mesh (engine.skinning.edits.EditTerms for this frame; None clears them).
+        Only this mesh's rows of its batch's edit buffer are uploaded (the other meshes' stay as they are)."""
         inst, batch = self._where(handle)
         if terms is None:
             inst.edit, inst.edit_q, inst.edit_held = None, None, None
@@ -385,7 +386,7 @@ class DeformerGraph:
             inst.edit_q = q.astype(np.float32)
             held = getattr(terms, "held", None)  # static sets held in place (engine.skinning.edits)
             inst.edit_held = None if held is None else np.asarray(held, bool).reshape(n).astype(np.float32)
-        batch.write_edits()
+        batch.write_edits(inst)
 
     # ---- per frame ----------------------------------------------------------------------------------------
     def set_pose(self, handle: DeformHandle, skin_mats: np.ndarray, posed_joints: np.ndarray) -> None:

@@ -250,7 +250,7 @@ class Batch:
             mk("active", nbytes=max(1, g) * 4)
             mk("indirect", np.array([0, 1, 1, 0], np.uint32))
             mk("partials", nbytes=max(1, g) * 4)
-            mk("edit", nbytes=n_dyn * 32)
+            mk("edit", nbytes=n_dyn * R.EDIT_ROW_BYTES)
             mk("spring_vel", np.zeros((n_dyn, 4), np.float32))  # last frame's velocities (dependent mode)
         mk("joints", nbytes=max(1, self.n_joints) * L.DEFORM_JOINT.size if self.pose.needs.joint_ssbo else 16)
         images = self._make_images(new, n_dyn)
@@ -267,6 +267,7 @@ class Batch:
         self.images = images
         self.any_given = any(inst.given for inst in self.instances)
         if self.has_spring:
+            self.write_instance_table()  # fills the spring stage's instance image
             self.write_edits()
 
     def _static_image(self, images: dict[str, moderngl.Texture], name: str, rec: Std430Struct) -> None:
@@ -367,12 +368,18 @@ class Batch:
         if "sinstances" in self.images:
             self.images["sinstances"].write(L.image_rows(R.spring_instances(table)).tobytes())
 
-    def write_edits(self) -> None:
-        """Rewrite the surface-edit rows of the control pool (springs only) and the instance table."""
+    def write_edits(self, inst: Instance | None = None) -> None:
+        """Write the surface-edit rows of the control pool (springs only): every instance's (set-up: after a
+        layout), or only ``inst``'s range (a character's edits changed, the layout did not: a crowd's other
+        rows are not rewritten). The rows are read by the spring stage only; the instance table does not
+        depend on them."""
         if not self.has_spring:
             return
-        self.buffers["edit"].write(R.edit_rows(self.instances, self.total_groups * LOCAL_SIZE).tobytes())
-        self.write_instance_table()
+        buf = self.buffers["edit"]
+        if inst is None:
+            buf.write(R.edit_rows(self.instances, self.total_groups * LOCAL_SIZE).tobytes())
+        elif inst.laid_out and inst.asset.topology.n_control:
+            buf.write(R.instance_edit_rows(inst).tobytes(), offset=inst.dyn_base * R.EDIT_ROW_BYTES)
 
     # ---- per frame --------------------------------------------------------------------------------------
     def upload_pose(self) -> None:

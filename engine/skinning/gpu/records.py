@@ -373,14 +373,28 @@ def spring_instances(table: np.ndarray) -> np.ndarray:
     return rec
 
 
+#: bytes of one control point's surface-edit rows in the control pool (two vec4: (C.xyz, K), (Q, held, 0, 0))
+EDIT_ROW_BYTES = 32
+
+
+def instance_edit_rows(inst: Instance) -> np.ndarray:
+    """(V, 2, 4) float32 surface-edit rows of one instance's control points: (C.xyz, K) and (Q, held, 0, 0);
+    zeros where it has no edits (what its range of the control pool holds then)."""
+    n = inst.asset.topology.n_control
+    e = np.zeros((n, 2, 4), np.float32)
+    if inst.edit is not None:
+        e[:, 0] = inst.edit
+        e[:, 1, 0] = inst.edit_q
+        if inst.edit_held is not None:
+            e[:, 1, 1] = inst.edit_held
+    return e
+
+
 def edit_rows(instances: list[Instance], n_dyn: int) -> np.ndarray:
     """(n_dyn, 2, 4) float32 surface-edit rows of the control pool: (C.xyz, K) and (Q, held, 0, 0) per point."""
     e = np.zeros((n_dyn, 2, 4), np.float32)
     for inst in instances:
         if inst.edit is not None:
             n = inst.asset.topology.n_control
-            e[inst.dyn_base:inst.dyn_base + n, 0] = inst.edit
-            e[inst.dyn_base:inst.dyn_base + n, 1, 0] = inst.edit_q
-            if inst.edit_held is not None:
-                e[inst.dyn_base:inst.dyn_base + n, 1, 1] = inst.edit_held
+            e[inst.dyn_base:inst.dyn_base + n] = instance_edit_rows(inst)
     return e
