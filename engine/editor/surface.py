@@ -15,9 +15,10 @@
 * **silhouette**: a left-drag beside an outline of the selected character is an accent stroke
   (``engine.tools.edit.silhouette_edit``: the Laplacian edge filter of the last frame's G-buffer normals,
   masked by the mesh ids, finds the outline; the chain between the outline vertices nearest the stroke's ends
-  moves onto it). ``surface_solver`` "springs" hands the chain to the spring edit forces; "laplacian" solves
-  the region once by Laplacian editing (engine.tools.edit.laplacian_positions, CPU) and makes the solved
-  region the edit's targets, so the springs hold the smooth outline and it follows the pose.
+  moves onto it; on the gpu device the filter runs in a shader and only the outline pixels are read back).
+  ``surface_solver`` "springs" hands the chain to the spring edit forces; "laplacian" spreads the chain's
+  displacement over the region by Laplacian editing once (``silhouette_edit(smooth=True)``, CPU) and makes the
+  whole region the edit's targets, so the springs hold the smooth outline and it follows the pose.
 
 Edits are stored relative to the vertices' attachment points, so they stay while the character walks. The
 region of the active (last) edit is drawn in colour on the deformed mesh (``Character.show_region``: kinematic
@@ -28,7 +29,8 @@ its deformer (the first edit switches the character to the spring deformer: edit
 surface settings, so Ctrl+Z / Ctrl+Shift+Z restore them exactly, and a recording replays them.
 
 Reading deformed vertices (to build an edit) waits for the frame's deformation once, when the edit is made; a
-silhouette stroke reads the last frame's G-buffer once (the numpy filter), as the ``edit`` command does.
+silhouette stroke reads the last frame's outline once, as the ``edit`` command does. Edits run in the GPU
+spring stage or, on the cpu device, in the numpy spring reference.
 """
 from __future__ import annotations
 
@@ -240,29 +242,14 @@ class SurfaceTool:
         from engine.tools.edit import silhouette_edit
 
         st = state.settings
-        key, edit = silhouette_edit(self.session, ch, np.asarray(stroke.samples, np.float64), rings=st.surface_rings,
-                                    stiffness=st.surface_stiffness, name=f"outline {self._count(ch) + 1}")
         solved = st.surface_solver == "laplacian"
-        if solved:
-            edit = self._laplacian(ch, key, edit)
+        key, edit = silhouette_edit(self.session, ch, np.asarray(stroke.samples, np.float64), rings=st.surface_rings,
+                                    stiffness=st.surface_stiffness, name=f"outline {self._count(ch) + 1}",
+                                    smooth=solved)
         ch.add_edit(key, edit)
         self.active = ActiveEdit(ch.entity, key, len(ch.edits[key]) - 1, "silhouette", None, solved)
         state.say(f"{edit.name}: {edit.kinematic.size} moved, {edit.passive.size} passive ({st.surface_solver})")
         return f"{edit.name} of {ch.name} ({st.surface_solver})"
-
-    @staticmethod
-    def _laplacian(ch: Any, key: Any, edit: Any) -> Any:
-        """The silhouette edit solved once by Laplacian editing (CPU), as an edit whose kinematic set is the
-        whole solved region (its targets the solved places), so the springs hold that shape in every pose."""
-        from engine.skinning.edits import EditStack, SurfaceEdit
-        from engine.tools.edit import laplacian_positions
-
-        solved = laplacian_positions(ch, {key: EditStack([edit])}, float(ch.time))[key]
-        x = np.asarray(solved, np.float64)[np.asarray(ch.topology(key).display_of_control)]
-        moved = np.union1d(edit.kinematic, edit.passive)
-        attach, rot = ch.edit_frame(key)
-        return SurfaceEdit.from_world(moved, x[moved], attach, rot, static=edit.static, stiffness=edit.stiffness,
-                                      name=edit.name)
 
     # -- shared --------------------------------------------------------------------------------------------
     @staticmethod
@@ -271,9 +258,7 @@ class SurfaceTool:
 
     def _spring(self, ch: Any, state: EditorState, tool: str) -> bool:
         """True when ``ch`` deforms with springs and its last frame is up to date (an edit is measured on the
-        deformed mesh); otherwise switch it, and the edit waits a frame."""
-        if self.session.device != "gpu":
-            raise ValueError("surface edits run in the GPU spring stage: the editor session needs device='gpu'")
+        deformed mesh); otherwise switch it (ValueError when refused), and the edit waits a frame."""
         if ch.deformer != "spring":
             ch.set_deformer("spring")
             state.say(f"{tool}: {ch.name} now deforms with springs")

@@ -131,7 +131,6 @@ def _closeups(edits: Path, time: float) -> list[np.ndarray]:
         s.camera = Camera(eye=target + [1.05, 0.05, 0.0], target=target, aspect=w / h, near=0.05, far=20.0)
         out.append(s.render()[..., :3].copy())
         ch.load_edits(edits)
-        s.render()  # the first frame registers the edit systems; the next one is deformed with the edits
         out.append(s.render()[..., :3].copy())
     return out
 
