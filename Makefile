@@ -1,4 +1,4 @@
-# Two commands for a newcomer: `make demo` and `make test`.
+# Two commands for a newcomer: `make demo` (the showcase) and `make test`.
 # Both create .venv, install the project into it, and make sure a headless OpenGL >= 4.3 stack exists.
 # `make test` = `make lint` (ruff, mypy; settings in pyproject.toml) + the whole pytest suite (the packaging
 # test builds the wheel and installs it into a fresh venv outside the checkout).
@@ -12,7 +12,7 @@ X_PACKAGES := xvfb xauth
 # ldconfig lives in /sbin, which a normal user's PATH may lack
 LDCONFIG := $(shell command -v ldconfig 2>/dev/null || echo /sbin/ldconfig)
 
-.PHONY: demo test lint setup gl xvfb venv assets bench wheel clean
+.PHONY: demo test lint setup gl xvfb venv assets bench blender wheel clean
 
 setup: venv gl xvfb
 
@@ -63,8 +63,9 @@ xvfb:
 assets: setup
 	$(PY) assets/generate.py
 
+# the showcase, named explicitly: `main.py` alone opens the editor (with a display)
 demo: setup
-	$(PY) main.py
+	$(PY) main.py demo
 
 lint: venv
 	$(VENV)/bin/ruff check .
@@ -80,5 +81,12 @@ wheel: venv
 bench: setup
 	$(PY) main.py bench deform
 
+# Blender as a module (bpy) for `bench bake`'s Blender column, in its own venv: bpy pins numpy < 2 and CPython
+# 3.11, so it never goes into the project's venv. `bench bake` finds it here (or through $$BLENDER_PYTHON).
+BLENDER_VENV := .venv-blender
+blender:
+	$(PYTHON) -m venv $(BLENDER_VENV)
+	$(BLENDER_VENV)/bin/python -m pip install --quiet "bpy>=4.2"
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist
+	rm -rf $(VENV) $(BLENDER_VENV) .pytest_cache .mypy_cache .ruff_cache build dist

@@ -18,7 +18,11 @@ from the schedule's timings in frames where each system ends with a ``ctx.finish
 ``same``    the same whole frame with the content of the Panda3D frame: the lit characters on the background, no
             ground, grid or shadows (``LookSettings(ground=False, shadows="off")``);
 ``panda3d`` that frame in Panda3D (below); ``ratio`` = panda3d / same (> 1: ours is faster), ``r.def`` = panda3d /
-            total (ours doing more: ground, grid, shadows, three lights).
+            total (ours doing more: ground, grid, shadows, three lights);
+``cpu`` / ``p3d cpu`` / ``c.rat``  the process CPU time per frame of ``same`` and of the Panda3D frame (every thread
+            of the process: on llvmpipe the rasteriser's threads do the "GPU" work, so this is the frame's work) and
+            their ratio (p3d cpu / cpu, > 1: ours cheaper). Wall time on a shared 2-core machine moves with every
+            other process (spreads of 50-150% under load); CPU time hardly does: on such a machine read ``c.rat``.
 
 Then the cost of surface queries on the last frame: one pixel (``query``), a 64-point stroke read as one region
 (``query_many``), and the asynchronous form (``query_async``: ``issue`` after the frame, ``result`` mapped after the
@@ -114,14 +118,16 @@ gl = ctypes.CDLL("libOpenGL.so.0")  # the Panda3D context is current on this thr
 for _ in range(5):
     base.graphicsEngine.renderFrame()
 gl.glFinish()
-ts = []
+ts, cs = [], []
 for _ in range(cfg["frames"]):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     base.graphicsEngine.renderFrame()
     gl.glFinish()
     ts.append((time.perf_counter() - t0) * 1e3)
+    cs.append((time.process_time() - c0) * 1e3)
 print("P3D_INFO", json.dumps({"renderer": base.win.getGsg().getDriverRenderer(),
                               "hw_skinning": ConfigVariableBool("hardware-animated-vertices").getValue()}))
+print("P3D_CPU", json.dumps(cs))
 print("P3D_MS", json.dumps(ts))
 if cfg.get("png"):
     base.graphicsEngine.renderFrame()
@@ -173,7 +179,8 @@ def _panda_asset(tmp: Path) -> tuple[Path, np.ndarray]:
 
 
 def panda_frame_ms(w: int, h: int, n: int, frames: int, png: Path | None = None) -> tuple[float, dict] | str:
-    """(median frame ms, info) of Panda3D with n Actors, or a reason string."""
+    """(median frame ms, info) of Panda3D with n Actors, or a reason string; ``info["cpu"]``: the median
+    process CPU ms per frame."""
     try:
         import gltf  # noqa: F401  (panda3d-gltf)
         import panda3d  # noqa: F401
@@ -195,7 +202,9 @@ def panda_frame_ms(w: int, h: int, n: int, frames: int, png: Path | None = None)
     info: dict = {}
     for line in out.stdout.splitlines():
         if line.startswith("P3D_INFO"):
-            info = json.loads(line.split(None, 1)[1])
+            info.update(json.loads(line.split(None, 1)[1]))
+        if line.startswith("P3D_CPU"):
+            info["cpu"] = float(np.median(json.loads(line.split(None, 1)[1])))
         if line.startswith("P3D_MS"):
             return float(np.median(json.loads(line.split(None, 1)[1]))), info
     return "panda3d failed: " + (out.stderr.strip().splitlines() or ["?"])[-1][:100]
@@ -246,7 +255,7 @@ class Crowd:
 
 
 def run_case(ctx, w: int, h: int, n: int, frames: int, png: Path | None = None) -> dict:
-    same = same_content_total(ctx, w, h, n, frames, png.with_name(png.stem + "_same.png") if png else None)
+    same, same_cpu = same_content_total(ctx, w, h, n, frames, png.with_name(png.stem + "_same.png") if png else None)
     crowd = Crowd(ctx, w, h, n)
     r = crowd.renderer
 
@@ -276,6 +285,7 @@ def run_case(ctx, w: int, h: int, n: int, frames: int, png: Path | None = None) 
     out["total_samples"] = rows["total"]
     out.update({k: float(np.median(v)) for k, v in gpu.items()})
     out["same"] = same
+    out["same_cpu"] = same_cpu
     if png is not None:
         crowd.session.save_png(png)
 
@@ -318,22 +328,24 @@ def run_case(ctx, w: int, h: int, n: int, frames: int, png: Path | None = None) 
     return out
 
 
-def same_content_total(ctx, w: int, h: int, n: int, frames: int, png: Path | None = None) -> float:
-    """Median ms of a whole frame (as ``total``) drawing what the Panda3D frame shows: no ground, no shadows."""
+def same_content_total(ctx, w: int, h: int, n: int, frames: int, png: Path | None = None) -> tuple[float, float]:
+    """Median wall ms and median process CPU ms of a whole frame (as ``total``) drawing what the Panda3D frame
+    shows: no ground, no shadows."""
     from engine.render.renderer import LookSettings
 
     crowd = Crowd(ctx, w, h, n, look=LookSettings(ground=False, shadows="off"))
-    times = []
+    times, cpu = [], []
     for f in range(5 + frames):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         crowd.frame()
         ctx.finish()
         if f >= 5:
             times.append((time.perf_counter() - t0) * 1e3)
+            cpu.append((time.process_time() - c0) * 1e3)
     if png is not None:
         crowd.session.save_png(png)
     crowd.release()
-    return float(np.median(times))
+    return float(np.median(times)), float(np.median(cpu))
 
 
 def _best_ms(fn, reps: int = 5) -> float:
@@ -375,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     counts = COUNTS[:2] if args.quick else COUNTS
     head = (f"{'size':>10}{'N':>4}{'anim':>7}{'deform':>8}{'gbuffer':>9}{'compose':>9}{'render':>8}{'total':>8}"
             f"{'spread':>7}{'same':>7}{'panda3d':>9}{'ratio':>7}{'r.def':>7}{'q 1px':>7}{'q 64pt':>8}{'issue':>7}"
-            f"{'result':>8}{'lat':>5}{'stall':>7}")
+            f"{'result':>8}{'lat':>5}{'stall':>7}{'cpu':>7}{'p3d cpu':>8}{'c.rat':>7}")
     print(head)
     print("-" * len(head))
     notes: list[str] = []
@@ -393,6 +405,9 @@ def main(argv: list[str] | None = None) -> int:
             spread = Spread.of([ms for o in ours for ms in o["total_samples"]]).pct
             got = [t for t in theirs if isinstance(t, tuple)]
             p = (float(np.median([t[0] for t in got])), got[0][1]) if got else theirs[0]
+            pcpu = [t[1]["cpu"] for t in got if "cpu" in t[1]]
+            ctxt = (f"{m['same_cpu']:>7.2f}{np.median(pcpu):>8.2f}{np.median(pcpu) / m['same_cpu']:>7.2f}" if pcpu
+                    else f"{m['same_cpu']:>7.2f}{'-':>8}{'-':>7}")
             if isinstance(p, tuple):
                 pms, info = p
                 ptxt, rtxt = f"{pms:>9.1f}", f"{pms / m['same']:>7.2f}{pms / m['total']:>7.2f}"
@@ -404,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{m.get('compose', 0):>9.2f}{m['render']:>8.2f}{m['total']:>8.2f}{spread:>6.0f}%"
                   f"{m['same']:>7.2f}{ptxt}{rtxt}"
                   f"{m['query1']:>7.2f}{m['stroke64']:>8.2f}{m['async_issue']:>7.2f}{m['async_result']:>8.2f}"
-                  f"{m['async_latency']:>5d}{m['async_stall']:>7.2f}", flush=True)
+                  f"{m['async_latency']:>5d}{m['async_stall']:>7.2f}{ctxt}", flush=True)
             if isinstance(p, str) and p != "skipped":
                 print(f"    ({p})")
     print("total = anim + deform + render, one finish per frame (default look), spread over its frames; same = "
@@ -412,7 +427,9 @@ def main(argv: list[str] | None = None) -> int:
           "timed in separate frames finished after each part/pass; ratio = panda3d / same, r.def = panda3d / total "
           "(> 1: ours faster); queries: q 1px, q 64pt = synchronous; issue/result/lat/stall = query_async (lat in "
           "frames; stall = extra wall time of the issuing frame and the lat frames after it, every frame finished, "
-          "against as many without a query)")
+          "against as many without a query); cpu / p3d cpu = process CPU ms per frame of same / of Panda3D (every "
+          "thread, llvmpipe's rasteriser included), c.rat = p3d cpu / cpu (> 1: ours cheaper; on a shared machine "
+          "the figure that moves least with the other processes)")
     for line in notes:
         print(line)
     ctx.release()

@@ -15,6 +15,24 @@ family of N generated tubes (engine.assets.gen.family) over every pose of ``tube
 iterations the default parameters take to the displacement tolerance (no iteration cap) with acceleration
 "none" and "momentum" (``--momentum`` betas), each result's largest distance from the far-converged equilibrium
 over the bounding-box diagonal and its intersecting face pairs (metrics.intersecting_pairs).
+
+``--warm [N]`` prints the warm-start table (issue 15 item 4): N tubes of the family play a clip (`clip_poses`: at
+30 fps the limb bends 0 -> 120 deg and twists 0 -> 60 deg in one second, eased, then holds still; ``--speeds``
+scales the motion per frame) with no iteration cap; per member and variant (plain, warm start, momentum, warm
+start + momentum) the iterations to the displacement tolerance over the clip and during the hold, the frames the
+warm start fell back to the usual start, the largest distance from the far-converged equilibrium (from the
+usual start, every ``--far-every``-th frame) over the bounding-box diagonal and the most intersecting face pairs.
+
+``--warm-asset PATH`` prints the same on a real asset's clip through the GPU deformer graph (llvmpipe without a
+GPU): ``--frames`` frames of ``--clip`` at 30 fps, the default iteration cap; per variant the spring iterations
+of every frame (GPU status), their total, the frames that started cold, and the largest distance from the
+far-converged equilibrium (from the usual start: momentum 0.8, displacement_rel 1e-7, up to 3000 iterations)
+over the bounding-box diagonal.
+
+``--warm-sweep [N]`` prints what the default ``warm_limit`` is derived from: on N tubes, from the converged
+result at a few poses, one frame's step of every elbow by ``--steps`` degrees (bend and twist; "joint rad": the
+largest relative joint rotation that makes, springs.pose_motion): iterations to the tolerance from the warm start
+over those from the usual start (below 1: the warm start saves work).
 """
 from __future__ import annotations
 
@@ -26,7 +44,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `engine` impo
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_reference import DEFORMERS, SIZES, Case, format_table, register, run  # noqa: E402
-from engine.skinning.springs import SpringDeformer, SpringParams, spring_step  # noqa: E402
+from engine.skinning.springs import SpringDeformer, SpringParams, pose_motion, spring_step  # noqa: E402
 
 
 def _deformer(case: Case) -> SpringDeformer:
@@ -83,6 +101,167 @@ def accel_table(n_members: int, betas: list[float], cap: int = 5000) -> str:
     return "\n".join(lines)
 
 
+def clip_poses(frames: int = 30, hold: int = 4, speed: float = 1.0):
+    """The warm-start clip: ``frames`` frames easing the bend 0 -> 120 * speed deg and the twist 0 -> 60 * speed deg
+    (cosine ease: the fastest frame moves pi / 2 x the mean step), then ``hold`` frames of the last pose."""
+    import numpy as np
+
+    from engine.assets.gen.family import TubePose
+
+    u = 0.5 * (1.0 - np.cos(np.pi * np.arange(frames) / max(frames - 1, 1)))
+    u = np.concatenate([u, np.ones(hold)])
+    return [TubePose(f"f{i}", bend=120.0 * speed * a, twist=60.0 * speed * a) for i, a in enumerate(u)]
+
+
+def warm_table(n_members: int, speeds: list[float], beta: float = 0.8, cap: int = 5000, far_every: int = 6,
+               frames: int = 30, hold: int = 4, warm_limit: float | None = None) -> str:
+    """Text table of ``--warm`` (module docstring)."""
+    import numpy as np
+
+    from engine.assets.gen.family import MemberRig, tube_family
+    from engine.skinning.metrics import intersecting_pairs
+    from engine.skinning.springs import WARM_LIMIT
+
+    lim = WARM_LIMIT if warm_limit is None else warm_limit
+    variants = [("plain", SpringParams(max_iterations=cap)),
+                ("warm", SpringParams(max_iterations=cap, warm_start=True, warm_limit=lim)),
+                (f"mom{beta:g}", SpringParams(max_iterations=cap, acceleration="momentum", momentum=beta)),
+                (f"warm+mom{beta:g}", SpringParams(max_iterations=cap, acceleration="momentum", momentum=beta,
+                                                  warm_start=True, warm_limit=lim))]
+    far = SpringParams(max_iterations=20 * cap, displacement_rel=1e-8)
+    head = (f"{'member':30s} {'speed':>5s} {'max step':>8s} "
+            + " ".join(f"{name + ' it/hold/cold/dist/pairs':>40s}" for name, _ in variants))
+    lines, totals = [head], {(sp, name): 0 for sp in speeds for name, _ in variants}
+    for m in tube_family(n_members)[:n_members]:
+        rig = MemberRig(m)
+        diag = float(np.linalg.norm(np.ptp(rig.bind_positions, 0)))
+        for sp in speeds:
+            poses = clip_poses(frames, hold, sp)
+            steps = [abs(b.bend - a.bend) / len(m.elbows) for a, b in zip(poses, poses[1:])]
+            deformers = {name: SpringDeformer(rig.topology, rig.binding, m.bind_joints, m.parents, p)
+                         for name, p in variants}
+            acc = {name: [0, 0, 0, 0] for name, _ in variants}  # iterations, in the hold, cold starts, pairs
+            dist = {name: 0.0 for name, _ in variants}
+            for i, pose in enumerate(poses):
+                posed = m.posed_joints(pose)
+                out = {}
+                for name, _ in variants:
+                    x, stats = deformers[name].solve(posed)
+                    out[name] = x
+                    a = acc[name]
+                    a[0] += stats.iterations
+                    a[1] += stats.iterations if i >= frames else 0
+                    a[2] += 0 if stats.warm else 1
+                    a[3] = max(a[3], len(intersecting_pairs(x, rig.topology.triangles)))
+                if i % far_every == 0 or i == len(poses) - 1:
+                    ref, _ = SpringDeformer(rig.topology, rig.binding, m.bind_joints, m.parents, far).solve(
+                        posed, initial=out["plain"])  # the usual start's equilibrium, converged far
+                    for name, _ in variants:
+                        dist[name] = max(dist[name], float(np.linalg.norm(out[name] - ref, axis=1).max()) / diag)
+            cells = []
+            for name, _ in variants:
+                it, hold_it, cold, pairs = acc[name]
+                totals[(sp, name)] += it
+                cells.append(f"{it:>8d} {hold_it:>5d} {cold:>4d} {dist[name]:>10.2e} {pairs:>5d}")
+            lines.append(f"{m.name[:30]:30s} {sp:>5g} {max(steps):>7.2f}d " + " ".join(f"{c:>40s}" for c in cells))
+    for sp in speeds:
+        lines.append(f"{'total iterations, speed ' + format(sp, 'g'):46s} "
+                     + " ".join(f"{totals[(sp, name)]:>40d}" for name, _ in variants))
+    return "\n".join(lines)
+
+
+def warm_asset(path: str, clip: str | int, frames: int, beta: float = 0.8, far_iterations: int = 3000) -> str:
+    """Text table of ``--warm-asset`` (module docstring)."""
+    import warnings
+
+    import numpy as np
+
+    from engine import Session
+    from engine.bake import pose_matrices
+    from engine.scene import DeformSettings, add_to_graph
+    from engine.skinning.config import DeformerConfig
+    from engine.skinning.gpu.graph import DeformerGraph
+
+    variants: list[tuple[str, dict[str, object]]] = [
+                ("plain", {}), ("warm", {"spring_warm_start": True}),
+                (f"mom{beta:g}", {"spring_acceleration": "momentum", "spring_momentum": beta}),
+                (f"warm+mom{beta:g}", {"spring_warm_start": True, "spring_acceleration": "momentum",
+                                       "spring_momentum": beta}),
+                # the equilibrium, converged far from the usual start (momentum: the same fixed points, sooner)
+                ("far", {"spring_max_iterations": far_iterations, "spring_acceleration": "momentum",
+                         "spring_momentum": beta, "spring_displacement_rel": 1e-7})]
+    times = np.arange(frames) / 30.0
+    lines = []
+    with Session(render=False, deformer="spring", strict=True) as s, warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ch = s.spawn(path, clip=clip, speed=0.0, mode="clamp")
+        g_all = pose_matrices(ch, times, mode="clamp")
+        assert s.ctx is not None and s.resources is not None, "a GPU session"
+        for sp in ch.loaded.skinned:
+            its: dict[str, list[int]] = {}
+            cold: dict[str, int] = {}
+            out: dict[str, list[np.ndarray]] = {}
+            for name, over in variants:
+                settings = DeformSettings("spring", DeformerConfig().with_overrides(**over))
+                graph = DeformerGraph(s.ctx, s.resources, programs=s.programs)
+                try:
+                    h = add_to_graph(graph, sp, ch.loaded, settings)
+                    its[name], out[name], cold[name] = [], [], 0
+                    for g in g_all:
+                        graph.set_pose(h, sp.skin_matrices(g), g[sp.skin.joints])
+                        graph.run()
+                        st = graph.spring_status(h)
+                        its[name].append(st["iterations"])
+                        cold[name] += 0 if st["warm"] else 1
+                        out[name].append(graph.download(h)[0])
+                finally:
+                    graph.release()
+            ref = np.array(out["far"])
+            diag = float(np.linalg.norm(np.ptp(ref[0], 0)))
+            lines.append(f"{path} primitive {sp.mesh}/{sp.prim}: {frames} frames of clip {clip!r} at 30 fps, "
+                         f"{sp.topology().n_control} control points; distance to the far-converged equilibrium "
+                         f"(usual start, {sum(its['far'])} iterations in all) / diagonal")
+            for name, _ in variants[:-1]:
+                dist = float(np.linalg.norm(np.array(out[name]) - ref, axis=2).max()) / diag
+                lines.append(f"  {name:>12s} total {sum(its[name]):>6d}  cold starts {cold[name]:>3d}  dist {dist:.2e}"
+                             "  per frame "
+                             + " ".join(str(i) for i in its[name]))
+    return "\n".join(lines)
+
+
+def warm_sweep(n_members: int, steps: list[float], cap: int = 5000) -> str:
+    """Text table of ``--warm-sweep`` (module docstring): per step (deg per elbow and frame) the mean and the worst
+    ratio of warm to usual-start iterations over the members and base poses."""
+    import numpy as np
+
+    from engine.assets.gen.family import MemberRig, TubePose, tube_family
+
+    bases = [(45.0, 15.0), (90.0, 30.0), (120.0, 0.0)]  # total bend, total twist (deg)
+    plain = SpringParams(max_iterations=cap)
+    warm = SpringParams(max_iterations=cap, warm_start=True, warm_limit=float(np.pi))
+    ratios: dict[float, list[float]] = {st: [] for st in steps}
+    angles: dict[float, float] = dict.fromkeys(steps, 0.0)
+    for m in tube_family(n_members)[:n_members]:
+        rig = MemberRig(m)
+        n_el = len(m.elbows)
+        for bend, twist in bases:
+            base = m.posed_joints(TubePose("base", bend=bend, twist=twist))
+            for st in steps:
+                moved = m.posed_joints(TubePose("moved", bend=bend + st * n_el, twist=twist + st * n_el))
+                angle, _ = pose_motion(m.bind_joints, m.parents, base, moved)
+                angles[st] = max(angles[st], float(angle.max()))
+                d = SpringDeformer(rig.topology, rig.binding, m.bind_joints, m.parents, warm)
+                d.solve(base)
+                _, s_warm = d.solve(moved)
+                _, s_cold = SpringDeformer(rig.topology, rig.binding, m.bind_joints, m.parents, plain).solve(moved)
+                ratios[st].append(s_warm.iterations / max(s_cold.iterations, 1))
+    lines = [f"{'step deg/elbow':>14s} {'joint rad':>9s} {'warm/usual mean':>16s} {'worst':>6s}"]
+    for st in steps:
+        r = np.array(ratios[st])
+        lines.append(f"{st:>14g} {angles[st]:>9.3f} {r.mean():>16.2f} {r.max():>6.2f}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default=",".join(SIZES), help=f"comma-separated subset of {','.join(SIZES)}")
@@ -93,25 +272,52 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--accel", type=int, nargs="?", const=4, default=None, metavar="N",
                     help="print iterations to the tolerance with and without acceleration on N tubes (default 4)")
     ap.add_argument("--momentum", default="0.5,0.7,0.8", help="comma-separated momentum betas for --accel")
+    ap.add_argument("--warm", type=int, nargs="?", const=4, default=None, metavar="N",
+                    help="print iterations per clip with and without the warm start on N tubes (default 4)")
+    ap.add_argument("--speeds", default="0.5,1,2", help="comma-separated clip speed factors for --warm")
+    ap.add_argument("--far-every", type=int, default=6, help="--warm: far-converged reference every k-th frame")
+    ap.add_argument("--warm-limit", type=float, default=None, help="--warm: SpringParams.warm_limit (radians)")
+    ap.add_argument("--warm-asset", default=None, metavar="PATH", help="print the warm-start table of an asset's clip")
+    ap.add_argument("--clip", default="0", help="--warm-asset: clip name or index")
+    ap.add_argument("--frames", type=int, default=30, help="--warm-asset: frames at 30 fps")
+    ap.add_argument("--warm-sweep", type=int, nargs="?", const=3, default=None, metavar="N",
+                    help="print warm / usual-start iterations against the step per frame on N tubes (default 3)")
+    ap.add_argument("--steps", default="1,2,4,6,8,12,16", help="--warm-sweep: steps per elbow and frame (deg)")
     args = ap.parse_args(argv)
-    if args.accel is not None:
-        if args.accel < 1:
-            ap.error(f"--accel must be >= 1, got {args.accel}")
-        print(accel_table(args.accel, [float(b) for b in args.momentum.split(",") if b]))
-        return 0
-    if args.family is not None:
-        if args.family < 1:
-            ap.error(f"--family must be >= 1, got {args.family}")
+    for flag, value, low in (("--warm-asset's --frames", args.frames, 2), ("--warm-sweep", args.warm_sweep, 1),
+                             ("--warm", args.warm, 1), ("--far-every", args.far_every, 1),
+                             ("--accel", args.accel, 1), ("--family", args.family, 1), ("--repeat", args.repeat, 1)):
+        if value is not None and value < low:
+            ap.error(f"{flag} must be >= {low}, got {value}")
+    if args.warm_asset is not None:
+        clip: str | int = int(args.clip) if args.clip.isdigit() else args.clip
+        print(warm_asset(args.warm_asset, clip, args.frames))
+    elif args.warm_sweep is not None:
+        print(warm_sweep(args.warm_sweep, _floats(args.steps)))
+    elif args.warm is not None:
+        print(warm_table(args.warm, _floats(args.speeds), far_every=args.far_every, warm_limit=args.warm_limit))
+    elif args.accel is not None:
+        print(accel_table(args.accel, _floats(args.momentum)))
+    elif args.family is not None:
         from engine.assets.gen.family import family_table, format_family_table, tube_family, tube_poses
 
         print(format_family_table(family_table(tube_family(args.family), tube_poses())))
-        return 0
+    else:
+        return _reference_table(ap, args)
+    return 0
+
+
+def _floats(text: str) -> list[float]:
+    """A comma-separated list of numbers."""
+    return [float(v) for v in text.split(",") if v]
+
+
+def _reference_table(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The default table: spring iteration and pose set-up cost per size (bench_reference)."""
     sizes = [s for s in args.sizes.split(",") if s]
     bad = [s for s in sizes if s not in SIZES]
     if bad:
         ap.error(f"unknown size {bad}; sizes: {list(SIZES)}")
-    if args.repeat < 1:
-        ap.error(f"--repeat must be >= 1, got {args.repeat}")
     rows = ["spring-it", "spring-pose"] + (["lbs"] if args.with_lbs else [])
     print(format_table(run(sizes, rows, args.repeat)))
     return 0

@@ -12,11 +12,16 @@ the character's clip sampled at each time (one batched sampling and FK over all 
 * frame-dependent graphs (their state carries over from frame to frame): one frame per run, in time order;
 * on the cpu device: the numpy reference, frame by frame.
 
+The springs' warm start (``[spring] warm_start``) is turned off here: it would carry one frame's result (or a
+block's, through the reused instances) into the next, and a baked frame must depend on its pose alone (it equals
+``export-frame --time`` at that time exactly).
+
 Placement is the character's. The times are clip times (seconds, the clip's playback mode applied as the
 character's Playback does: ``clamp`` by default for baking) -- the same frames ``export-frame --time`` writes.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -26,9 +31,10 @@ from engine.anim import global_matrices_batched, wrap_time
 from engine.components import PrimitiveKey
 
 if TYPE_CHECKING:
+    from engine.scene import DeformSettings
     from engine.session import Character, Session
 
-__all__ = ["bake", "parse_times", "pose_matrices", "MAX_FRAMES"]
+__all__ = ["bake", "parse_times", "pose_matrices", "frame_independent", "MAX_FRAMES"]
 
 #: frames one bake may produce (memory of the result: F x vertices x 12 bytes)
 MAX_FRAMES = 100_000
@@ -106,7 +112,7 @@ def bake(session: Session, character: Character, times: Sequence[float] | np.nda
     t = np.asarray(times, np.float64).reshape(-1)
     g_all = pose_matrices(character, t, mode=mode)
     f = g_all.shape[0]
-    settings = session.meshes.settings[character.entity]
+    settings = frame_independent(session.meshes.settings[character.entity])
     loaded = character.loaded
     out: dict[PrimitiveKey, np.ndarray] = {}
     done = 0
@@ -150,6 +156,15 @@ def bake(session: Session, character: Character, times: Sequence[float] | np.nda
         finally:
             graph.release()
     return out
+
+
+def frame_independent(settings: DeformSettings) -> DeformSettings:
+    """The settings with the springs' warm start off (module doc): each frame from its pose alone."""
+    spring = settings.config.spring
+    if not spring.warm_start:
+        return settings
+    config = dataclasses.replace(settings.config, spring=spring.replace(warm_start=False))
+    return dataclasses.replace(settings, config=config)
 
 
 def describe_mode(session: Session, character: Character) -> str:

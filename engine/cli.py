@@ -1,7 +1,8 @@
 """The engine's command line: ``skinengine`` (installed console script), ``python -m engine`` or ``python main.py``.
 
-    skinengine [demo]                        play the demo scene (window, or headless without a display)
-    skinengine --headless --frames N --screenshot out.png
+    skinengine                               the editor window (the default command; see below)
+    skinengine demo                          play the demo scene (window, or headless without a display)
+    skinengine --headless --frames N --screenshot out.png      the demo headless (a demo option: the demo)
     skinengine doctor                        GL vendor/renderer/version, compute limits, display, OpenVR
     skinengine inspect ASSET                 meshes, skins, clips
     skinengine export-frame ASSET --clip C --time T [--deformer D] [--device gpu|cpu] --out F.npz|F.obj
@@ -25,7 +26,11 @@ Habits: errors in user input (a broken asset, a wrong parameter, an option argpa
 set the logging level once (engine.log); a closed pipe (``skinengine inspect X | head -1``) ends the command
 quietly with status 141. The demo's options (``--frames``, ``--screenshot``, ``--characters``, ...) belong to
 the ``demo`` sub-command; for the documented ``main.py --headless --frames N`` they are also accepted with no
-sub-command, and refused, with a line saying so, next to any other sub-command. Values that look like negative
+sub-command, and refused, with a line saying so, next to any other sub-command. With no sub-command the
+editor opens (:func:`default_command`), unless a demo-only option is given (``--headless --frames
+--screenshot --characters --graph --compare --overlay --profile``: the documented headless contract) or there
+is no display: then the demo runs as before, and one log line says why (info for a demo option, shown with
+``-v``; a warning when there is no display). Values that look like negative
 numbers (``--time -inf``, ``--time -1e-3``) are read as values, not flags. Output paths (``--out``,
 ``--gbuffer``) are checked writable before the command starts, so no work is lost to a bad path.
 """
@@ -41,10 +46,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from engine.skinning import registry
+# The command line sets numpy's BLAS to one thread unless the user chose otherwise, before numpy loads: the
+# engine's linear algebra is small (4x4 inverses, per-bone products) and OpenBLAS's spinning worker threads
+# took the cores a software rasteriser needs (bench render, 2 cores, llvmpipe: 15-21 -> 13-15 ms CPU per frame
+# in paired runs). Scripts that import ``engine`` keep numpy's default.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-__all__ = ["DEFORMERS", "DEMO_DEFAULTS", "EXIT_USAGE", "ArgumentParser", "UsageError", "build_parser",
-           "check_output", "main", "run", "version"]
+from engine.skinning import registry  # noqa: E402  (after the BLAS setting)
+
+__all__ = ["DEFORMERS", "DEMO_DEFAULTS", "EDITOR_OPTIONS", "EXIT_USAGE", "ArgumentParser", "UsageError",
+           "build_parser", "check_output", "default_command", "main", "run", "version"]
+
+log = logging.getLogger(__name__)
 
 #: the public deformer names (engine/skinning/registry.py is the table)
 DEFORMERS = registry.names()
@@ -56,6 +69,8 @@ DEMO_DEFAULTS: dict[str, Any] = {"headless": False, "frames": None, "screenshot"
                                  "height": 720, "characters": None, "asset": None, "deformer": "auto",
                                  "device": "gpu", "graph": None, "compare": None, "overlay": False,
                                  "profile": None, "record": None}
+#: The demo options the editor takes too; any other one given with no sub-command makes it the demo.
+EDITOR_OPTIONS = ("width", "height", "asset", "deformer", "device", "record")
 _TOP = "_top_"  # dest prefix of the demo options given before (or without) a sub-command
 
 # A float the way a user writes one: -1, -.5, -1e3, -inf, -nan (argparse alone reads only -1 and -1.5).
@@ -166,7 +181,10 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     from engine.tools.bench import BENCHES
 
     parser = ArgumentParser(prog=prog, description="Expressive character-skinning engine: glTF characters "
-                            "deformed on the GPU by compute shaders. With no command: the demo.")
+                            "deformed on the GPU by compute shaders. With no command: the editor window (pose "
+                            "with strokes; H lists the keys). `demo` plays the demo scene; a demo-only option "
+                            "(--headless --frames --screenshot --characters --graph --compare --overlay "
+                            "--profile) with no command, or no display, also runs the demo.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}",
                         help="print the version and exit")
     _add_verbosity(parser, default=None)
@@ -177,12 +195,12 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     _add_verbosity(common, default=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
 
-    p = sub.add_parser("demo", parents=[common], help="play the demo scene (the default command)")
+    p = sub.add_parser("demo", parents=[common], help="play the demo scene (the showcase; `make demo`)")
     _add_demo_options(p)
 
     p = sub.add_parser("editor", parents=[common],
                        help="the editor window on the humanoid (or --asset): pose with strokes, undo, panels; "
-                            "needs a display; --record FILE records the session")
+                            "needs a display; --record FILE records the session (the default command)")
     _add_demo_options(p)
 
     sub.add_parser("doctor", parents=[common], help="report the GL stack, compute limits, display and OpenVR")
@@ -312,6 +330,8 @@ def parse(argv: Sequence[str] | None = None, *, prog: str = "main.py") -> argpar
             if not hasattr(args, name):  # the sub-command's own value wins over one given before it
                 setattr(args, name, top.get(name, default))
         args.command = command
+        #: the demo options given with no sub-command (default_command reads them)
+        args.top_options = tuple(top) if command is None else ()
     args.verbose = int(args.verbose or 0)
     args.quiet = bool(args.quiet)
     return args
@@ -390,11 +410,34 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "replay":
         from engine.editor.commands import replay_command
         return replay_command(args)
+    if args.command is None:
+        from engine.gpu.context import display_present
+
+        args.command, why = default_command(getattr(args, "top_options", ()), display=display_present(),
+                                            record=args.record is not None)
+        if why is not None:
+            (log.warning if why.startswith("no display") else log.info)(
+                "%s: playing the demo (`main.py editor` opens the editor, `main.py demo` the demo)", why)
     if args.command == "editor" or args.record is not None:
         from game.editor import run_editor
         return run_editor(args)
     from game.demo import run_demo
     return run_demo(args)
+
+
+def default_command(given: Sequence[str], *, display: bool, record: bool = False) -> tuple[str, str | None]:
+    """What a command line with no sub-command runs: ``("editor", None)``, or ``("demo", why)`` when one of
+    the options ``given`` (demo option names, e.g. ``("headless", "frames")``) belongs to the demo only (the
+    headless contract ``main.py --headless --frames N --screenshot out.png`` keeps running the demo) or when
+    there is no ``display`` (the editor needs a window). ``--record`` always means the editor."""
+    if record:
+        return "editor", None
+    demo_only = [name for name in DEMO_DEFAULTS if name in given and name not in EDITOR_OPTIONS]
+    if demo_only:
+        return "demo", f"{_demo_flag(demo_only[0])} is a demo option"
+    if not display:
+        return "demo", "no display for the editor window"
+    return "editor", None
 
 
 def _quiet_stdout() -> None:

@@ -11,6 +11,7 @@ orbits, middle-drag pans, wheel zooms, Ctrl+Z / Ctrl+Shift+Z undo / redo, Space 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import time
 from collections.abc import Callable
@@ -36,14 +37,20 @@ HELP_LINES = (
     "Ctrl+Z undo, Ctrl+Shift+Z redo",
     "Space play/pause, . step, [ ] speed",
     "Esc drop strokes (quit when none)",
+    "Shift+P profiler, Shift+F freeze it",
     "H  this help",
 )
+#: seconds between two refreshes of the profiler panel in the editor (its numbers stay readable, and the
+#: cached UI layer redraws it only then)
+PROFILER_REFRESH_S = 0.25
 _SPRING_PARAMS = (("spring_k_s", "k_s (shape)", 0.0, 2.0), ("spring_k_l", "k_l (length)", 0.0, 2.0),
                   ("spring_k_t", "k_t (twist)", 0.0, 2.0), ("spring_k_b", "k_b (bend)", 0.0, 2.0),
                   ("spring_dt", "dt", 0.001, 0.1))
 _PLANE = (("plane_offset", "plane offset m", -1.0, 1.0), ("plane_turn", "plane turn deg", -90.0, 90.0),
           ("plane_tilt", "plane tilt deg", -80.0, 80.0))
 _CONVERGENCE = ("iterations", "displacement", "force", "energy")
+#: how often (Hz) the character panel's clip time readout changes while the clip plays
+TIME_READOUT_HZ = 10.0
 _COLOURS = {"baseline": (0.20, 0.55, 1.0, 1.0), "offset": (1.0, 0.55, 0.10, 1.0), "drawing": (1.0, 1.0, 1.0, 0.9),
             "brush": (1.0, 1.0, 1.0, 0.5), "joint": (0.95, 0.2, 0.3, 1.0),
             "plane": (0.6, 0.9, 0.6, 0.45)}
@@ -60,8 +67,13 @@ class EditorUI:
 
         self.editor = editor
         self.overlay = SessionOverlay(editor.session, show_profiler=False, show_help=show_help,
-                                      help_lines=HELP_LINES)
+                                      help_lines=HELP_LINES, profiler_at=(260.0, 8.0),
+                                      profiler_refresh_s=PROFILER_REFRESH_S)
         self.overlay.panels.append(self.draw)
+        # the posing plane's outline and the selected joints in window pixels, kept while what they are
+        # computed from (root / joints, camera, settings, window size) stays the same: (key, points)
+        self._memo: dict[str, tuple[Any, Any]] = {}
+        self._scrubbing = False  # the time slider is being dragged: it shows the exact time
 
     def act(self, action: str, /, **args: Any) -> None:
         """Push an Action (recorded and replayed like any event)."""
@@ -76,13 +88,18 @@ class EditorUI:
         self._character()
         self._history()
 
-    def _window(self, title: str, x: float, y: float, w: float) -> None:
+    def _window(self, title: str, x: float, y: float, w: float) -> bool:
+        """Begin a panel; False (and nothing more to draw, the window ended) when it is collapsed."""
         from imgui_bundle import imgui
 
         imgui.set_next_window_pos(imgui.ImVec2(x, y), imgui.Cond_.first_use_ever)
         imgui.set_next_window_bg_alpha(0.75)
-        imgui.begin(title, None, imgui.WindowFlags_.always_auto_resize)
+        expanded, _ = imgui.begin(title, None, imgui.WindowFlags_.always_auto_resize)
+        if not expanded:  # collapsed: its widgets are not built at all
+            imgui.end()
+            return False
         imgui.push_item_width(w)
+        return True
 
     def _tools(self) -> None:
         from imgui_bundle import imgui
@@ -91,7 +108,8 @@ class EditorUI:
         from game.ui.surface_panel import draw_surface_controls
 
         st = self.editor.state
-        self._window("Tools", 8.0, 8.0, 110.0)
+        if not self._window("Tools", 8.0, 8.0, 110.0):
+            return
         for tool in TOOLS:
             if imgui.radio_button(tool, st.settings.tool == tool) and st.settings.tool != tool:
                 self.act("tool", name=tool)
@@ -123,7 +141,8 @@ class EditorUI:
         if ch is None:
             return
         r = self.editor.session.renderer
-        self._window(f"Character: {ch.name} #{ch.entity}###character", float(r.width) - 250.0, 8.0, 120.0)
+        if not self._window(f"Character: {ch.name} #{ch.entity}###character", float(r.width) - 250.0, 8.0, 120.0):
+            return
         methods = [d for d in DEFORMERS if d != "arap"]
         idx = methods.index(ch.deformer) if ch.deformer in methods else 0
         changed, i = imgui.combo("deformer", idx, methods)
@@ -156,7 +175,13 @@ class EditorUI:
             if imgui.button("step") and clock.paused:
                 self.act("step")
             duration = float(ch.asset.clips[int(pb.clip)].duration) or 1.0
-            changed, tv = imgui.slider_float("time", float(pb.local_time), 0.0, duration, "%.2f s")
+            shown = float(pb.local_time)
+            if not clock.paused and not self._scrubbing:
+                # while the clip plays the readout ticks at TIME_READOUT_HZ: the panel's pixels (and so the UI
+                # layer's redraw, game/ui/ui_cache.py) change at that rate, not every frame
+                shown = math.floor(shown * TIME_READOUT_HZ) / TIME_READOUT_HZ
+            changed, tv = imgui.slider_float("time", shown, 0.0, duration, "%.2f s")
+            self._scrubbing = imgui.is_item_active()
             if changed:
                 self.act("scrub", time=float(tv))
             changed, sv = imgui.slider_float("speed", float(ch.speed), -2.0, 2.0, "%.2f")
@@ -170,7 +195,8 @@ class EditorUI:
 
         undo = self.editor.undo
         r = self.editor.session.renderer
-        self._window("Undo history", 8.0, float(r.height) - 150.0, 120.0)
+        if not self._window("Undo history", 8.0, float(r.height) - 150.0, 120.0):
+            return
         if imgui.button("undo (Ctrl+Z)"):
             self.act("undo")
         imgui.same_line()
@@ -199,9 +225,15 @@ class EditorUI:
         def curve(stroke: Any, colour: str) -> None:
             import numpy as np
 
-            poly(stroke.point(np.linspace(0.0, 1.0, 64)), colour)
-            for x, y in stroke.knots:
-                dl.add_circle_filled(imgui.ImVec2(float(x), float(y)), 4.0, col(colour))
+            def sample() -> tuple[list[Any], list[Any]]:
+                line = [imgui.ImVec2(float(x), float(y)) for x, y in stroke.point(np.linspace(0.0, 1.0, 64))]
+                return line, [imgui.ImVec2(float(x), float(y)) for x, y in stroke.knots]
+
+            # a finished stroke is drawn every frame: sampled again only when its control points change
+            line, knots = self._memoised(f"curve {colour} {id(stroke)}", stroke.control_points.tobytes(), sample)
+            dl.add_polyline(line, col(colour), 3.0, 0)
+            for k in knots:
+                dl.add_circle_filled(k, 4.0, col(colour))
 
         ed = self.editor
         st = ed.state
@@ -220,6 +252,23 @@ class EditorUI:
         if st.settings.tool == "pose" and st.pointer is not None:
             dl.add_circle(imgui.ImVec2(*st.pointer), float(st.settings.brush_radius), col("brush"), 48, 1.5)
 
+    def _view_key(self) -> tuple[Any, ...]:
+        """What a projection to window pixels depends on: the camera's eye, target and fov, the window size."""
+        s = self.editor.session
+        cam = s.camera
+        return (tuple(cam.eye.tolist()), tuple(cam.target.tolist()), float(cam.fov_y), s.renderer.width,
+                s.renderer.height)
+
+    def _memoised(self, name: str, key: Any, compute: Any) -> Any:
+        """``compute()`` again only when ``key`` differs from the last call's under ``name``."""
+        hit = self._memo.get(name)
+        if hit is None or hit[0] != key:
+            if len(self._memo) > 64:  # names of strokes long gone
+                self._memo.clear()
+            hit = (key, compute())
+            self._memo[name] = hit
+        return hit[1]
+
     def _project(self, points: Any) -> list[tuple[float, float]] | None:
         """World points (N, 3) -> window pixels (row 0 at the top); None when one is behind the camera."""
         import numpy as np
@@ -237,12 +286,23 @@ class EditorUI:
         from imgui_bundle import imgui
 
         from engine.editor.posing import PosingTool
+        from engine.tools.pose import skeleton_root
+
+        ch, st = self.editor.selected, self.editor.state
+
+        def outline() -> list[tuple[float, float]] | None:
+            try:
+                plane = PosingTool.plane(ch, self.editor.session.camera, st)
+            except ValueError:
+                return None
+            return self._project(plane.corners(0.5))
 
         try:
-            plane = PosingTool.plane(self.editor.selected, self.editor.session.camera, self.editor.state)
+            root = skeleton_root(ch)
         except ValueError:
             return
-        pts = self._project(plane.corners(0.5))
+        settings = (st.settings.plane_offset, st.settings.plane_turn, st.settings.plane_tilt)
+        pts = self._memoised("plane", (ch.entity, root.tobytes(), settings, self._view_key()), outline)
         if pts is not None:
             dl.add_polyline([imgui.ImVec2(x, y) for x, y in pts], colour, 1.5, imgui.ImDrawFlags_.closed)
 
@@ -250,7 +310,7 @@ class EditorUI:
         from imgui_bundle import imgui
 
         g = self.editor.selected.joints()[self.editor.posing.last.selected, :3, 3]
-        for x, y in self._project(g) or []:
+        for x, y in self._memoised("joints", (g.tobytes(), self._view_key()), lambda: self._project(g)) or []:
             dl.add_circle_filled(imgui.ImVec2(x, y), 5.0, colour)
 
     def release(self) -> None:
@@ -299,6 +359,7 @@ def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
     from pyglet.window import key, mouse
 
     from engine.input.events import PygletAdapter
+    from engine.runloop import toggle_overlay
 
     s = ed.session
     window = s.gl.window
@@ -315,6 +376,9 @@ def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
             count["quit"] = True
         elif symbol == key.H and panels is not None:
             panels.overlay.show_help = not panels.overlay.show_help
+        elif symbol in (key.P, key.F) and modifiers & key.MOD_SHIFT and panels is not None:
+            # the demo's P / F; in the editor plain P is the pose tool. A view toggle, like H: not an edit
+            toggle_overlay(panels.overlay, "profiler" if symbol == key.P else "freeze")
 
     press: dict[str, Any] = {}
 
@@ -365,7 +429,8 @@ def select_at(ed: Any, x: float, y: float, window: Any = None) -> Any:
 
 
 def run_editor(args: argparse.Namespace) -> int:
-    """``main.py --record FILE``: the editor window on ``--asset`` (default the humanoid), recorded."""
+    """``main.py`` (the default command), ``main.py editor`` or ``main.py --record FILE``: the editor window on
+    ``--asset`` (default the humanoid), recorded with ``--record``."""
     from engine import Session
     from engine.editor import Editor
 

@@ -9,6 +9,13 @@ meshes of one asset, keyed by content: the index buffer, the corner vertices of 
 releases them with the last one. Every mesh has an id (never reused while the registry lives: it is what
 the G-buffer's id texels and :class:`~engine.input.picking.SurfacePoint` hold) and tags (entity, glTF
 node, mesh, primitive) so ids decode to scene objects (:meth:`MeshRegistry.id_table`).
+
+The G-buffer pass draws a MATERIAL GROUP per draw, not a mesh (:meth:`MeshRegistry.draw_groups`): the meshes
+of one draw list that share the corner vertices, texcoords, texture, base colour and cull state and whose
+deformed vertices lie in one pair of buffers (a deformer pool) form a :class:`DrawGroup`, drawn as instances
+of one indexed draw; a row per instance (base element of its vertex ranges, mesh id) tells the vertex stage
+where that mesh's vertices are and which id it writes. The groups are built with the draw lists, so a mesh's
+``base_color`` is read then: call :meth:`MeshRegistry.invalidate` after changing it on a drawn mesh.
 """
 from __future__ import annotations
 
@@ -25,7 +32,7 @@ from engine.math import mesh as mesh_math
 from engine.render.corners import CornerTopology, build_corner_topology
 from engine.render.look import srgb_to_linear
 
-__all__ = ["MeshHandle", "MeshRegistry", "vertex_normals", "albedo_levels"]
+__all__ = ["MeshHandle", "MeshRegistry", "DrawGroup", "vertex_normals", "albedo_levels"]
 
 
 def vertex_normals(positions: np.ndarray, triangles: np.ndarray) -> np.ndarray:
@@ -130,6 +137,68 @@ class MeshHandle:
         return int(self.triangles.shape[0])
 
 
+@dataclass(eq=False)
+class DrawGroup:
+    """Meshes of one draw list drawn as the instances of one indexed draw (the G-buffer pass): they share
+    the vertex array's data (corner vertices, corner texcoords, index buffer: ``meshes[0]``'s vertex array
+    serves all), the texture, the albedo scale and the cull state, and their deformed vertices lie in one
+    positions buffer and one normals buffer. ``positions`` / ``normals``: (buffer, offset, size) of the one
+    range of each that the draw binds (from the lowest mesh range to the end of the highest); ``rows``
+    (K,4) uint32, one per mesh in draw order: (first vec4 of its positions, of its normals, counted from
+    the bound ranges' starts; mesh id; 0)."""
+
+    meshes: list[MeshHandle]
+    rows: np.ndarray = field(repr=False)
+    positions: tuple[moderngl.Buffer, int, int] = field(repr=False)
+    normals: tuple[moderngl.Buffer, int, int] = field(repr=False)
+    _blocks: dict[int, list[bytes]] = field(default_factory=dict, repr=False)
+
+    @property
+    def head(self) -> MeshHandle:
+        """The first mesh: its vertex array, texture, texcoords and flags are the group's."""
+        return self.meshes[0]
+
+    @property
+    def triangle_count(self) -> int:
+        """Triangles of one instance."""
+        return self.head.triangle_count
+
+    def bind_vertices(self, binding_positions: int, binding_normals: int) -> None:
+        """Bind the group's positions / normals ranges to the two SSBO binding points."""
+        buf, off, size = self.positions
+        buf.bind_to_storage_buffer(binding_positions, offset=off, size=size)
+        buf, off, size = self.normals
+        buf.bind_to_storage_buffer(binding_normals, offset=off, size=size)
+
+    def row_blocks(self, capacity: int) -> list[bytes]:
+        """``rows`` in blocks of ``capacity`` rows, the last zero-padded: the bytes of a uniform array of
+        ``capacity`` uvec4 (made once per capacity)."""
+        blocks = self._blocks.get(capacity)
+        if blocks is None:
+            if capacity < 1:
+                raise ValueError(f"capacity must be >= 1, got {capacity}")
+            k = self.rows.shape[0]
+            padded = np.zeros((-(-k // capacity) * capacity, 4), np.uint32)
+            padded[:k] = self.rows
+            blocks = [padded[i:i + capacity].tobytes() for i in range(0, padded.shape[0], capacity)]
+            self._blocks[capacity] = blocks
+        return blocks
+
+
+def _make_group(meshes: list[MeshHandle]) -> DrawGroup:
+    """The :class:`DrawGroup` of meshes that share a group key (:meth:`MeshRegistry.draw_groups`)."""
+    p0 = min(h.positions_offset for h in meshes)
+    n0 = min(h.normals_offset for h in meshes)
+    p1 = max(h.positions_offset + h.vertex_count * 16 for h in meshes)
+    n1 = max(h.normals_offset + h.vertex_count * 16 for h in meshes)
+    rows = np.zeros((len(meshes), 4), np.uint32)
+    rows[:, 0] = [(h.positions_offset - p0) // 16 for h in meshes]
+    rows[:, 1] = [(h.normals_offset - n0) // 16 for h in meshes]
+    rows[:, 2] = [h.id for h in meshes]
+    head = meshes[0]
+    return DrawGroup(meshes, rows, (head.positions, p0, p1 - p0), (head.normals, n0, n1 - n0))
+
+
 class MeshRegistry:
     """The registered meshes by id, the shared per-asset GPU data with their user counts, and the draw
     lists the G-buffer and shadow passes iterate. ``on_remove(mesh_id)`` is called when a mesh goes
@@ -145,6 +214,11 @@ class MeshRegistry:
         #: changes whenever the draw lists are rebuilt (the shadow pass re-renders)
         self.lists_version = 0
         self.texture_anisotropy = 1.0  # max anisotropy of base-colour textures added from now on
+        self._instancing = True
+        self._groups: dict[str | None, tuple[list[MeshHandle], list[DrawGroup]]] = {}
+        max_block = resources.ctx.info.get("GL_MAX_SHADER_STORAGE_BLOCK_SIZE", 1 << 27)
+        #: the most bytes one group binds of a vertex buffer (the driver's largest SSBO)
+        self.max_group_bytes = int(max_block) if isinstance(max_block, int) and max_block > 0 else 1 << 27
 
     def __len__(self) -> int:
         return len(self.meshes)
@@ -285,6 +359,7 @@ class MeshRegistry:
         self.check(handle)
         del self.meshes[handle.id]
         self._draw_lists = None
+        self._groups.clear()
         if self._on_remove is not None:
             self._on_remove(handle.id)
         for key in handle.shared_keys:
@@ -355,9 +430,58 @@ class MeshRegistry:
             for k in lists:
                 lists[k].sort(key=lambda m: (m.texcoords is not None, m.double_sided))
             self._draw_lists = lists
+            self._groups.clear()
             self.lists_version += 1
         return self._draw_lists
 
+    @property
+    def instancing(self) -> bool:
+        """Draw the meshes of a material group as the instances of one draw (default); False: one draw per
+        mesh (what the instanced G-buffer is tested against)."""
+        return self._instancing
+
+    @instancing.setter
+    def instancing(self, on: bool) -> None:
+        if not isinstance(on, bool):
+            raise TypeError(f"instancing must be a bool, got {on!r}")
+        self._instancing = on
+        self._groups.clear()
+
+    def draw_groups(self, layer: str | None, meshes: list[MeshHandle]) -> list[DrawGroup]:
+        """The material groups of draw list ``meshes`` (that of ``layer``), in the list's order of first
+        appearance, each mesh in the order of the list: meshes with the same corner vertices, corner
+        texcoords, texture, albedo scale and cull state whose positions and normals lie in the same two
+        buffers share a group, as long as the range it binds of each stays within :attr:`max_group_bytes`.
+        With :attr:`instancing` off, one group per mesh. Cached until the draw lists change (or another
+        list is given for ``layer``)."""
+        cached = self._groups.get(layer)
+        if cached is not None and cached[0] is meshes:
+            return cached[1]
+        groups: list[list[MeshHandle]] = []
+        # key -> (index in groups, lowest / highest byte of its positions, of its normals)
+        open_groups: dict[tuple, tuple[int, int, int, int, int]] = {}
+        limit = self.max_group_bytes
+        for h in meshes:
+            size = 16 * h.vertex_count
+            po, no = h.positions_offset, h.normals_offset
+            key = (id(h.corner_indices), id(h.corner_texcoords), id(h.texture), h.albedo_scale, h.double_sided,
+                   id(h.positions), id(h.normals))
+            entry = open_groups.get(key) if self._instancing else None
+            if entry is not None:
+                k, p0, p1, n0, n1 = entry
+                p0, p1, n0, n1 = min(p0, po), max(p1, po + size), min(n0, no), max(n1, no + size)
+                if p1 - p0 <= limit and n1 - n0 <= limit:
+                    groups[k].append(h)
+                    open_groups[key] = (k, p0, p1, n0, n1)
+                    continue
+            open_groups[key] = (len(groups), po, po + size, no, no + size)
+            groups.append([h])
+        out = [_make_group(g) for g in groups]
+        self._groups[layer] = (meshes, out)
+        return out
+
     def invalidate(self) -> None:
-        """Rebuild the draw lists at the next frame (meshes' visibility or layers changed)."""
+        """Rebuild the draw lists (and the material groups) at the next frame (meshes' visibility, layers
+        or base colours changed)."""
         self._draw_lists = None
+        self._groups.clear()

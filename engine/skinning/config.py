@@ -6,6 +6,7 @@ Layout (every key optional; unknown keys are errors that list the valid ones):
     [spring]                       # SpringParams fields: k_s, k_l, k_t, k_b, k_r, k_e, use_*, dt, integrator,
     dt = 0.0333                    # damping, max_iterations, convergence, ..., mode, initial_skinning,
     acceleration = "none"          # none | momentum (heavy ball, explicit only; momentum = 0.5 its beta)
+    warm_start = false             # start from last frame's output when the pose moved < warm_limit radians
     [irs]       parent_influence, child_influence, length_correction, blend
     [binding]   method, smooth_passes, weld_tolerance
     [arap]      iterations, weights, anchor_weight

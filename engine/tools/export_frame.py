@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -116,8 +117,9 @@ def export_frames(args: argparse.Namespace, loaded, times: np.ndarray) -> int:
             write_obj(out / f"frame_{i:0{width}d}.obj", loaded.asset, {k: v[i] for k, v in frames.items()})
         where = f"{out}/frame_{'0' * width}.obj .. frame_{len(times) - 1:0{width}d}.obj"
     else:
-        np.savez(out, times=times.astype(np.float64),
-                 **{k.export_key: v for k, v in frames.items()})
+        arrays: dict[str, Any] = {"times": times.astype(np.float64)}  # Any: np.savez's keywords are arrays
+        arrays.update((k.export_key, v) for k, v in frames.items())
+        np.savez(out, **arrays)
         where = str(out)
     n = sum(v.shape[1] for v in frames.values())
     print(f"wrote {where}: {len(times)} frames x {len(frames)} skinned primitive instance(s), {n} vertices "
@@ -142,7 +144,8 @@ def export_frame(args: argparse.Namespace) -> int:
     if out.suffix.lower() == ".obj":
         write_obj(out, loaded.asset, frames)
     else:
-        np.savez(out, **{k.export_key: np.asarray(v, np.float32) for k, v in frames.items()})
+        single: dict[str, Any] = {k.export_key: np.asarray(v, np.float32) for k, v in frames.items()}
+        np.savez(out, **single)
     n = sum(v.shape[0] for v in frames.values())
     print(f"wrote {out}: {len(frames)} skinned primitive instance(s), {n} vertices "
           f"({args.deformer}, {args.device})")

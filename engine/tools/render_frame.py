@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -111,4 +112,5 @@ def render_frame(args: argparse.Namespace) -> int:
 def write_gbuffer(path: Path, channels: dict[str, np.ndarray]) -> None:
     """The documented npz channels (see the module doc and :meth:`engine.Session.gbuffer`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, **channels)
+    arrays: dict[str, Any] = dict(channels)  # Any: np.savez's keywords are arrays (numpy >= 2.1 types them)
+    np.savez(path, **arrays)

@@ -9,7 +9,9 @@ It registers itself in the session's ``view.ui`` list (engine/frame.py: the rend
 the frame before it is presented, so it is in screenshots and in the window alike). While the profiler panel
 shows, an :class:`engine.profile.trace.Profiler` fills in the GPU side of the timings: the one given (shared,
 e.g. with ``--profile``), else one the overlay attaches when the panel is shown and detaches when it is
-hidden. The numbers are those of the last finished frame in the schedule's history.
+hidden. The numbers are those of the last finished frame in the schedule's history. The layer draws through
+its cached RGBA layer by default (game/ui/ui_cache.py; ``cached=False`` draws straight into the frame), and
+``profiler_refresh_s`` lets the profiler panel refresh at its own rate so the cache holds between refreshes.
 """
 from __future__ import annotations
 
@@ -27,18 +29,20 @@ class SessionOverlay:
     """Profiler + help + extra panels over a session's frame (see the module docstring)."""
 
     def __init__(self, session: Any, *, profiler: Any = None, show_profiler: bool = True, show_help: bool = False,
-                 help_lines: Sequence[str] = (), window: int = 240) -> None:
+                 help_lines: Sequence[str] = (), window: int = 240, profiler_at: tuple[float, float] = (8.0, 8.0),
+                 profiler_refresh_s: float = 0.0, cached: bool = True) -> None:
         if session.renderer is None:
             raise ValueError("the overlay needs a session with a renderer (Session(render=True))")
         from engine.profile.trace import Profiler
 
         r = session.renderer
         self.session = session
-        self.layer = ImGuiLayer(session.ctx, r.width, r.height)
+        self.layer = ImGuiLayer(session.ctx, r.width, r.height, cached=cached)
         self._make_profiler = lambda: Profiler(session, spring_counters=True, keep=1)
         self._own_profiler = profiler is None
         self.profiler: Any = profiler
-        self.panel = ProfilerPanel(session.schedule.history, window=window)
+        self.panel = ProfilerPanel(session.schedule.history, window=window, refresh_s=profiler_refresh_s)
+        self.profiler_at = (float(profiler_at[0]), float(profiler_at[1]))
         self._show_profiler = False
         self.show_profiler = bool(show_profiler)
         self.show_help = bool(show_help)
@@ -72,7 +76,8 @@ class SessionOverlay:
 
     def _build(self) -> None:
         if self.show_profiler:
-            self.panel.draw(pos=(8.0, 8.0), size=(430.0, max(200.0, self.layer.height - 16.0)))
+            x, y = self.profiler_at
+            self.panel.draw(pos=(x, y), size=(430.0, max(200.0, self.layer.height - y - 8.0)))
         for fn in self.panels:
             fn()
         if self.show_help and self.help_lines:

@@ -17,6 +17,7 @@ spike while the scene runs on).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -94,11 +95,18 @@ _GPU_COLOURS = {"render": 0xFF2F9FD8, "deform": 0xFF2FB86F}
 class ProfilerPanel:
     """Draws a :class:`ProfileSnapshot` of ``history`` (imgui calls; see game/ui/imgui_layer.py)."""
 
-    def __init__(self, history: TimingHistory, *, window: int = 240, title: str = "Profiler (P)") -> None:
+    def __init__(self, history: TimingHistory, *, window: int = 240, title: str = "Profiler (P)",
+                 refresh_s: float = 0.0) -> None:
+        if isinstance(refresh_s, bool) or not isinstance(refresh_s, (int, float)) or not 0.0 <= refresh_s <= 10.0:
+            raise ValueError(f"refresh_s must be seconds in [0, 10], got {refresh_s!r}")
         self.history = history
         self.window = window
         self.title = title
         self.frozen = False
+        #: seconds between two snapshots (0: every frame); the panel's pixels change only then, so the
+        #: cached UI layer (game/ui/ui_cache.py) redraws it at that rate and reuses it in between
+        self.refresh_s = float(refresh_s)
+        self._taken = time.perf_counter()
         self.snapshot = ProfileSnapshot.of(history, window)
 
     def toggle_freeze(self) -> bool:
@@ -106,9 +114,11 @@ class ProfilerPanel:
         return self.frozen
 
     def update(self) -> ProfileSnapshot:
-        """A fresh snapshot of the history (kept as is while frozen)."""
-        if not self.frozen:
+        """A fresh snapshot of the history (kept as is while frozen, and for ``refresh_s`` after the last)."""
+        now = time.perf_counter()
+        if not self.frozen and (self.refresh_s == 0.0 or now - self._taken >= self.refresh_s):
             self.snapshot = ProfileSnapshot.of(self.history, self.window)
+            self._taken = now
         return self.snapshot
 
     # -- drawing -------------------------------------------------------------------------------------------

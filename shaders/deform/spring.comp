@@ -25,7 +25,6 @@ layout(local_size_x = LOCAL_SIZE) in;
 #include "generated/deform_layouts.glsl"
 #include "deform_images.glsl"
 
-struct SpringEdit { vec4 ck; vec4 q; };  // ck: xyz C_i, w K_i; q.x Q_i, q.y 1 = held (an edit's static set)
 
 layout(rgba32i, binding = I_SPRING_HEADS) readonly uniform iimage2D spring_heads;
 layout(rgba32i, binding = I_SPRING_INSTANCES) readonly uniform iimage2D spring_instances;

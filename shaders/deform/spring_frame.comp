@@ -9,6 +9,10 @@
 // the rotation from its bone to the other one. inst.k2.w > 0 (rigid initial skinning, independent mode): the
 // start is the blended rigid skinning, i.e. the plain rigid output of the skin stage moved by
 // (a_b - a) + (B - I) R s with s = r * s_dir (reference SpringDeformer.rigid).
+// Warm start (DeformBone.p.w = 1, decided per instance by the pose upload: reference springs.warm_start_allowed):
+// x_0 is the stage's last output carried by the motion of the point's (joint-blended) frame since last frame
+// (reference springs.carry; last frame's frames from last frame's bone records): a + F F_prev^T (x_prev - a_prev)
+// with F = B R; points an edit holds keep the usual start (reference SpringDeformer.initial_positions).
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "deform_common.glsl"
@@ -47,8 +51,32 @@ layout(std430, binding = B_BONE_OF) readonly buffer BoneOf { int bone_of[]; };
 layout(std430, binding = B_VSTATIC) readonly buffer VStatic { SpringVertex vstatic[]; };
 layout(std430, binding = B_SKINNED) readonly buffer Skinned { vec4 skinned[]; };
 layout(std430, binding = B_VEL) readonly buffer VelFinal { vec4 vel_final[]; };
+layout(std430, binding = B_WARM) readonly buffer Warm { vec4 last_output[]; };
+layout(std430, binding = B_BONES_PREV) readonly buffer BonesPrev { DeformBone bones_prev[]; };
+// SpringEdit rows (generated/deform_layouts.glsl): q.y 1 = held (an edit's static set)
+layout(std430, binding = B_EDIT) readonly buffer Edit { SpringEdit edit[]; };
 layout(rgba32f, binding = I_SPRING_FRAME) writeonly uniform image2D frame;  // SpringFrame
 layout(rgba32f, binding = I_SPRING_DST) writeonly uniform image2D s0;       // SpringState x_0
+
+// The attachment of control point sidx on bone records b and the turn B about its joint (reference
+// springs.pose_frame / blend_rotations; the identity where it does not blend): its frame's rotation is B R_own.
+// other_rot: R_now of the bone across the joint (of the same records).
+void vertex_frame(DeformBone b, mat3 other_rot, int sidx, bool blend, out vec3 a, out mat3 turn) {
+    a = b.p.xyz + attach[sidx].w * (b.c.xyz - b.p.xyz);
+    turn = mat3(1.0);
+    if (!blend) return;
+    float code = vstatic[sidx].rest.z;
+    int other = int(abs(code) + 0.5) - 1;
+    mat3 own = mat3(b.rot_now);
+    // from the lower-numbered bone of the pair to the higher (reference springs.blend_rotations): both sides
+    // of the joint turn about one axis, also at a half turn
+    mat3 rel = other_rot * transpose(own);
+    float share = 1.0 - vstatic[sidx].rest.w;
+    bool own_first = bone_of[sidx] < other;
+    turn = rotation_share(own_first ? rel : transpose(rel), own_first ? share : -share);
+    vec3 joint = code > 0.0 ? b.p.xyz : b.c.xyz;
+    a = joint + turn * (a - joint);
+}
 
 void main() {
     uint g = gl_WorkGroupID.x;
@@ -58,7 +86,12 @@ void main() {
     int sidx = inst.static_base + i;
     int didx = inst.dyn_base + i;
     DeformBone b = bones[inst.bone_base + bone_of[sidx]];
-    vec3 a = b.p.xyz + attach[sidx].w * (b.c.xyz - b.p.xyz);
+    float code = vstatic[sidx].rest.z;
+    bool blend = inst.k2.z > 0.0 && code != 0.0;
+    int other = inst.bone_base + (blend ? int(abs(code) + 0.5) - 1 : 0);
+    vec3 a;
+    mat3 turn;
+    vertex_frame(b, blend ? mat3(bones[other].rot_now) : mat3(1.0), sidx, blend, a, turn);
     vec3 ref;
     if ((inst.flags & uint(FLAG_BONE_CONE)) != 0u) {
         vec3 d = b.c.xyz - b.p.xyz;
@@ -68,28 +101,26 @@ void main() {
         ref = mat3(b.rot_now) * vstatic[sidx].sdir.xyz;
     }
     vec3 shift = vec3(0.0);
-    float code = vstatic[sidx].rest.z;
-    if (inst.k2.z > 0.0 && code != 0.0) {
-        int other = int(abs(code) + 0.5) - 1;
-        mat3 own = mat3(b.rot_now);
-        // from the lower-numbered bone of the pair to the higher (reference springs.blend_rotations): both sides
-        // of the joint turn about one axis, also at a half turn
-        mat3 rel = mat3(bones[inst.bone_base + other].rot_now) * transpose(own);
-        float share = 1.0 - vstatic[sidx].rest.w;
-        bool own_first = bone_of[sidx] < other;
-        mat3 turn = rotation_share(own_first ? rel : transpose(rel), own_first ? share : -share);
-        vec3 joint = code > 0.0 ? b.p.xyz : b.c.xyz;
-        vec3 ab = joint + turn * (a - joint);
+    if (blend) {
         ref = turn * ref;
         if (inst.k2.w > 0.0) {
-            vec3 rs = own * (vstatic[sidx].sdir.w * vstatic[sidx].sdir.xyz);
-            shift = (ab - a) + (turn * rs - rs);
+            vec3 rs = mat3(b.rot_now) * (vstatic[sidx].sdir.w * vstatic[sidx].sdir.xyz);
+            shift = (a - (b.p.xyz + attach[sidx].w * (b.c.xyz - b.p.xyz))) + (turn * rs - rs);
         }
-        a = ab;
     }
     imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_ATTACH), vec4(a, 0.0));
     imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_BONE_REF), vec4(ref, 0.0));
     vec3 v0 = (inst.flags & uint(FLAG_KEEP_VELOCITY)) != 0u ? vel_final[didx].xyz : vec3(0.0);
-    imageStore(s0, record_texel(didx, SPRING_STATE_TEXELS, SPRING_STATE_X), vec4(skinned[didx].xyz + shift, 1.0));
+    vec3 x0 = skinned[didx].xyz + shift;
+    if (b.p.w > 0.5 && !(inst.k2.y != 0.0 && edit[didx].q.y != 0.0)) {
+        // warm start: last output carried in the vertex's frame, a + B R (B_prev R_prev)^T (x_prev - a_prev)
+        DeformBone bp = bones_prev[inst.bone_base + bone_of[sidx]];
+        vec3 a_prev;
+        mat3 turn_prev;
+        vertex_frame(bp, blend ? mat3(bones_prev[other].rot_now) : mat3(1.0), sidx, blend, a_prev, turn_prev);
+        mat3 carry = (turn * mat3(b.rot_now)) * transpose(turn_prev * mat3(bp.rot_now));
+        x0 = a + carry * (last_output[didx].xyz - a_prev);
+    }
+    imageStore(s0, record_texel(didx, SPRING_STATE_TEXELS, SPRING_STATE_X), vec4(x0, 1.0));
     imageStore(s0, record_texel(didx, SPRING_STATE_TEXELS, SPRING_STATE_V), vec4(v0, 0.0));
 }

@@ -6,7 +6,8 @@
 // Barycentrics and triangle: with CORNERS (the default, after render/gbuffer.vert: an indexed draw over
 // corner vertices) the interpolated colour weights are permuted back to the triangle's corner order with
 // the provoking corner's flat info word, which also holds the triangle index. Without it, a previous
-// stage (Phong tessellation) supplies bary and prim.
+// stage (Phong tessellation) supplies bary and prim. The mesh id comes flat from the vertex stage with
+// CORNERS (one draw per material group, a mesh per instance), else from u_mesh_id (one draw per mesh).
 //
 // Cost matters here more than anywhere: on llvmpipe the mesh's small triangles are shaded in 4x4 blocks
 // that are mostly partly covered, so every instruction runs for many more fragments than the mesh covers.
@@ -22,6 +23,7 @@ in GBufferData {
     vec2 uv;
     vec2 weight;
     flat uint info;
+    flat uint mesh_id;
 } f_in;
 #else
 in FragData {
@@ -36,7 +38,9 @@ in FragData {
 uniform vec3 u_albedo_scale;      // sqrt of the linear RGB glTF baseColorFactor
 uniform bool u_has_texture;
 uniform sampler2D u_base_texture; // RGBA8 UNORM: sqrt(linear albedo) (albedo_levels in engine/render/meshes.py)
+#ifndef CORNERS
 uniform uint u_mesh_id;           // written as id + 1 so 0 means "no mesh"
+#endif
 
 layout(location = 0) out vec4 o_albedo;  // sqrt(linear rgb), a = wireframe edge coverage
 layout(location = 1) out uvec4 o_ids;    // see gbuffer_codec.glsl
@@ -55,7 +59,9 @@ void main() {
     bary.z = w[(info >> 4) & 3u];
     bary.x = 1.0 - bary.y - bary.z;
     uint prim = info >> CORNER_TRIANGLE_SHIFT;
+    uint mesh_id = f_in.mesh_id;
 #else
+    uint mesh_id = u_mesh_id;
     uint prim = f_in.prim;
     vec3 bary = f_in.bary;
 #endif
@@ -68,6 +74,6 @@ void main() {
     const float wire = 0.0;
 #endif
     o_albedo = vec4(albedo, wire);
-    o_ids = encode_ids(u_mesh_id, prim, bary, n);
+    o_ids = encode_ids(mesh_id, prim, bary, n);
     o_depth = max(gl_FragCoord.z, 1e-7);
 }

@@ -11,9 +11,17 @@
 // expanded: 14k). The corner vertices' static data (info word, texcoords) arrive as vertex attributes,
 // which llvmpipe fetches several times faster than SSBO loads; the deformed positions and normals, written
 // per display vertex by the deformers, are pulled from the SSBOs through in_corner.x.
+//
+// One draw covers a MATERIAL GROUP (engine/render/meshes.py DrawGroup): meshes sharing the corner vertices,
+// texture and base colour whose deformed vertices lie in one pair of pooled buffers, each an instance. Row
+// u_instance_base + gl_InstanceID of u_instances says where that instance's vertices start in the bound
+// positions / normals ranges and which mesh id it writes (passed flat to the fragment stage); the pass
+// reads the array's length from the program and uploads the rows in blocks of it.
 #include "mesh_buffers.glsl"
 
 uniform mat4 u_view_proj;
+uniform uvec4 u_instances[128];  // (first positions element, first normals element, mesh id, 0) per instance
+uniform int u_instance_base;     // row of gl_InstanceID 0 (the draw's first instance within the block)
 
 #ifdef SCREEN_RECT
 // The screen rectangle of the G-buffer's surfaces, grown by every vertex: the pixel bounds of its
@@ -51,12 +59,14 @@ out GBufferData {
     vec2 uv;
     vec2 weight;     // weights of the corners of colours 1 and 2 (colour 0: 1 - x - y)
     flat uint info;  // the provoking corner's info word
+    flat uint mesh_id;
 } v_out;
 
 void main() {
+    uvec4 inst = u_instances[u_instance_base + gl_InstanceID];
     uint v = in_corner.x;
     uint colour = in_corner.y & 3u;
-    v_out.normal = normals[v].xyz;
+    v_out.normal = normals[inst.y + v].xyz;
 #ifdef HAS_TEXCOORDS
     v_out.uv = in_uv;
 #else
@@ -64,7 +74,8 @@ void main() {
 #endif
     v_out.weight = vec2(colour == 1u, colour == 2u);
     v_out.info = in_corner.y;
-    gl_Position = u_view_proj * vec4(positions[v].xyz, 1.0);
+    v_out.mesh_id = inst.z;
+    gl_Position = u_view_proj * vec4(positions[inst.x + v].xyz, 1.0);
 #ifdef SCREEN_RECT
     grow_rect(gl_Position);
 #endif

@@ -125,3 +125,35 @@ def test_add_instances_and_holes(gl_ctx):
             assert again == [ranges[1], ranges[3]]  # the holes, not the end of the pool
         finally:
             graph.release()
+
+
+@pytest.mark.parametrize("device", ["gpu", "cpu"])
+def test_spring_bake_stays_frame_independent_with_warm_start(gl_ctx, device):
+    """``[spring] warm_start = true`` makes a live session start each frame from the last one; a bake turns it
+    off (engine.bake.frame_independent): with several blocks reusing the instances (or the cached numpy deformer)
+    every baked frame equals the bake without the warm start, and the single frame of a fresh session (what
+    export-frame writes); played one at a time in the session, the frames start warm and differ a little."""
+    from engine.skinning.config import DeformerConfig
+
+    warm = DeformerConfig().with_overrides(spring_warm_start=True, spring_warm_limit=3.0)
+    times = parse_times("0.3:0.5:0.05")
+    out = {}
+    for name, cfg in (("warm", warm), ("cold", DeformerConfig())):
+        with Session(gl=GLContext(gl_ctx, None, True), device=device, render=False, deformer="spring", config=cfg,
+                     strict=True) as s:
+            ch = s.spawn(CYLINDER, clip="bend", speed=0.0, mode="clamp")
+            key = ch.skinned_primitives[0]
+            out[name] = bake(s, ch, times, memory_mb=0.05)[key]  # blocks of a frame or two
+            if name == "warm":
+                live = []
+                for t in times:
+                    ch.play("bend", time=float(t), speed=0.0)
+                    live.append(ch.vertices()[key])
+    np.testing.assert_array_equal(out["warm"], out["cold"])
+    with Session(gl=GLContext(gl_ctx, None, True), device=device, render=False, deformer="spring", config=warm,
+                 strict=True) as s:
+        ch = s.spawn(CYLINDER, clip="bend", time=float(times[-1]), speed=0.0, mode="clamp")
+        np.testing.assert_allclose(out["warm"][-1], ch.vertices()[ch.skinned_primitives[0]], atol=2e-5,
+                                   rtol=0)
+    diff = np.abs(np.array(live) - out["warm"]).max(axis=(1, 2))
+    assert diff[0] < 2e-5 and diff[1:].max() > 0.0  # the first live frame is cold, the later ones warm

@@ -335,3 +335,110 @@ def test_edit_stiffness_limits_steps_on_gpu(gl_ctx, resources, rig):
     gpu, _ = _gpu_solve(gl_ctx, resources, rig, params, skin, posed, edits=terms)
     diag = M.bbox_diagonal(rig.topology.positions)
     np.testing.assert_allclose(gpu, ref, atol=TOL * diag, rtol=0)
+
+
+# bends per frame (radians at the elbow): still, small steps (warm), a jump past warm_limit (cold), still again
+WARM_BENDS = (0.6, 0.6, 0.64, 0.69, 0.75, 1.4, 1.4)
+
+
+@pytest.mark.parametrize("case", [dict(), dict(acceleration="momentum", momentum=0.8),
+                                  dict(integrator="semi_implicit", dt=0.5, damping=0.3)],
+                         ids=["plain", "momentum", "semi_implicit"])
+def test_warm_start_matches_reference_over_frames(gl_ctx, resources, rig, case):
+    """The warm start on the GPU (spring_frame.comp carrying the last output by the bones' motion; the pose upload
+    deciding per instance) equals the reference frame after frame: same starts, iterations and results, a still
+    pose stops after one iteration, a jump past warm_limit falls back to the usual start."""
+    params = SpringParams(**{"convergence": "displacement", "max_iterations": 300, "dt": 0.08, "warm_start": True,
+                             "warm_limit": 0.2, **case})
+    graph = DeformerGraph(gl_ctx, resources)
+    try:
+        h = _add(graph, rig, params)
+        d = SpringDeformer(rig.topology, rig.binding, rig.bind_joints, rig.parents, params)
+        diag = M.bbox_diagonal(rig.topology.positions)
+        warm = []
+        for i, bend in enumerate(WARM_BENDS):
+            skin, posed = pose(rig, bend=bend, twist=bend / 3)
+            graph.set_pose(h, skin, posed)
+            graph.run()
+            ref, stats = d.solve(posed)
+            st = graph.spring_status(h)
+            warm.append(stats.warm)
+            assert st["warm"] == stats.warm
+            assert st["iterations"] == stats.iterations, (bend, st, stats)
+            np.testing.assert_allclose(graph.download_control(h, "deformed"), ref, atol=TOL * diag, rtol=0)
+            if i and bend == WARM_BENDS[i - 1]:
+                assert st["iterations"] == 1  # a still pose: the last equilibrium, converged at once
+        assert warm == [False, True, True, True, True, False, True]
+    finally:
+        graph.release()
+
+
+def test_warm_start_cold_after_relayout_and_off_by_default(gl_ctx, resources, rig):
+    """A re-layout (a mesh added) leaves no last output to carry: that frame starts cold, the next warm again; a
+    mesh without warm_start starts cold every frame (its still pose iterates as on the first frame)."""
+    params = SpringParams(convergence="displacement", max_iterations=300, dt=0.08, warm_start=True)
+    graph = DeformerGraph(gl_ctx, resources)
+    try:
+        h = _add(graph, rig, params)
+        cold = _add(graph, rig, SpringParams(convergence="displacement", max_iterations=300, dt=0.08))
+        skin, posed = pose(rig, bend=0.8, twist=0.2)
+        its = []
+        for frame in range(4):
+            if frame == 2:
+                _add(graph, rig, params)
+            for k in (h, cold):
+                graph.set_pose(k, skin, posed)
+            graph.run()
+            its.append((graph.spring_status(h)["iterations"], graph.spring_status(cold)["iterations"]))
+        first = its[0][0]
+        assert first > 5
+        assert its == [(first, first), (1, first), (first, first), (1, first)]
+        # turned on at run time while another mesh of the batch keeps last frame's bones: warm at once
+        graph.set_spring(cold, params)
+        graph.set_pose(cold, skin, posed)
+        graph.run()
+        assert graph.spring_status(cold)["warm"] and graph.spring_status(cold)["iterations"] == 1
+    finally:
+        graph.release()
+    graph = DeformerGraph(gl_ctx, resources)
+    try:  # the only mesh turns it on: no last frame's bones were kept, so that frame starts cold, the next warm
+        h = _add(graph, rig, SpringParams(convergence="displacement", max_iterations=300, dt=0.08))
+        starts = []
+        for frame in range(3):
+            if frame == 1:
+                graph.set_spring(h, params)
+            graph.set_pose(h, skin, posed)
+            graph.run()
+            starts.append((graph.spring_status(h)["warm"], graph.spring_status(h)["iterations"]))
+        assert starts == [(False, first), (False, first), (True, 1)]
+    finally:
+        graph.release()
+
+
+def test_warm_start_keeps_held_points_at_the_usual_start_on_gpu(gl_ctx, resources, rig):
+    """Points an edit holds (its static set) start, and so stay, at the usual start in a warm frame, on the GPU
+    as in the reference (spring_frame.comp reads the edit rows' held flag)."""
+    from engine.skinning.edits import EditTerms
+
+    params = SpringParams(convergence="iterations", max_iterations=25, dt=0.08, warm_start=True)
+    n = rig.topology.n_control
+    held = np.zeros(n, bool)
+    held[:6] = True
+    terms = EditTerms(np.zeros(n), np.zeros((n, 3)), np.zeros(n), held=held)
+    graph = DeformerGraph(gl_ctx, resources)
+    try:
+        h = _add(graph, rig, params)
+        d = SpringDeformer(rig.topology, rig.binding, rig.bind_joints, rig.parents, params)
+        diag = M.bbox_diagonal(rig.topology.positions)
+        skin, posed = pose(rig, bend=0.8, twist=0.3)
+        for edits in (None, terms):
+            graph.set_pose(h, skin, posed)
+            graph.set_edits(h, edits)
+            graph.run()
+            ref, stats = d.solve(posed, edits=edits)
+            np.testing.assert_allclose(graph.download_control(h, "deformed"), ref, atol=TOL * diag, rtol=0)
+        assert stats.warm
+        fr = d.frame(posed)
+        np.testing.assert_allclose(ref[held], d.rigid(fr)[held], atol=1e-12)
+    finally:
+        graph.release()

@@ -2,14 +2,9 @@
 character to DQS, C: comparison mode) act on the running scene, and the help lists them."""
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers.xvfb import run_under_xvfb
 
 pytestmark = pytest.mark.gl
 
@@ -47,14 +42,7 @@ with Session(window=True, width=192, height=108, deformer="lbs") as s:
 
 
 def test_demo_window_keys_under_xvfb():
-    if shutil.which("xvfb-run") is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("CI=true but xvfb-run is missing: `make test` installs xvfb")
-        pytest.skip("xvfb-run not installed (apt-get install xvfb xauth)")
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    env["PYTHONPATH"] = str(ROOT)
-    r = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 640x480x24", sys.executable, "-c", _SCRIPT],
-                       capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    r = run_under_xvfb(_SCRIPT)
     assert r.returncode == 0, r.stderr
     lines = dict(line.split(" ", 1) for line in r.stdout.splitlines() if line.startswith(("state", "help", "mode")))
     assert lines["state"] == "True True ['dqs', 'dqs']"

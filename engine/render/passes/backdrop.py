@@ -17,7 +17,16 @@ from engine.render.look import linear_rgb
 from engine.render.programs import set_matrix, set_uniform
 from engine.render.state import Frame, RenderState
 
-__all__ = ["BackdropPass"]
+__all__ = ["BackdropPass", "backdrop_key"]
+
+
+def backdrop_key(state: RenderState, frame: Frame) -> tuple:
+    """Everything the backdrop's pixels depend on besides its shaders: camera, fade centre, size, lights and
+    the look (by value: its repr, 5x cheaper than astuple's deep copy). Equal keys draw equal backdrops."""
+    target = np.asarray(getattr(frame.camera, "target", state.eye), np.float64)
+    vp = state.last_view_proj
+    assert vp is not None, "set_camera runs before the passes"
+    return (vp.tobytes(), target.tobytes(), state.width, state.height, state.lights.version, repr(state.look))
 
 
 class BackdropPass:
@@ -37,14 +46,13 @@ class BackdropPass:
 
     def run(self, state: RenderState, frame: Frame) -> None:
         look = state.look
-        target = np.asarray(getattr(frame.camera, "target", state.eye), np.float64)
-        vp = state.last_view_proj
-        assert vp is not None, "set_camera runs before the passes"
-        key = (vp.tobytes(), target.tobytes(), state.width, state.height, state.lights.version,
-               repr(look))  # the look by value (its repr: 5x cheaper than astuple's deep copy)
+        key = backdrop_key(state, frame)
         if key == self._key:
             return
         self._key = key
+        vp = state.last_view_proj
+        assert vp is not None, "set_camera runs before the passes"
+        target = np.asarray(getattr(frame.camera, "target", state.eye), np.float64)
         ctx = state.ctx
         prog = state.programs.program("backdrop")
         state.targets.backdrop_fbo.use()

@@ -6,7 +6,11 @@ with pixels and triangles, not with a framebuffer per mesh. ``layer:NAME`` draws
 into that layer's own G-buffer (research Stage 4 gives every mesh its own framebuffer; here a tool opts in
 where it must see a surface whatever covers it: skin under clothes, a character behind another).
 
-Each mesh is one indexed draw over its CORNER VERTICES (``engine/render/corners.py``,
+Each MATERIAL GROUP (``MeshRegistry.draw_groups``: meshes of one asset and material whose deformed vertices
+lie in one pair of pooled buffers, e.g. every character of a crowd) is one instanced draw, a mesh per instance
+(per-instance rows in a uniform array: where its vertices start in the bound ranges, its mesh id), so the
+submission cost grows with the number of groups, not of meshes; the draw is split only where a flush is due.
+Each instance is an indexed draw over its mesh's CORNER VERTICES (``engine/render/corners.py``,
 ``shaders/render/gbuffer.vert``): display vertices with a colour per triangle corner, so the interpolated
 colour vectors are the barycentrics and the provoking corner passes the triangle index flat (no
 gl_PrimitiveID, which sends llvmpipe down a slow path; no expanded draw), triangles in a vertex-cache
@@ -15,14 +19,18 @@ albedo and an id texel (mesh id, triangle, barycentrics, normal; ``shaders/inclu
 depth, and is kept minimal (it runs for every 4x4 block a small triangle touches): base-colour textures are
 stored as sqrt(linear albedo) in RGBA8 UNORM (``meshes.albedo_levels``, llvmpipe's fast 8-bit filtering path,
 one mip level per sample), the wireframe coverage only in the wireframe variant. Meshes of one asset share
-index buffers, corner vertices, texcoords and texture, and the pass binds them only when they change.
+index buffers, corner vertices, texcoords and texture (one vertex array serves a group), and the pass sets
+textures, uniforms and cull state only when they change.
 Single-sided meshes (glTF ``doubleSided`` false) cull back faces. Only the depth targets are cleared (see
 ``engine/render/targets.py``), and only over the screen rectangle the last frame drew (a quad from the previous
 rectangle buffer, ``render/rect_clear.vert``; outside it the G-buffer is still cleared from before): the clear
 costs what the characters cover, not the frame size. A stale G-buffer (new, resized, a layer change, a frame
 that failed) is cleared whole. Draws are submitted (glFlush) every ``flush_triangles`` triangles so a software
-rasteriser rasterises while the CPU still runs later meshes' vertex stage. With Phong tessellation
-(``look.tessellation``) the meshes draw through ``render/mesh.vert`` + ``phong.tesc/tese`` instead.
+rasteriser rasterises while the CPU still runs later meshes' vertex stage; a group's instances are split
+there, and only there (a crowd of 32k-triangle characters is one draw per character at the default 8192: on a
+software rasteriser the vertex stage and binning, ~0.2 us per triangle on the calling thread, are the cost
+either way; on a hardware GPU ``flush_triangles = 0`` keeps a group in one draw). With Phong tessellation
+(``look.tessellation``) the meshes draw one by one through ``render/mesh.vert`` + ``phong.tesc/tese`` instead.
 
 The vertex stage also grows the G-buffer's SCREEN RECTANGLE (SSBO, atomics only for vertices outside it):
 the pixel bounds of every vertex's projection, the whole view when one lies behind the eye; exact and
@@ -35,6 +43,7 @@ import moderngl
 from engine.gpu.layouts import GLSL_CONSTANTS
 from engine.gpu.shaderlib import uniform
 from engine.render.framegraph import ATTACHMENT, HOST, STORAGE, PassSpec, uses
+from engine.render.meshes import DrawGroup, MeshHandle
 from engine.render.programs import set_matrix, set_uniform
 from engine.render.state import Frame, RenderState
 from engine.render.targets import GBuffer
@@ -107,8 +116,9 @@ class GBufferPass:
 
     def run(self, state: RenderState, frame: Frame) -> None:
         """Clear (zcopy + depth only, where the last frame drew: :func:`clear_gbuffer`) and draw the meshes
-        into the G-buffer: one program bind per (textured, untextured) group; uniforms, textures, shared
-        buffers and cull state are set only when they change (meshes of one asset share them)."""
+        into the G-buffer: one instanced draw per material group (:meth:`MeshRegistry.draw_groups`), or
+        with Phong tessellation one draw per mesh; one program bind per (textured, untextured) variant;
+        uniforms, textures and cull state are set only when they change."""
         gb = state.targets.gbuffer(self.layer)
         meshes = frame.lists[self.layer]
         ctx = state.ctx
@@ -118,70 +128,142 @@ class GBufferPass:
         gb.fbo.use()
         ctx.enable(moderngl.DEPTH_TEST)
         ctx.depth_func = "<"
+        material = _MaterialState(ctx)
+        try:
+            if state.look.tessellation:
+                ctx.patch_vertices = 3
+                self._draw_meshes(state, meshes, material)
+            else:  # the corner draw needs GL's default (last vertex provokes), whatever other code set
+                ctx.provoking_vertex = moderngl.LAST_VERTEX_CONVENTION
+                self._draw_groups(state, state.meshes.draw_groups(self.layer, meshes), material)
+        finally:
+            material.end()
+
+    def _program(self, state: RenderState, uv: bool) -> moderngl.Program:
+        """The G-buffer program variant of the look, its per-frame uniforms set."""
         look = state.look
-        tess = look.tessellation
-        wire = bool(look.wireframe)
-        mode = moderngl.PATCHES if tess else moderngl.TRIANGLES
-        if tess:
-            ctx.patch_vertices = 3
-        else:  # the corner draw needs GL's default (last vertex provokes), whatever other code set
-            ctx.provoking_vertex = moderngl.LAST_VERTEX_CONVENTION
+        prog = state.programs.gbuffer(uv, tess=bool(look.tessellation), wire=bool(look.wireframe))
+        vp = state.last_view_proj
+        assert vp is not None, "set_camera runs before the passes"
+        set_matrix(prog, "u_view_proj", vp)
+        set_uniform(prog, "u_rect_slot", self.slot)
+        set_uniform(prog, "u_viewport", (float(state.width), float(state.height)))
+        if look.tessellation:
+            set_uniform(prog, "u_tess_level", float(look.tess_level))
+            set_uniform(prog, "u_phong_alpha", float(look.phong_alpha))
+        set_uniform(prog, "u_base_texture", 0)
+        return prog
+
+    def _draw_groups(self, state: RenderState, groups: list[DrawGroup], material: _MaterialState) -> None:
+        """One instanced corner-vertex draw per material group (``render/gbuffer.vert``), split where a
+        flush is due (every ``flush_triangles``) and where the instance rows fill the program's array."""
+        bp, bn = GLSL_CONSTANTS["BINDING_POSITIONS"], GLSL_CONSTANTS["BINDING_NORMALS"]
+        programs = state.programs
+        flush = state.flush
+        flush_every = state.flush_triangles if flush is not None else 0
+        current: tuple[bool, moderngl.Program, moderngl.Uniform, moderngl.Uniform, int] | None = None
+        queued = 0
+        for g in groups:
+            h = g.head
+            uv = h.texcoords is not None
+            if current is None or current[0] != uv:
+                prog = self._program(state, uv)
+                rows = uniform(prog, "u_instances")
+                current = (uv, prog, rows, uniform(prog, "u_instance_base"), rows.array_length)
+                material.use(prog)
+            _, prog, u_rows, u_base, capacity = current
+            material.apply(h)
+            g.bind_vertices(bp, bn)
+            vao = programs.vao(prog, h, corners=True)
+            tris = g.triangle_count
+            per_flush = max(1, -(-flush_every // tris)) if flush_every else capacity
+            count = len(g.meshes)
+            for b, block in enumerate(g.row_blocks(capacity)):
+                u_rows.write(block)
+                first, end = b * capacity, min((b + 1) * capacity, count)
+                while first < end:
+                    if flush is not None and flush_every and queued >= flush_every:
+                        flush()
+                        queued = 0
+                    k = min(per_flush, end - first)
+                    u_base.value = first - b * capacity
+                    vao.render(moderngl.TRIANGLES, instances=k)
+                    queued += k * tris
+                    first += k
+
+    def _draw_meshes(self, state: RenderState, meshes: list[MeshHandle], material: _MaterialState) -> None:
+        """One draw per mesh through Phong tessellation (``render/mesh.vert`` + ``phong.tesc/tese``)."""
         bp, bn = GLSL_CONSTANTS["BINDING_POSITIONS"], GLSL_CONSTANTS["BINDING_NORMALS"]
         bt = GLSL_CONSTANTS["BINDING_TEXCOORDS"]
         programs = state.programs
-        vp = state.last_view_proj
-        current: tuple[bool, moderngl.Program, moderngl.Uniform, moderngl.Uniform, moderngl.Uniform | None] | None
-        current = None
-        last_scale = last_has_tex = last_tex = last_tc = None
-        cull = False
+        current: tuple[bool, moderngl.Program, moderngl.Uniform] | None = None
+        last_tc = None
         queued = 0
         flush = state.flush
         flush_every = state.flush_triangles if flush is not None else 0
-        try:
-            for h in meshes:
-                if flush is not None and flush_every and queued >= flush_every:
-                    flush()
-                    queued = 0
-                queued += h.triangle_count
-                uv = h.texcoords is not None
-                if current is None or current[0] != uv:
-                    prog = programs.gbuffer(uv, tess=tess, wire=wire)
-                    assert vp is not None, "set_camera runs before the passes"
-                    set_matrix(prog, "u_view_proj", vp)
-                    set_uniform(prog, "u_rect_slot", self.slot)
-                    set_uniform(prog, "u_viewport", (float(state.width), float(state.height)))
-                    if tess:
-                        set_uniform(prog, "u_tess_level", float(look.tess_level))
-                        set_uniform(prog, "u_phong_alpha", float(look.phong_alpha))
-                    set_uniform(prog, "u_base_texture", 0)
-                    current = (uv, prog, uniform(prog, "u_mesh_id"), uniform(prog, "u_albedo_scale"),
-                               uniform(prog, "u_has_texture") if "u_has_texture" in prog else None)
-                    last_scale = last_has_tex = None
-                _, prog, u_id, u_scale, u_tex = current
-                if cull != (not h.double_sided):
-                    cull = not h.double_sided
-                    if cull:
-                        ctx.enable(moderngl.CULL_FACE)
-                    else:
-                        ctx.disable(moderngl.CULL_FACE)
-                u_id.value = h.id
-                scale = h.albedo_scale
-                if scale != last_scale:
-                    u_scale.value = scale
-                    last_scale = scale
-                if uv:
-                    has_tex = h.texture is not None
-                    if h.texture is not None and h.texture is not last_tex:
-                        h.texture.use(location=0)
-                        last_tex = h.texture
-                    if has_tex != last_has_tex and u_tex is not None:
-                        u_tex.value = has_tex
-                        last_has_tex = has_tex
-                    if tess and h.texcoords is not None and h.texcoords is not last_tc:
-                        h.texcoords.bind_to_storage_buffer(bt)
-                        last_tc = h.texcoords
-                h.bind_vertices(bp, bn)
-                programs.vao(prog, h, corners=not tess).render(mode)
-        finally:
-            if cull:
-                ctx.disable(moderngl.CULL_FACE)
+        for h in meshes:
+            if flush is not None and flush_every and queued >= flush_every:
+                flush()
+                queued = 0
+            queued += h.triangle_count
+            uv = h.texcoords is not None
+            if current is None or current[0] != uv:
+                prog = self._program(state, uv)
+                current = (uv, prog, uniform(prog, "u_mesh_id"))
+                material.use(prog)
+            _, prog, u_id = current
+            material.apply(h)
+            u_id.value = h.id
+            if h.texcoords is not None and h.texcoords is not last_tc:
+                h.texcoords.bind_to_storage_buffer(bt)
+                last_tc = h.texcoords
+            h.bind_vertices(bp, bn)
+            programs.vao(prog, h).render(moderngl.PATCHES)
+
+
+class _MaterialState:
+    """What the G-buffer pass sets per mesh or group, set only when it changes: back-face culling (single-
+    sided meshes), the albedo scale and the base-colour texture of the program in use."""
+
+    def __init__(self, ctx: moderngl.Context) -> None:
+        self.ctx = ctx
+        self.cull = False
+        self.texture: moderngl.Texture | None = None
+        self.u_scale: moderngl.Uniform | None = None
+        self.u_tex: moderngl.Uniform | None = None
+        self.scale: tuple[float, float, float] | None = None
+        self.has_tex: bool | None = None
+
+    def use(self, prog: moderngl.Program) -> None:
+        """A program was bound: its uniforms are set again at the next :meth:`apply`."""
+        self.u_scale = uniform(prog, "u_albedo_scale")
+        self.u_tex = uniform(prog, "u_has_texture") if "u_has_texture" in prog else None
+        self.scale = self.has_tex = None
+
+    def apply(self, h: MeshHandle) -> None:
+        """Cull state, albedo scale and texture of mesh ``h`` (a group's head)."""
+        if self.cull != (not h.double_sided):
+            self.cull = not h.double_sided
+            if self.cull:
+                self.ctx.enable(moderngl.CULL_FACE)
+            else:
+                self.ctx.disable(moderngl.CULL_FACE)
+        scale = h.albedo_scale
+        if scale != self.scale and self.u_scale is not None:
+            self.u_scale.value = scale
+            self.scale = scale
+        if h.texcoords is None:
+            return
+        if h.texture is not None and h.texture is not self.texture:
+            h.texture.use(location=0)
+            self.texture = h.texture
+        has_tex = h.texture is not None
+        if has_tex != self.has_tex and self.u_tex is not None:
+            self.u_tex.value = has_tex
+            self.has_tex = has_tex
+
+    def end(self) -> None:
+        """Leave back-face culling off, as the other passes expect."""
+        if self.cull:
+            self.ctx.disable(moderngl.CULL_FACE)
+            self.cull = False

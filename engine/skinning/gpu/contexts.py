@@ -50,7 +50,8 @@ def _spring(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: modern
     b, im = batch.buffers, batch.images
     return S.SpringContext(
         node=node, program=program, gl=gl, instances=b["instances"], groups=b["groups"], source=src,
-        target=batch.control(node.outputs["target"])[0], bones=b["bones"],
+        target=batch.control(node.outputs["target"])[0], bones=b["bones"], bones_prev=b["bones_prev"],
+        warm=batch.pose.warm_prev is not None,  # some instance wants the warm start: keep this frame's bones
         static=_static(batch, spring_stage.STATIC_READS),
         buffers=S.SpringBuffers(status=b["status"], partials=b["partials"], active=b["active"],
                                 indirect=b["indirect"], edit=b["edit"], velocities=b["spring_vel"]),

@@ -571,7 +571,8 @@ class DeformerGraph:
         return np.frombuffer(raw, np.float32).reshape(n, 4)[:, :3].copy()
 
     def spring_status(self, handle: DeformHandle) -> dict[str, Any]:
-        """Convergence state of the mesh's last spring solve (reads back; tests and tools)."""
+        """Convergence state of the mesh's last spring solve (reads back; tests and tools); ``warm``: it started
+        from the last output (SpringParams.warm_start)."""
         inst, batch = self._where(handle)
         if not batch.has_spring:
             raise ValueError("this mesh's graph has no spring node")
@@ -582,7 +583,8 @@ class DeformerGraph:
         rec = np.frombuffer(raw, L.DEFORM_STATUS.dtype)[0]
         return {"iterations": int(rec["iterations"]), "stopped": bool(rec["converged"]),
                 "reason": L.REASONS[int(rec["reason"])], "last_displacement": float(rec["last_disp"]),
-                "energy": float(rec["energy"]), "dispatches": batch.iterations_run}
+                "energy": float(rec["energy"]), "dispatches": batch.iterations_run,
+                "warm": bool(k < batch.pose.warm_flags.shape[0] and batch.pose.warm_flags[k])}
 
     def gpu_bytes(self) -> dict[str, int]:
         """Bytes of GPU memory the graph holds per buffer kind over all batches (for the benchmark)."""

@@ -202,7 +202,7 @@ def image_record_defines() -> dict[str, int]:
 
 # ---- per-bone pose (per frame, CPU -> GPU) -----------------------------------------------------------
 DEFORM_BONE = Std430Struct("DeformBone", [
-    ("p", "vec4"),        # xyz posed parent end P' (w unused)
+    ("p", "vec4"),        # xyz posed parent end P', w 1: the instance's springs start warm this frame (else 0)
     ("c", "vec4"),        # xyz posed child end C'
     ("p_src", "vec4"),    # xyz parent end in the source pose (bind, or last frame in differential mode)
     ("c_src", "vec4"),    # xyz child end in the source pose
@@ -220,7 +220,13 @@ SPRING_VERTEX = Std430Struct("SpringVertex", [
                        # x k_s + k_l, y k_t, z k_b, w k_r; lambda_i = dot(lam, those) + k_e K_i (step limiting)
 ])
 
-DEFORM_LAYOUTS = (DEFORM_INSTANCE, DEFORM_STATUS, DEFORM_JOINT, DEFORM_BONE, SPRING_VERTEX)
+# ---- surface-edit row per control point of the pool (records.edit_rows; spring and spring_frame read it) -----
+SPRING_EDIT_ROW = Std430Struct("SpringEdit", [
+    ("ck", "vec4"),    # xyz C_i (weighted edit target), w K_i (edit stiffness)
+    ("q", "vec4"),     # x Q_i (energy constant), y 1 = held (an edit's static set), zw 0
+])
+
+DEFORM_LAYOUTS = (DEFORM_INSTANCE, DEFORM_STATUS, DEFORM_JOINT, DEFORM_BONE, SPRING_VERTEX, SPRING_EDIT_ROW)
 LAYOUT_INCLUDE = "generated/deform_layouts.glsl"
 
 # ---- spring flags and convergence schemes ------------------------------------------------------------
@@ -280,6 +286,8 @@ BINDINGS: dict[str, int] = {
     "B_NMAT": 22,          # skinned-normal transform per control point (3 vec4 columns), skin -> copy
     "B_BIND_NORMALS": 23,  # bind normals per display vertex (static pool)
     "B_DST_NORMALS": 24,   # normals the copy stage writes (skin node option normals = "skinned")
+    "B_WARM": 25,          # spring warm start: the spring stage's last output (its target), read by spring_frame
+    "B_BONES_PREV": 26,    # spring warm start: last frame's DeformBone records
 }
 
 #: image units of the image-reading stages (their own namespace; the renderer binds none). Units are per stage: each

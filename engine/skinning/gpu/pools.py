@@ -122,7 +122,8 @@ class Batch:
             bones=bool(methods & {"rigid", "irs"}) or self.has_spring,
             irs="irs" in methods,
             joint_ssbo=any(n.stage == "skin" for n in nodes),  # the DeformJoint SSBO: unfused skin nodes
-            fused_methods=tuple(self.fused_methods)))
+            fused_methods=tuple(self.fused_methods),
+            warm=self.has_spring))
 
     # ---- named storage (the only place that knows the names) ------------------------------------------------
     def static_ssbo(self, name: str) -> moderngl.Buffer:
@@ -255,6 +256,8 @@ class Batch:
         mk("joints", nbytes=max(1, self.n_joints) * L.DEFORM_JOINT.size if self.pose.needs.joint_ssbo else 16)
         images = self._make_images(new, n_dyn)
         mk("bones", nbytes=max(1, self.n_bones) * L.DEFORM_BONE.size)
+        if self.has_spring:  # last frame's bone records (the springs' warm start carries their motion)
+            mk("bones_prev", nbytes=max(1, self.n_bones) * L.DEFORM_BONE.size)
         self._keep_feedback(new, old, old_dyn)
         self.pose.layout(self.instances, old_joints, self.n_joints, self.n_bones)
         for inst in self.instances:

@@ -14,6 +14,7 @@ import moderngl
 import numpy as np
 
 from engine.gpu.layouts import pack_mat4
+from engine.skinning import springs
 from engine.skinning.gpu import layouts as L
 from engine.skinning.gpu import spring as gpu_spring
 from engine.skinning.gpu.records import Instance
@@ -31,6 +32,7 @@ class PoseNeeds:
     irs: bool                     # IRS bend quaternions
     joint_ssbo: bool              # (unfused) skin nodes read the DeformJoint SSBO
     fused_methods: tuple[str, ...]  # methods of fused skin_copy nodes (compact joint images)
+    warm: bool = False            # a spring stage: per instance, may its springs start warm (DeformBone.p.w)
 
 
 def upload_dual_quats(mats: np.ndarray, segments: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -57,6 +59,14 @@ class PoseStack:
         self.bones_all: Bones | None = None  # the bones of every instance with joint indices into the stack
         self.bone_rows = np.zeros(0, np.int64)
         self.bone_refs = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        # warm start (springs.warm_start_allowed per instance): last frame's poses (None: no last frame since the
+        # layout, every instance starts cold), stacked parents, per-instance scales and the instance of each bone
+        self.instances: list[Instance] = []
+        self.warm_prev: np.ndarray | None = None
+        self.parents_all = np.zeros(0, np.int64)
+        self.warm_scales = np.zeros(0)
+        self.bone_instance = np.zeros(0, np.int64)
+        self.warm_flags = np.zeros(0, bool)
 
     def set(self, inst: Instance, skin_mats: np.ndarray, posed_joints: np.ndarray) -> None:
         """The next frame's pose of one instance (shapes checked by the caller)."""
@@ -92,12 +102,24 @@ class PoseStack:
         rows = -(-max(nj, 1) // L.IMAGE_ROW_ITEMS)
         self.skin_joint_rec = {m: L.SKIN_JOINTS[m].zeros(rows * L.IMAGE_ROW_ITEMS) for m in self.needs.fused_methods}
         self.bone_rec = L.DEFORM_BONE.zeros(max(n_bones, 1))
+        self.instances = instances
+        self.warm_prev = None  # the pools are new: no last output to carry
+        self.warm_flags = np.zeros(len(instances), bool)
+        if self.needs.warm:
+            self.parents_all = np.concatenate(
+                [np.where(i.asset.parents >= 0, i.asset.parents.astype(np.int64) + i.joint_base, -1)
+                 for i in instances]) if instances else np.zeros(0, np.int64)
+            self.warm_scales = np.array([springs.warm_scale(i.asset.arrays["vstatic"][:, 3]) for i in instances])
         # bones of every instance with a binding, joint indices shifted into the stacked pose arrays
         boned = [i for i in instances if i.asset.binding is not None and i.asset.n_bones]
         if not (boned and self.needs.bones):
             self.bones_all = None
             return
-        parent, child, tip, rows_, s_ref, e_ref = [], [], [], [], [], []
+        parent, child, tip, rows_, s_ref, e_ref, owner = [], [], [], [], [], [], []
+        for k, inst in enumerate(instances):
+            if inst.asset.binding is not None and inst.asset.n_bones:
+                owner.append(np.full(inst.asset.n_bones, k, np.int64))
+        self.bone_instance = np.concatenate(owner)
         for inst in boned:
             bb = inst.asset.binding.bones  # type: ignore[union-attr]
             jb = inst.joint_base
@@ -150,7 +172,29 @@ class PoseStack:
                 srec["stretch"][:nj, 1, :2] = st[:, [1, 2], [2, 2]]
             skin_joint_images[m].write(srec.tobytes())
         if self.bones_all is not None:
+            if need.warm:
+                self._warm_flags()
             self._upload_bones(bones, src_joints)
+
+    def _warm_flags(self) -> None:
+        """Per instance: may its springs start from last frame's output (springs.warm_start_allowed on the motion
+        of its joints since the last upload, batched over every joint)? Remembers this frame's poses while some
+        instance wants the warm start (the spring stage keeps last frame's bone records only then: one that turns
+        it on starts cold once)."""
+        flags = np.zeros(len(self.instances), bool)
+        params = [i.params for i in self.instances]
+        wanted = np.array([p.warm_start and p.mode == "independent" for p in params], bool)
+        if not wanted.any():
+            self.warm_flags, self.warm_prev = flags, None
+            return
+        if self.warm_prev is not None:
+            angle, offset = springs.pose_motion(self.bind, self.parents_all, self.warm_prev, self.posed)
+            a = np.maximum.reduceat(angle, self.joint_starts)
+            o = np.maximum.reduceat(offset, self.joint_starts)
+            for k in np.nonzero(wanted)[0]:
+                flags[k] = springs.warm_start_allowed(params[k], a[k:k + 1], o[k:k + 1], self.warm_scales[k])
+        self.warm_flags = flags
+        self.warm_prev = np.array(self.posed)
 
     def _upload_bones(self, bones: moderngl.Buffer, src_joints: np.ndarray) -> None:
         bb = self.bones_all
@@ -170,6 +214,8 @@ class PoseStack:
         rn[:, :3, :3] = r_now
         rn[:, 3, 3] = 1.0
         rec["p"][rows, :3] = p
+        if self.needs.warm:
+            rec["p"][rows, 3] = self.warm_flags[self.bone_instance]
         rec["c"][rows, :3] = c
         rec["p_src"][rows, :3] = ps
         rec["c_src"][rows, :3] = cs

@@ -3,7 +3,11 @@
 Per frame, over the whole control pool:
 
 1. **frame** (``spring_frame.comp``, one dispatch): posed attachments and bone references per control point,
-   and the initial state x_0 (skinned positions, initial velocities) into ``s0``;
+   and the initial state x_0 (skinned positions, initial velocities) into ``s0``; an instance that starts warm
+   this frame (``DeformBone.p.w``, decided per instance by the pose upload: springs.warm_start_allowed) takes
+   x_0 from the stage's last output (its target) carried by the motion of each point's joint-blended frame since
+   the last frame (frames of the bone records of that frame: ``bones_prev``, copied from ``bones`` at the end of
+   the stage);
 2. **converge reset** (``converge.comp``, one work group): convergence state cleared, every work group active;
 3. **iterations** (``spring.comp``): up to ``dispatches`` indirect dispatches; every ``check_every``
    iterations the converge pass reads the GPU-side maxima / energy partials and rebuilds the list of active
@@ -65,6 +69,8 @@ class SpringContext(StageContext):
     source: moderngl.Buffer               # skinned control positions
     target: moderngl.Buffer
     bones: moderngl.Buffer                # DeformBone records
+    bones_prev: moderngl.Buffer           # last frame's DeformBone records (warm start)
+    warm: bool                            # some instance wants the warm start: keep this frame's bone records
     static: tuple[tuple[moderngl.Buffer, str], ...]  # STATIC_READS with their buffers
     buffers: SpringBuffers
     images: SpringImages
@@ -90,6 +96,7 @@ def run_frame(c: SpringContext) -> None:
     bind_image(c.images.frame, "I_SPRING_FRAME", read=False, write=True)
     bind_image(c.images.s0, "I_SPRING_DST", read=False, write=True)
     bind_ssbo(c.source, "B_SKINNED")
+    bind_all(((c.target, "B_WARM"), (c.bones_prev, "B_BONES_PREV"), (c.buffers.edit, "B_EDIT")))
     cs.run(c.n_groups)
 
 
@@ -159,3 +166,5 @@ def run(c: SpringContext) -> None:
     conv = converge_program(c)
     iterate(c, conv)
     resolve(c)
+    if c.warm:  # the bone records of this frame for next frame's warm start (after spring_frame read the old)
+        c.gl.copy_buffer(c.bones_prev, c.bones)
