@@ -33,7 +33,8 @@ _RANGES: dict[str, tuple[float, float]] = {"brush_radius": (1.0, 2000.0), "epsil
                                            "plane_offset": (-10.0, 10.0), "plane_turn": (-180.0, 180.0),
                                            "plane_tilt": (-89.0, 89.0), "surface_height": (-0.25, 0.25),
                                            "surface_rings": (0.0, 64.0), "surface_stiffness": (0.0, 1000.0),
-                                           "surface_waves": (0.25, 20.0), "surface_speed": (-10.0, 10.0)}
+                                           "surface_waves": (0.25, 20.0), "surface_speed": (-10.0, 10.0),
+                                           "surface_grab_px": (1.0, 100.0)}
 _CHOICES: dict[str, tuple[str, ...]] = {"tool": TOOLS, "surface_profile": SURFACE_PROFILES,
                                         "surface_ease": tuple(EASINGS), "surface_solver": SURFACE_SOLVERS}
 _INTEGERS = ("surface_rings",)
@@ -53,7 +54,8 @@ class EditorSettings:
     ``surface_waves`` / ``surface_speed`` (sine: waves along the stroke, waves per second of clip time),
     ``surface_rings`` (the passive region, edges around the stroke's faces), ``surface_stiffness`` (the edit
     force's k) and ``surface_solver`` ("springs" or "laplacian", for silhouette strokes). Changing one while
-    an edit is active changes that edit live."""
+    an edit is active changes that edit live. ``surface_grab_px``: how near (window pixels) a left press must
+    be to the active bulge's stroke to drag the stroke as a handle instead of drawing a new one."""
 
     tool: str = "pose"
     brush_radius: float = 60.0
@@ -69,6 +71,7 @@ class EditorSettings:
     surface_rings: int = 4
     surface_stiffness: float = 5.0
     surface_solver: str = "springs"
+    surface_grab_px: float = 8.0
 
     def __post_init__(self) -> None:
         self.update(**{f.name: getattr(self, f.name) for f in fields(self)})

@@ -19,6 +19,14 @@
   ``surface_solver`` "springs" hands the chain to the spring edit forces; "laplacian" spreads the chain's
   displacement over the region by Laplacian editing once (``silhouette_edit(smooth=True)``, CPU) and makes the
   whole region the edit's targets, so the springs hold the smooth outline and it follows the pose.
+* **dragging the stroke as a handle** (bulge tool): a left press within ``surface_grab_px`` window pixels of
+  the active bulge's stroke (as drawn now, on the deformed skin) grabs the stroke instead of drawing a new one.
+  The pointer's ray meets a plane through the stroke's middle facing the camera; the drag's displacement on it
+  (plus the bulge's lift at the press) becomes the edit's height and direction, so each kinematic target is
+  its rest place + displacement * the profile's weight at its stroke parameter (the same profile code path as
+  the slider), live every frame of the drag. The whole drag is one undo step (an undo mid-drag, or leaving the
+  tool, ends it); a click on the stroke changes nothing. Pointer events are read from the editor's event
+  queue, so a recording replays the drag.
 
 Edits are stored relative to the vertices' attachment points, so they stay while the character walks. The
 region of the active (last) edit is drawn in colour on the deformed mesh (``Character.show_region``: kinematic
@@ -45,6 +53,8 @@ import numpy as np
 from engine.ecs import World
 from engine.editor.state import SURFACE_TOOLS, EditorSettings, EditorState, StrokeInProgress
 from engine.editor.undo import CommandStack, SnapshotCommand
+from engine.input.events import Buttons, EventQueue, PointerDown, PointerMove, PointerUp
+from engine.input.rays import facing_plane, ray_plane_hit, window_ray
 
 __all__ = ["SurfaceTool", "ActiveEdit", "LIVE_SETTINGS", "SURFACE_SETTINGS", "surface_profile"]
 
@@ -107,6 +117,53 @@ class _StrokeJob:
 SurfaceSnapshot = tuple[str, dict[Any, list[Any]], "ActiveEdit | None", dict[str, Any]]
 
 
+@dataclass
+class _Handle:
+    """A drag of the active bulge's stroke: the ``press`` point (window pixels), the pyrr ``plane`` through the
+    stroke's middle facing the camera, where the press's ray met it (``start``), the edit's world ``lift`` at
+    the stroke's middle at the press (height * direction), the kinematic vertices' bone rotations ``rot``
+    (K, 3, 3) at the press (a world displacement is encoded with them), the snapshot ``before`` the drag and
+    the undo stack's change count at the press (an undo or redo mid-drag ends the drag)."""
+
+    press: tuple[float, float]
+    plane: np.ndarray
+    start: np.ndarray
+    lift: np.ndarray
+    rot: np.ndarray
+    before: SurfaceSnapshot
+    changes: int
+    moved: bool = False
+
+
+def _window_points(points: np.ndarray, camera: Any, width: int, height: int) -> np.ndarray:
+    """World points (N, 3) projected to window pixels (M, 2), row 0 at the top; points behind the eye left out."""
+    m = np.asarray(camera.projection_for(width / height), np.float64) @ np.asarray(camera.view, np.float64)
+    c = np.c_[np.asarray(points, np.float64), np.ones(len(points))] @ m.T
+    c = c[c[:, 3] > 1e-9]
+    ndc = c[:, :2] / c[:, 3:4]
+    return np.c_[(ndc[:, 0] + 1.0) * 0.5 * width, (1.0 - ndc[:, 1]) * 0.5 * height]
+
+
+def _polyline_distance(line: np.ndarray, p: np.ndarray) -> float:
+    """Distance from ``p`` to the polyline through ``line`` (N, D) (inf for no points)."""
+    if len(line) == 0:
+        return float("inf")
+    if len(line) == 1:
+        return float(np.linalg.norm(line[0] - p))
+    a, d = line[:-1], np.diff(line, axis=0)
+    length2 = np.einsum("ij,ij->i", d, d)
+    t = np.clip(np.einsum("ij,ij->i", p - a, d) / np.where(length2 > 0.0, length2, 1.0), 0.0, 1.0)
+    return float(np.linalg.norm(a + t[:, None] * d - p, axis=1).min())
+
+
+def _arc_middle(points: np.ndarray) -> np.ndarray:
+    """The point halfway along the polyline ``points`` (N, 3) by arc length."""
+    s = np.r_[0.0, np.cumsum(np.linalg.norm(np.diff(points, axis=0), axis=1))]
+    if not s[-1] > 0.0:
+        return np.asarray(points[0], np.float64)
+    return np.array([np.interp(0.5 * s[-1], s, points[:, k]) for k in range(points.shape[1])])
+
+
 class SurfaceTool:
     """The TOOLS-phase system of the bulge and silhouette tools on ``session`` (see the module docstring).
     ``character()`` returns the selected Character (the silhouette tool's target); a bulge stroke edits the
@@ -124,6 +181,7 @@ class SurfaceTool:
         self.waiting: list[tuple[str, Any, SurfaceSnapshot | None]] = []
         self._job: _StrokeJob | None = None
         self._seen: dict[str, Any] | None = None
+        self._handle: _Handle | None = None
 
     # -- the frame ------------------------------------------------------------------------------------------
     def __call__(self, world: World) -> None:
@@ -135,11 +193,14 @@ class SurfaceTool:
         if state.settings.tool not in SURFACE_TOOLS:
             self._job = None
             self.waiting.clear()
+            self._cancel_handle(state)
             self._hide()
             return
         if state.settings.tool == "bulge":
+            self._handle_input(state)
             self._bulge_input(state)
         else:
+            self._cancel_handle(state)
             self._job = None
             self.waiting.extend(("silhouette", stroke, None) for stroke in state.finished)
         self._run_waiting(state)
@@ -236,6 +297,102 @@ class SurfaceTool:
         state.say(f"{edit.name}: {edit.kinematic.size} kinematic, {edit.passive.size} passive, "
                   f"{edit.static.size} static")
         return f"{edit.name} on {ch.name}"
+
+    # -- the stroke dragged as a handle --------------------------------------------------------------------
+    def _handle_input(self, state: EditorState) -> None:
+        """This frame's left-button pointer events: a press on the active bulge's stroke grabs it (the stroke
+        the input system started drawing from that press is dropped), moves drag it, the release commits."""
+        world = self.session.world
+        queue = world.try_resource(EventQueue)
+        if queue is None:
+            return
+        undo = world.resource(CommandStack)
+        h = self._handle
+        if h is not None and undo.changes != h.changes:  # an undo or redo mid-drag: the stack's state wins
+            h = self._handle = None
+        presses: list[tuple[float, float]] = []
+        for e in queue.frame:
+            if isinstance(e, PointerDown) and e.button & Buttons.LEFT:
+                h = self._handle = self._grab(state, e.x, e.y)
+                if h is not None:
+                    presses.append(h.press)
+            elif h is None:
+                continue
+            elif isinstance(e, PointerMove) and e.buttons & Buttons.LEFT:
+                self._drag(state, h, e.x, e.y)
+            elif isinstance(e, PointerUp) and e.button & Buttons.LEFT:
+                self._drag(state, h, e.x, e.y)
+                self._release(state, h)
+                h = self._handle = None
+        if presses:  # those presses drag the handle: they draw no stroke
+            def grabbed(p: Any) -> bool:
+                return any(float(np.hypot(p[0] - x, p[1] - y)) < 1e-6 for x, y in presses)
+
+            if state.drawing is not None and grabbed(state.drawing.points[0]):
+                state.drawing = None
+            state.finished[:] = [s for s in state.finished if not grabbed(s.samples[0])]
+
+    def _grab(self, state: EditorState, x: float, y: float) -> _Handle | None:
+        """A handle when (x, y) is within ``surface_grab_px`` of the active bulge's stroke, else None."""
+        found = self._active_edit()
+        if found is None:
+            return None
+        a, ch, stack = found
+        edit = stack.edits[a.index]
+        if (a.tool != "bulge" or a.samples is None or edit.profile is None or edit.direction_local is None
+                or edit.profile.direction != "normal"):
+            return None
+        cam, r = self.session.camera, self.session.renderer
+        pts = np.asarray(a.samples.positions(ch), np.float64)  # the stroke as drawn now, on the deformed skin
+        if _polyline_distance(_window_points(pts, cam, r.width, r.height), np.array([x, y])) \
+                > state.settings.surface_grab_px:
+            return None
+        plane = facing_plane(_arc_middle(pts), cam.eye)
+        start = ray_plane_hit(window_ray(x, y, r.width, r.height, cam.view, cam.projection_for(r.width / r.height)),
+                              plane)
+        if start is None:
+            return None
+        rot = np.asarray(ch.edit_frame(a.key)[1], np.float64)[edit.kinematic]
+        n = np.einsum("kij,kj->ki", rot, edit.direction_local).mean(axis=0)
+        n /= max(float(np.linalg.norm(n)), 1e-12)
+        return _Handle((float(x), float(y)), plane, start, edit.profile.height * n, rot,
+                       self._snapshot(ch, state), self.session.world.resource(CommandStack).changes)
+
+    def _drag(self, state: EditorState, h: _Handle, x: float, y: float) -> None:
+        """The pointer at (x, y): the edit's height and direction become the lift at the press plus the drag's
+        displacement on the handle's plane (the height clamped to the ``surface_height`` range)."""
+        found = self._active_edit()
+        cam, r = self.session.camera, self.session.renderer
+        hit = ray_plane_hit(window_ray(x, y, r.width, r.height, cam.view, cam.projection_for(r.width / r.height)),
+                            h.plane)
+        if found is None or hit is None:
+            return
+        a, _, stack = found
+        edit = stack.edits[a.index]
+        v = h.lift + (hit - h.start)
+        st = state.settings
+        st.nudge(surface_height=float(np.linalg.norm(v)) - st.surface_height)  # clamped to its range
+        direction = edit.direction_local
+        if st.surface_height > 1e-9:
+            direction = np.einsum("kji,j->ki", h.rot, v / np.linalg.norm(v))  # R^T v, per kinematic vertex
+        stack.edits[a.index] = dataclasses.replace(
+            edit, profile=dataclasses.replace(edit.profile, height=st.surface_height), direction_local=direction)
+        self._seen = self._values(st)  # the edit already has the new height: no live change to apply
+        h.moved = True
+
+    def _release(self, state: EditorState, h: _Handle) -> None:
+        found = self._active_edit()
+        if found is None or not h.moved:  # a click on the stroke changes nothing
+            return
+        a, ch, stack = found
+        self._commit(ch, state, h.before, f"drag {stack.edits[a.index].name} of {ch.name}")
+
+    def _cancel_handle(self, state: EditorState) -> None:
+        """Leaving the bulge tool mid-drag puts the edit back as it was at the press."""
+        h, self._handle = self._handle, None
+        found = self._active_edit()
+        if h is not None and h.moved and found is not None:
+            self._restore(found[1], state, h.before)
 
     # -- silhouette strokes ---------------------------------------------------------------------------------
     def _add_silhouette(self, ch: Any, state: EditorState, stroke: Any) -> str:

@@ -1,7 +1,8 @@
 """The editor's surface tools (issue 12 in the editor, engine/editor/surface.py) on the cylinder: a bulge stroke read
 through asynchronous G-buffer queries (a synchronous query would fail the test) becomes an undoable edit with its
 region shown; live height changes fold into one undo step per drag; undo and redo restore the exact edits and
-deformer; a stroke off the surface is refused with a message; an accent stroke beside the outline moves it."""
+deformer; a stroke off the surface is refused with a message; an accent stroke beside the outline moves it; a drag
+that starts on the drawn stroke moves it as a handle (one undo step)."""
 from __future__ import annotations
 
 import numpy as np
@@ -151,3 +152,42 @@ def test_on_the_cpu_device_the_bulge_runs_in_the_numpy_springs():
         s.step(3)
         assert ed.undo.history == [f"bulge 1 on {ch.name}"], ed.state.messages
         assert np.abs(ch.vertices()[key] - rest).max() > 0.005
+
+
+def test_dragging_the_stroke_moves_the_kinematic_vertices_as_a_handle(monkeypatch):
+    with Session(width=W, height=H, strict=True) as s:
+        ed, ch = _editor(s)
+        _no_sync_queries(s, monkeypatch)
+        cam = s.camera
+        _drag(ed, s, [_px(cam, [0.0, y, 0.1]) for y in np.linspace(0.35, 0.65, 8)])
+        s.step(6)
+        assert ed.undo.history == [f"bulge 1 on {ch.name}"], ed.state.messages
+        key = ch.skinned_primitives[0]
+        edit = ch.edits[key].edits[0]
+        topo = ch.topology(key)
+        kin = np.isin(np.asarray(topo.control_of_display), edit.kinematic)
+        before_edits = _edits(ch)
+        attach, rot = ch.edit_frame(key)
+        before_targets = edit.targets(attach, rot)
+        x0 = ch.vertices()[key].copy()
+        # press on the stroke's middle as drawn now (on the raised skin), drag 30 pixels to the right
+        mid = ed.surface.active.samples.positions(ch)
+        x, y = _px(cam, mid[len(mid) // 2])
+        _drag(ed, s, [(x + dx, y) for dx in (0.0, 10.0, 20.0, 30.0)], t=1.0)
+        assert ed.undo.history == [f"bulge 1 on {ch.name}", f"drag bulge 1 of {ch.name}"], ed.state.messages
+        assert len(ch.edits[key].edits) == 1  # the press grabbed the stroke: no new stroke, no new edit
+        dragged = ch.edits[key].edits[0]
+        moved = dragged.targets(attach, rot) - before_targets
+        assert moved[:, 0].max() > 0.01 and np.all(moved[:, 0] > -1e-9)  # targets follow the drag (+x) ...
+        weights = dragged.profile.amount(dragged.param) / dragged.profile.height
+        assert np.allclose(moved[:, 0], moved[:, 0].max() * weights / weights.max(), atol=1e-6)  # ... by profile
+        s.step(20)
+        x1 = ch.vertices()[key]
+        assert x1[kin, 0].mean() > x0[kin, 0].mean() + 0.005  # the kinematic vertices moved along the drag
+        ed.queue.push(KeyDown(2.0, "z", Modifiers.CTRL))
+        s.step()
+        assert ed.undo.cursor == 1  # one undo step undid the whole drag
+        assert _edits(ch) == before_edits
+        assert np.array_equal(ch.edits[key].edits[0].targets(attach, rot), before_targets)
+        s.step(20)
+        assert np.abs(ch.vertices()[key][kin] - x0[kin]).max() < 1e-3

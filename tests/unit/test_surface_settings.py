@@ -54,3 +54,9 @@ def test_a_header_with_surface_settings_reads_back():
               "editor": EditorSettings(tool="silhouette", surface_solver="laplacian").to_dict()}
     rec = parse_recording([json.dumps(header) + "\n", '{"type": "end", "frames": 0}\n'])
     assert EditorSettings.from_dict(rec.header.editor).surface_solver == "laplacian"
+
+
+def test_the_handle_grab_distance_is_a_checked_setting():
+    assert EditorSettings().surface_grab_px == 8.0
+    with pytest.raises(ValueError, match="surface_grab_px must be a number in"):
+        EditorSettings(surface_grab_px=0.0)
