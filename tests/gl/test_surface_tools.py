@@ -191,3 +191,27 @@ def test_dragging_the_stroke_moves_the_kinematic_vertices_as_a_handle(monkeypatc
         assert np.array_equal(ch.edits[key].edits[0].targets(attach, rot), before_targets)
         s.step(20)
         assert np.abs(ch.vertices()[key][kin] - x0[kin]).max() < 1e-3
+
+
+def test_a_handle_drag_within_one_frame_draws_no_stroke_and_a_press_off_the_stroke_draws_one():
+    with Session(width=W, height=H, strict=True) as s:
+        ed, ch = _editor(s)
+        cam = s.camera
+        _drag(ed, s, [_px(cam, [0.0, y, 0.1]) for y in np.linspace(0.35, 0.65, 8)])
+        s.step(6)
+        key = ch.skinned_primitives[0]
+        height = ch.edits[key].edits[0].profile.height
+        mid = ed.surface.active.samples.positions(ch)
+        x, y = _px(cam, mid[len(mid) // 2])
+        ed.queue.push(PointerDown(1.0, x, y))  # press, move and release all in one frame
+        ed.queue.push(PointerMove(1.01, x, y - 15.0, buttons=Buttons.LEFT))
+        ed.queue.push(PointerUp(1.02, x, y - 15.0))
+        s.step(4)
+        assert ed.undo.history == [f"bulge 1 on {ch.name}", f"drag bulge 1 of {ch.name}"], ed.state.messages
+        dragged = ch.edits[key].edits[0]
+        assert len(ch.edits[key].edits) == 1 and dragged.profile.height != pytest.approx(height)
+        # a stroke drawn away from the handle (beside the tube) is a new stroke: refused off the surface
+        _drag(ed, s, [(10.0, 10.0), (30.0, 20.0), (50.0, 12.0)], t=2.0)
+        s.step(2)
+        assert any(m.startswith("bulge refused:") for m in ed.state.messages)
+        assert ch.edits[key].edits[0] is dragged
