@@ -13,7 +13,7 @@
     skinengine edit ASSET --strokes FILE.json [--clip C --time T] --export-frame OUT.npz [--screenshot S.png]
     skinengine bench deform|render|reference|anim|scene|bake|soak|ecs|editor [...] (needs a checkout)
     skinengine editor [--asset A] [--record FILE]   the editor window (pose with strokes); --record records it
-    skinengine replay FILE [--headless] [--screenshot S.png] [--export-frame F.npz] [--save P.glb]
+    skinengine replay FILE [--headless] [--screenshot S.png] [--export-frame F.npz] [--save P.glb|E.json]
     skinengine --version
 
 This module owns the argument parsing; the command bodies live in engine.tools and game.demo and keep their
@@ -293,7 +293,8 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     p.add_argument("--screenshot", default=None, metavar="PNG", help="write the last frame as PNG")
     p.add_argument("--export-frame", default=None, metavar="NPZ",
                    help="write the last frame's deformed vertices (export-frame keys)")
-    p.add_argument("--save", default=None, metavar="GLB", help="write the posed asset as .glb")
+    p.add_argument("--save", default=None, metavar="GLB|JSON",
+                   help="write the posed asset (.glb) or the surface edits (.json, the versioned edits file)")
     p.add_argument("--device", default="gpu", choices=("gpu", "cpu"),
                    help="gpu = compute shaders, cpu = numpy reference (default gpu)")
 

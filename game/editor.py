@@ -3,7 +3,8 @@ into the editor's systems (engine/editor), and the real-time replay of a recordi
 
 ``python main.py --record FILE`` opens it on the humanoid (or ``--asset``), recording the session to FILE;
 ``python main.py replay FILE`` (with a display) plays a recording back in it. Controls (engine/editor/systems.py
-``KEY_BINDINGS``): P pose tool (left-drag draws a baseline, then an offset stroke), O orbit tool, right-drag
+``KEY_BINDINGS``): P pose tool (left-drag draws a baseline, then an offset stroke), B bulge tool and S
+silhouette tool (surface edits, engine/editor/surface.py; the Tools panel sets them), O orbit tool, right-drag
 orbits, middle-drag pans, wheel zooms, Ctrl+Z / Ctrl+Shift+Z undo / redo, Space pause, ``.`` one step,
 ``[`` / ``]`` time scale, Esc drops the strokes (and quits when there are none).
 """
@@ -25,6 +26,10 @@ HELP_LINES = (
     "   along a limb, then an offset stroke",
     "   where it should go; drag their knots",
     "   (dots) to adjust the pose",
+    "B  bulge tool: left-drag a stroke on the",
+    "   skin; = / - height, R / Shift+R rings",
+    "S  silhouette tool: left-drag beside an",
+    "   outline (view from the side)",
     "O  orbit tool (left-drag orbits)",
     "click a character to select it",
     "right-drag orbit, middle-drag pan,",
@@ -100,6 +105,7 @@ class EditorUI:
         from imgui_bundle import imgui
 
         from engine.editor.state import TOOLS
+        from game.ui.surface_panel import draw_surface_controls
 
         st = self.editor.state
         if not self._window("Tools", 8.0, 8.0, 110.0):
@@ -113,13 +119,14 @@ class EditorUI:
         changed, v = imgui.slider_float("RDP eps px", st.settings.epsilon_px, 0.0, 32.0, "%.1f")
         if changed:
             self.act("set", epsilon_px=float(v))
-        for key, label, lo, hi in _PLANE:
-            changed, v = imgui.slider_float(label, float(getattr(st.settings, key)), lo, hi, "%.2f")
-            if changed:
-                self.act("set", **{key: float(v)})
         n = len(st.strokes)
-        imgui.text("draw the baseline" if n == 0 else "now the offset stroke" if st.settings.tool == "pose"
-                   else f"{n} strokes")
+        if st.settings.tool == "pose":
+            for key, label, lo, hi in _PLANE:
+                changed, v = imgui.slider_float(label, float(getattr(st.settings, key)), lo, hi, "%.2f")
+                if changed:
+                    self.act("set", **{key: float(v)})
+            imgui.text("draw the baseline" if n == 0 else "now the offset stroke")
+        draw_surface_controls(self.editor, self.act)
         for m in st.messages[-3:]:
             imgui.text(m)
         imgui.pop_item_width()

@@ -1,4 +1,4 @@
-"""`python main.py replay FILE [--headless] [--screenshot out.png] [--export-frame out.npz] [--save out.glb]`:
+"""`python main.py replay FILE [--headless] [--screenshot out.png] [--export-frame out.npz] [--save out.glb|.json]`:
 reproduce a recorded editor session (engine/input/record.py) and write what it produced.
 
 Headless (``--headless``, or no display) the frames run back to back, each with its recorded dt, offscreen;
@@ -6,7 +6,9 @@ in a window (game/editor.py) they are paced in real time. Either way the final s
 ``--export-frame`` writes every character's deformed skinned vertices of the last frame in the
 ``export-frame`` npz contract (``node{n}_mesh{m}_prim{p}`` float32 (N, 3); with several characters each
 key gets the prefix ``char{i}_``, i in spawn order); ``--screenshot`` the last frame as PNG; ``--save`` the
-selected character's asset with its pose keyed into a clip ``pose`` (needs the posing layer).
+selected character's asset with its pose keyed into a clip ``pose`` (needs the posing layer); ``--save
+EDITS.json`` its surface edits instead (the versioned edits file of ``Character.save_edits``, read back by
+``edit --load`` and ``Character.load_edits``).
 """
 from __future__ import annotations
 
@@ -50,7 +52,8 @@ def replay_command(args: argparse.Namespace) -> int:
 
     shot = _check_out(args.screenshot, ".png", "--screenshot")
     npz = _check_out(args.export_frame, ".npz", "--export-frame")
-    glb = _check_out(args.save, ".glb", "--save")
+    edits = args.save is not None and Path(args.save).suffix.lower() == ".json"
+    glb = _check_out(args.save, ".json" if edits else ".glb", "--save")
     rec = read_recording(args.file)
     headless = bool(args.headless) or not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
     if headless:
@@ -79,7 +82,13 @@ def _write_outputs(ed: Any, shot: Path | None, npz: Path | None, glb: Path | Non
         s.render()
         s.save_png(shot)
         print(f"wrote {shot}")
-    if glb is not None:
+    if glb is not None and glb.suffix.lower() == ".json":  # the surface edits, in the versioned edits file
+        ch = ed.selected
+        if ch is None:
+            raise ValueError("--save: no character to save the edits of")
+        ch.save_edits(glb)
+        print(f"wrote {glb}")
+    elif glb is not None:
         save = getattr(ed, "save_asset", None)
         if save is None:
             raise ValueError("--save needs the posing layer (the pose command's keyed clip), not available here")

@@ -27,6 +27,7 @@ import numpy as np
 from engine.ecs import Clock, Phase, World
 from engine.editor.posing import PosingTool
 from engine.editor.state import EditorSettings, EditorState
+from engine.editor.surface import SurfaceTool
 from engine.editor.systems import CHARACTER_ACTIONS, camera_system, shortcut_system, stroke_input_system
 from engine.editor.undo import CommandStack, SnapshotCommand
 from engine.input.events import Action, EventQueue, input_begin_system
@@ -74,7 +75,8 @@ def camera_from_header(d: dict[str, Any], aspect: float) -> Any:
 
 class Editor:
     """The editor's resources and systems on ``session``: ``queue`` (events in), ``state`` (tool, strokes,
-    messages), ``undo`` (the command stack). ``settings``: EditorSettings or a dict of them."""
+    messages), ``undo`` (the command stack), the TOOLS-phase tools ``posing`` (line of action) and ``surface``
+    (bulge and silhouette edits). ``settings``: EditorSettings or a dict of them."""
 
     def __init__(self, session: Any, *, settings: EditorSettings | dict[str, Any] | None = None,
                  undo_limit: int = 200) -> None:
@@ -95,6 +97,8 @@ class Editor:
                            after="editor_shortcuts", before="editor_camera")
         self.posing = PosingTool(lambda: self.selected)
         session.add_system(Phase.TOOLS, self.posing, name=PosingTool.name)
+        self.surface = SurfaceTool(session, lambda: self.selected)
+        session.add_system(Phase.TOOLS, self.surface, name=SurfaceTool.name, after=PosingTool.name)
         self.spawned: list[dict[str, Any]] = []
         self.recorder: Recorder | None = None
         self._orbit()

@@ -12,17 +12,31 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from engine.input.strokes import DEFAULT_EPSILON_PX, Stroke
+from engine.skinning.edits import EASINGS
 
-__all__ = ["TOOLS", "STROKE_TOOLS", "EditorSettings", "EditorState", "StrokeInProgress"]
+__all__ = ["TOOLS", "STROKE_TOOLS", "SURFACE_TOOLS", "SURFACE_PROFILES", "SURFACE_SOLVERS", "EditorSettings",
+           "EditorState", "StrokeInProgress"]
 
-#: Every tool of the palette; the surface tools are slots that later issues fill.
-TOOLS = ("orbit", "pose", "surface_paint", "surface_sculpt")
+#: Every tool of the palette: orbit, line-of-action posing, and the surface tools (engine/editor/surface.py):
+#: "bulge" (a stroke on the skin raised by a profile) and "silhouette" (an accent stroke moves an outline).
+TOOLS = ("orbit", "pose", "bulge", "silhouette")
 #: Tools whose left-button drags draw strokes.
-STROKE_TOOLS = ("pose", "surface_paint", "surface_sculpt")
+STROKE_TOOLS = ("pose", "bulge", "silhouette")
+#: The surface-editing tools.
+SURFACE_TOOLS = ("bulge", "silhouette")
+#: Profiles the bulge tool offers (engine.skinning.edits.Profile types with an amount).
+SURFACE_PROFILES = ("bulge", "sine")
+#: How a silhouette edit is solved: the spring edit forces, or Laplacian editing once (CPU) held by them.
+SURFACE_SOLVERS = ("springs", "laplacian")
 
 _RANGES: dict[str, tuple[float, float]] = {"brush_radius": (1.0, 2000.0), "epsilon_px": (0.0, 100.0),
                                            "plane_offset": (-10.0, 10.0), "plane_turn": (-180.0, 180.0),
-                                           "plane_tilt": (-89.0, 89.0)}
+                                           "plane_tilt": (-89.0, 89.0), "surface_height": (-0.25, 0.25),
+                                           "surface_rings": (0.0, 64.0), "surface_stiffness": (0.0, 1000.0),
+                                           "surface_waves": (0.25, 20.0), "surface_speed": (-10.0, 10.0)}
+_CHOICES: dict[str, tuple[str, ...]] = {"tool": TOOLS, "surface_profile": SURFACE_PROFILES,
+                                        "surface_ease": tuple(EASINGS), "surface_solver": SURFACE_SOLVERS}
+_INTEGERS = ("surface_rings",)
 
 
 @dataclass
@@ -31,7 +45,15 @@ class EditorSettings:
     line of action selects), ``epsilon_px`` (Ramer-Douglas-Peucker tolerance at 1080 window rows, scaled with
     the window height); the posing plane (through the skeleton's root, facing the camera by default):
     ``plane_offset`` metres along its normal, ``plane_turn`` degrees about the world's up axis and
-    ``plane_tilt`` degrees about the camera's horizontal axis."""
+    ``plane_tilt`` degrees about the camera's horizontal axis.
+
+    The surface tools (engine/editor/surface.py) read: ``surface_profile`` ("bulge" or "sine"),
+    ``surface_height`` metres (the bulge's height at the stroke's middle, the sine's amplitude),
+    ``surface_ease`` (an easing of engine.skinning.edits.EASINGS; "quadOut" is the research's parabola),
+    ``surface_waves`` / ``surface_speed`` (sine: waves along the stroke, waves per second of clip time),
+    ``surface_rings`` (the passive region, edges around the stroke's faces), ``surface_stiffness`` (the edit
+    force's k) and ``surface_solver`` ("springs" or "laplacian", for silhouette strokes). Changing one while
+    an edit is active changes that edit live."""
 
     tool: str = "pose"
     brush_radius: float = 60.0
@@ -39,6 +61,14 @@ class EditorSettings:
     plane_offset: float = 0.0
     plane_turn: float = 0.0
     plane_tilt: float = 0.0
+    surface_profile: str = "bulge"
+    surface_height: float = 0.02
+    surface_ease: str = "quadOut"
+    surface_waves: float = 1.0
+    surface_speed: float = 0.0
+    surface_rings: int = 4
+    surface_stiffness: float = 5.0
+    surface_solver: str = "springs"
 
     def __post_init__(self) -> None:
         self.update(**{f.name: getattr(self, f.name) for f in fields(self)})
@@ -51,17 +81,34 @@ class EditorSettings:
         for k, v in values.items():
             if k not in names:
                 raise ValueError(f"unknown editor setting {k!r} (settings: {', '.join(sorted(names))})")
-            if k == "tool":
-                if v not in TOOLS:
-                    raise ValueError(f"tool must be one of {', '.join(TOOLS)}, got {v!r}")
+            if k in _CHOICES:
+                if v not in _CHOICES[k]:
+                    raise ValueError(f"{k} must be one of {', '.join(_CHOICES[k])}, got {v!r}")
                 clean[k] = v
                 continue
             lo, hi = _RANGES[k]
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi:
                 raise ValueError(f"{k} must be a number in [{lo:g}, {hi:g}], got {v!r}")
+            if k in _INTEGERS:
+                if v != int(v):
+                    raise ValueError(f"{k} must be a whole number in [{lo:g}, {hi:g}], got {v!r}")
+                clean[k] = int(v)
+                continue
             clean[k] = float(v)
         for k, v in clean.items():
             setattr(self, k, v)
+
+    def nudge(self, **steps: float) -> None:
+        """Add ``steps`` to numeric settings, clamped to their ranges (keys: ``surface_height`` +0.005 ...)."""
+        values: dict[str, Any] = {}
+        for k, step in steps.items():
+            if k not in _RANGES:
+                raise ValueError(f"{k!r} is not a numeric setting; numeric: {', '.join(sorted(_RANGES))}")
+            if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step):
+                raise ValueError(f"the step of {k} must be a finite number, got {step!r}")
+            lo, hi = _RANGES[k]
+            values[k] = min(hi, max(lo, getattr(self, k) + step))
+        self.update(**values)
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

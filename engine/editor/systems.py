@@ -2,9 +2,11 @@
 
 1. ``input_begin_system`` (engine.input.events): this frame's events become ``EventQueue.frame``.
 2. :func:`shortcut_system`: keys -> editor commands (Ctrl+Z undo, Ctrl+Shift+Z / Ctrl+Y redo, Space pause,
-   ``.`` one step, ``[`` / ``]`` time scale, O orbit tool, P pose tool, Esc drops the strokes) and
-   :class:`Action` events from panels and scripts (``tool``, ``set``, ``undo``, ``redo``, ``clear_strokes``,
-   ``pause``, ``play``, ``step``, ``time_scale``, ``select``) -> the same commands.
+   ``.`` one step, ``[`` / ``]`` time scale, O orbit tool, P pose tool, B bulge tool, S silhouette tool,
+   ``=`` / ``-`` the surface height, R / Shift+R the surface rings, Esc drops the strokes) and
+   :class:`Action` events from panels and scripts (``tool``, ``set``, ``end_edit``, ``surface_nudge``,
+   ``undo``, ``redo``, ``clear_strokes``, ``pause``, ``play``, ``step``, ``time_scale``, ``select``) -> the
+   same commands.
 3. :func:`camera_system`: right-drag orbits (left-drag too in the orbit tool), middle-drag pans, the wheel
    zooms; a Resize resizes the frame.
 4. :func:`stroke_input_system`: left-button down/move/up in a stroke tool -> the samples of the stroke
@@ -54,6 +56,12 @@ KEY_BINDINGS: dict[tuple[str, Modifiers], tuple[str, dict[str, Any]]] = {
     ("bracketright", Modifiers.NONE): ("time_scale", {"factor": 2.0}),
     ("o", Modifiers.NONE): ("tool", {"name": "orbit"}),
     ("p", Modifiers.NONE): ("tool", {"name": "pose"}),
+    ("b", Modifiers.NONE): ("tool", {"name": "bulge"}),
+    ("s", Modifiers.NONE): ("tool", {"name": "silhouette"}),
+    ("equal", Modifiers.NONE): ("surface_nudge", {"surface_height": 0.005}),
+    ("minus", Modifiers.NONE): ("surface_nudge", {"surface_height": -0.005}),
+    ("r", Modifiers.NONE): ("surface_nudge", {"surface_rings": 1}),
+    ("r", Modifiers.SHIFT): ("surface_nudge", {"surface_rings": -1}),
     ("escape", Modifiers.NONE): ("clear_strokes", {}),
 }
 #: Actions on the selected character, run by the Editor (it holds the Character handles), not here.
@@ -79,6 +87,11 @@ def apply_action(world: World, name: str, args: dict[str, Any]) -> None:
             state.strokes.clear()
         elif name == "set":
             state.settings.update(**args)
+        elif name == "end_edit":  # a slider released: the next change is a new undo step
+            undo.close()
+        elif name == "surface_nudge":  # a key steps a surface setting (clamped to its range); one undo step each
+            undo.close()
+            state.settings.nudge(**args)
         elif name == "clear_strokes":
             state.drawing = None
             state.strokes.clear()
@@ -227,7 +240,8 @@ def stroke_input_system(world: World) -> None:
         if isinstance(e, PointerUp) and undo is not None and state.knot_drag is None:
             undo.close()  # a drag ends: the next edit is a new undo step (a knot drag: the tool closes it)
         if isinstance(e, PointerDown) and e.button & Buttons.LEFT:
-            state.knot_drag = _knot_under(state, e.x, e.y) if not state.strokes else None
+            posing = state.settings.tool == "pose" and not state.strokes  # knots are the pose's strokes
+            state.knot_drag = _knot_under(state, e.x, e.y) if posing else None
             if state.knot_drag is None:
                 state.drawing = StrokeInProgress([(e.x, e.y)], [e.t], [e.pressure])
         elif state.knot_drag is not None:

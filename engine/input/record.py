@@ -24,6 +24,13 @@ Format, version 1 (one JSON object per line, UTF-8):
   ``{"type": "frame", "dt": 0.0166}`` with the real seconds that frame ran;
 * the last line ``{"type": "end", "frames": N}``; a file without it was cut off.
 
+Tool and panel actions are ``{"type": "action", "name": ..., "args": {...}}`` events; the names the editor runs
+are listed in engine/editor/systems.py (``tool``, ``set``, ``undo``, ...; the surface tools add ``end_edit``, a
+slider released, and ``surface_nudge``, a key stepping a surface setting) and engine/editor/editor.py (the
+character actions). They need no new field, so the format stays version 1; ``editor`` in the header may hold
+the surface tools' ``surface_*`` settings (engine.editor.EditorSettings), which older files leave at their
+defaults.
+
 Replay feeds each frame's events to the editor's INPUT-phase systems and runs the frame with its recorded dt,
 so the clock, every tool and the result are exactly those of the session. A hand-written file may leave out
 the frame lines: its events are then grouped into frames of one fixed ``step`` by their timestamps.

@@ -1,0 +1,153 @@
+"""The editor's surface tools (issue 12 in the editor, engine/editor/surface.py) on the cylinder: a bulge stroke read
+through asynchronous G-buffer queries (a synchronous query would fail the test) becomes an undoable edit with its
+region shown; live height changes fold into one undo step per drag; undo and redo restore the exact edits and
+deformer; a stroke off the surface is refused with a message; an accent stroke beside the outline moves it."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine import Session
+from engine.editor import Editor
+from engine.input.events import Action, Buttons, KeyDown, Modifiers, PointerDown, PointerMove, PointerUp
+from engine.render.camera import OrbitCamera
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.gl
+
+W, H = 240, 240
+CYLINDER = ROOT / "assets" / "cylinder.glb"
+
+
+def _px(cam, p):
+    c = cam.projection_for(W / H) @ cam.view @ np.r_[p, 1.0]
+    return float((c[0] / c[3] + 1) * 0.5 * W), float((1 - c[1] / c[3]) * 0.5 * H)
+
+
+def _drag(ed, s, points, t=0.0):
+    ed.queue.push(PointerDown(t, *points[0]))
+    s.step()
+    for p in points[1:]:
+        t += 0.016
+        ed.queue.push(PointerMove(t, *p, buttons=Buttons.LEFT))
+        s.step()
+    ed.queue.push(PointerUp(t + 0.01, *points[-1]))
+    s.step()
+
+
+def _editor(s, tool="bulge"):
+    ed = Editor(s, settings={"tool": tool, "surface_rings": 2, "surface_height": 0.03})
+    ch = ed.spawn(str(CYLINDER), clip=None)
+    s.camera = OrbitCamera(target=np.array([0.0, 0.5, 0.0]), yaw=0.0, pitch=0.0, distance=1.2, fov_y=45.0,
+                           aspect=W / H)
+    s.step()
+    return ed, ch
+
+
+def _no_sync_queries(s, monkeypatch):
+    def refuse(*a, **k):
+        raise AssertionError("a synchronous G-buffer query stalls the frame")
+
+    monkeypatch.setattr(s, "pick_many", refuse)
+    monkeypatch.setattr(s, "pick", refuse)
+    monkeypatch.setattr(s.renderer, "query_many", refuse)
+
+
+def _edits(ch):
+    return {k: [e.to_dict() for e in st] for k, st in ch.edits.items() if len(st)}
+
+
+def test_bulge_stroke_makes_an_undoable_live_edit(monkeypatch):
+    with Session(width=W, height=H, strict=True) as s:
+        ed, ch = _editor(s)
+        _no_sync_queries(s, monkeypatch)
+        cam = s.camera
+        stroke = [_px(cam, [0.0, y, 0.1]) for y in np.linspace(0.35, 0.65, 8)]
+        rest = {k: v.copy() for k, v in ch.vertices().items()}
+        _drag(ed, s, stroke)
+        assert not ed.undo.history  # the last answers arrive a frame later; the deformer switches first
+        s.step(3)
+        assert ed.undo.history == [f"bulge 1 on {ch.name}"], ed.state.messages
+        assert ch.deformer == "spring"
+        key = ch.skinned_primitives[0]
+        edit = ch.edits[key].edits[0]
+        assert edit.kinematic.size > 5 and edit.passive.size > edit.kinematic.size and edit.static.size > 0
+        assert edit.profile.type == "bulge" and edit.profile.height == pytest.approx(0.03)
+        assert (ch.entity, key) == ed.surface.shown  # the region is drawn on the mesh
+        assert (ch.entity, key) in s._marks
+        first = _edits(ch)
+        x = ch.vertices()[key]
+        moved = np.linalg.norm(x - rest[key], axis=1)
+        topo = ch.topology(key)
+        kin_display = np.isin(np.asarray(topo.control_of_display), edit.kinematic)
+        assert moved[kin_display].max() > 0.01  # the front of the tube rose
+        assert x[kin_display, 2].mean() > rest[key][kin_display, 2].mean() + 0.005
+        # a slider drag: three heights, one undo step; released, the next change is another step
+        for h in (0.035, 0.04, 0.05):
+            ed.queue.push(Action(0.5, "set", {"surface_height": h}))
+            s.step()
+        ed.queue.push(Action(0.6, "end_edit", {}))
+        ed.queue.push(KeyDown(0.6, "r", Modifiers.NONE))  # one more ring
+        s.step()
+        assert ed.undo.history == [f"bulge 1 on {ch.name}", f"bulge 1 of {ch.name}: surface_height",
+                                   f"bulge 1 of {ch.name}: surface_rings"]
+        edit2 = ch.edits[key].edits[0]
+        assert edit2.profile.height == pytest.approx(0.05) and edit2.passive.size > edit.passive.size
+        assert np.array_equal(edit2.kinematic, edit.kinematic)
+        last = _edits(ch)
+        # undo all three: the edit, its height and rings, and the deformer go back exactly
+        for _ in range(2):
+            ed.queue.push(KeyDown(0.7, "z", Modifiers.CTRL))
+            s.step()
+        assert _edits(ch) == first and ed.state.settings.surface_height == pytest.approx(0.03)
+        ed.queue.push(KeyDown(0.8, "z", Modifiers.CTRL))
+        s.step()
+        assert _edits(ch) == {} and ch.deformer == "lbs" and ed.surface.active is None
+        assert np.array_equal(ch.vertices()[key], rest[key])
+        for _ in range(3):
+            ed.queue.push(KeyDown(0.9, "z", Modifiers.CTRL | Modifiers.SHIFT))
+            s.step()
+        assert _edits(ch) == last and ch.deformer == "spring"
+        assert ed.state.settings.surface_height == pytest.approx(0.05) and ed.state.settings.surface_rings == 3
+
+
+def test_a_stroke_off_the_surface_is_refused(monkeypatch):
+    with Session(width=W, height=H, strict=True) as s:
+        ed, ch = _editor(s)
+        _no_sync_queries(s, monkeypatch)
+        _drag(ed, s, [(10.0, 10.0), (30.0, 20.0), (50.0, 12.0)])
+        s.step(2)
+        assert not ed.undo.history and not ch.edits and ch.deformer == "lbs"
+        assert any(m.startswith("bulge refused:") and "hits no surface" in m for m in ed.state.messages)
+
+
+def test_an_accent_stroke_moves_the_outline():
+    with Session(width=W, height=H, strict=True) as s:
+        ed, ch = _editor(s, tool="silhouette")
+        cam = s.camera
+        accent = [_px(cam, [0.125, y, 0.0]) for y in np.linspace(0.35, 0.65, 7)]  # 2.5 cm right of the outline
+        _drag(ed, s, accent)
+        s.step(2)
+        assert ed.undo.history == [f"outline 1 of {ch.name} (springs)"], ed.state.messages
+        key = ch.skinned_primitives[0]
+        edit = ch.edits[key].edits[0]
+        topo = ch.topology(key)
+        x = np.asarray(ch.vertices()[key], np.float64)[np.asarray(topo.display_of_control)]
+        x0 = np.asarray(topo.positions, np.float64)
+        chain = edit.kinematic
+        assert chain.size >= 5 and np.all(x0[chain, 0] > 0.09)  # the right outline column
+        assert x[chain, 0].mean() > x0[chain, 0].mean() + 0.01  # moved out towards the stroke
+        far = x0[:, 0] < -0.05
+        assert np.abs(x[far] - x0[far]).max() < 1e-3  # the far side stays
+
+
+
+def test_on_the_cpu_device_the_bulge_runs_in_the_numpy_springs():
+    with Session(width=W, height=H, device="cpu", strict=True) as s:
+        ed, ch = _editor(s)
+        key = ch.skinned_primitives[0]
+        rest = ch.vertices()[key].copy()
+        _drag(ed, s, [_px(s.camera, [0.0, y, 0.1]) for y in np.linspace(0.4, 0.6, 5)])
+        s.step(3)
+        assert ed.undo.history == [f"bulge 1 on {ch.name}"], ed.state.messages
+        assert np.abs(ch.vertices()[key] - rest).max() > 0.005
