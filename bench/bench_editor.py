@@ -26,15 +26,19 @@ from typing import Any
 
 from bench.common import Spread, device_line
 
-#: how the UI is drawn in the "UI alone" cases: the layer's ``cached`` setting
-UI_CASES = {"cached layer": True, "direct": False}
+#: how the UI is drawn in the "UI alone" cases: the layer's ``cached`` setting and whether the cache copies the
+#: opaque panels (game/ui/ui_cache.py ``UICache.blit``) or blends them like the rest
+UI_CASES = {"cached layer": (True, True), "cached, blended": (True, False), "direct": (False, False)}
 
 
-def _ui_alone(s: Any, draw: Any, layer: Any, cached: bool, frames: int,
+def _ui_alone(s: Any, draw: Any, layer: Any, case: tuple[bool, bool], frames: int,
               out: dict[str, list[float]]) -> None:
     """``frames`` samples of the UI callback on its own (see the module docstring)."""
     assert s.ctx is not None
+    cached, blit = case
     layer.cached = cached
+    if layer._cache is not None:
+        layer._cache.blit = blit
     r = s.renderer
     for _ in range(frames):
         s.view.ui.remove(draw)
@@ -93,8 +97,8 @@ def main(argv: list[str] | None = None) -> None:
                                                     for c in UI_CASES}
         frames: dict[str, list[float]] = {"without UI": [], "with UI": []}
         for _ in range(args.rounds):
-            for case, cached in UI_CASES.items():
-                _ui_alone(s, draw, layer, cached, args.frames, alone[case])
+            for case, how in UI_CASES.items():
+                _ui_alone(s, draw, layer, how, args.frames, alone[case])
             if args.no_frames:
                 continue
             layer.cached = True

@@ -129,6 +129,12 @@ class DeformSettings:
         return None if self.graph is not None else registry.deformer(self.deformer)
 
     @property
+    def takes_edits(self) -> bool:
+        """Surface edits are spring forces: they act with the spring deformer (or a graph file, which may hold a
+        spring node); on another method they are kept but do nothing."""
+        return self.graph is not None or self.deformer == "spring"
+
+    @property
     def frame_dependent(self) -> bool:
         if self.graph is not None:
             return any("@previous" in str(v) for n in self.graph.nodes for v in n.inputs.values())

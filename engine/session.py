@@ -366,7 +366,7 @@ class Character:
             raise TypeError(f"edit must be a SurfaceEdit, got {type(edit).__name__}")
         s = self._session
         settings = s.meshes.settings[self.entity]
-        if settings.graph is None and settings.deformer != "spring":
+        if not settings.takes_edits:
             raise ValueError(f"surface edits are spring forces: {self.name!r} deforms with "
                              f"{settings.deformer!r}; set_deformer('spring') first")
         edit.check(self.topology(primitive).n_control)
@@ -871,6 +871,8 @@ def surface_edit_system(world: World, *, dependent: bool = False) -> None:
     if meshes.frame_dependent != dependent:
         return
     for e, (comp, skel, anim) in world.query(SurfaceEdits, SkeletonPose, Animator):
+        if not meshes.settings[e].takes_edits:  # kept for a switch back to springs, no forces to compute now
+            continue
         rows = {i.key: i for i in meshes.instances.get(e, ())}
         t = anim.playback.local_time if isinstance(anim.playback, Playback) else 0.0
         cfg = meshes.settings[e].config

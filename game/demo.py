@@ -3,7 +3,11 @@
 ``python main.py`` opens a window when a display exists and otherwise runs headless. Three casts:
 
 * the showcase (default): humanoids walking a loop path, waving, stretching and idling, the research's test
-  pieces (twisting cylinder, bending plus and box) on pedestals; the camera frames the cast on start;
+  pieces (twisting cylinder, bending plus and box) on pedestals; the camera frames the cast on start. Two carry
+  keyed surface edits (:data:`SHOWCASE_EDITS`, issue 12): the idling one breathes (a belly bulge whose weight
+  goes 0 -> 1 -> 0 over its clip's loop), the waving one flexes its forearm. Edits are spring forces: they show
+  on the spring deformer (a GPU's default; on a software rasteriser the cast starts on LBS and key ``5`` or
+  the "Cast" panel switches to springs); the edits stay through every switch;
 * ``--characters N``: N characters on a grid (up to 256: a stress test);
 * ``--compare [lbs,dqs,irs,spring]``: the comparison mode, the same character and clip once per deformer in
   a row, each labelled with its method (like the research's Fig. 19).
@@ -33,7 +37,8 @@ import numpy as np
 
 from engine.profile.stats import FrameStats
 
-__all__ = ["DEFAULT_CAST", "SHOWCASE", "SWITCH_DEFORMERS", "COMPARE_DEFORMERS", "COMPARE_SUBJECT", "Slot",
+__all__ = ["DEFAULT_CAST", "SHOWCASE", "SHOWCASE_EDITS", "BindStroke", "bind_stroke_edit", "clip_period",
+           "SWITCH_DEFORMERS", "COMPARE_DEFORMERS", "COMPARE_SUBJECT", "Slot",
            "DemoScene", "spawn_cast", "demo_deformer", "frame_camera", "parse_deformers", "run_demo"]
 
 # The grid cast (--characters N): (character, clip, speed). Humanoids first; the research's test pieces beside.
@@ -55,7 +60,8 @@ SPACING = 1.6  # metres between neighbouring characters on the grid
 class Slot:
     """One member of the showcase: ``asset`` playing ``clip`` at ``(x, z)`` turned ``yaw`` degrees; on a
     pedestal ``pedestal`` metres high (0: on the ground); ``loop`` > 0: walks a circle of that radius about
-    ``(x, z)`` starting at angle ``yaw`` (degrees), ``speed`` metres per second along it."""
+    ``(x, z)`` starting at angle ``yaw`` (degrees), ``speed`` metres per second along it; ``edit``: a key of
+    :data:`SHOWCASE_EDITS` ("" for none)."""
 
     asset: str
     clip: str | int
@@ -65,19 +71,40 @@ class Slot:
     speed: float = 1.0
     pedestal: float = 0.0
     loop: float = 0.0
+    edit: str = ""
+
+
+@dataclass(frozen=True)
+class BindStroke:
+    """A keyed bulge drawn in a character's bind space: the stroke runs from ``start`` to ``end`` of the way
+    between the bind places of joints ``joints`` (names), pushed ``reach`` (model units, bind space) off that
+    axis onto the nearest skin; the bulge is ``height`` metres along the surface normal over ``rings`` edges
+    of passive region, its weight keyed 0 -> 1 -> 0 over one loop of the character's clip."""
+
+    joints: tuple[str, str]
+    start: float
+    end: float
+    reach: tuple[float, float, float]
+    height: float
+    rings: int = 3
 
 
 #: the composed showcase (metres; the camera looks down -Z at it)
 SHOWCASE = (
     Slot("humanoid", "walk", 0.2, -2.0, yaw=0.0, loop=1.2),
     Slot("humanoid", "walk", 0.2, -2.0, yaw=180.0, loop=1.2),
-    Slot("humanoid", "wave", -1.4, 0.1, yaw=15.0),
+    Slot("humanoid", "wave", -1.4, 0.1, yaw=15.0, edit="flex"),
     Slot("humanoid", "stretch", 0.0, 0.5),
-    Slot("humanoid", "idle", 1.4, 0.1, yaw=-15.0),
+    Slot("humanoid", "idle", 1.4, 0.1, yaw=-15.0, edit="breath"),
     Slot("cylinder", "twist", -3.0, -0.3, yaw=20.0, pedestal=0.5),
     Slot("plus", "wave", 2.8, -1.0, yaw=-20.0, pedestal=0.3),
     Slot("box", "bend", -2.3, -2.6, yaw=10.0, pedestal=0.6),
 )
+#: the showcase's keyed surface edits: breathing (belly and chest rise and fall), a flexing forearm
+SHOWCASE_EDITS = {
+    "breath": BindStroke(("hips", "chest"), 0.25, 1.0, (0.0, 0.0, 0.4), height=0.035, rings=4),
+    "flex": BindStroke(("forearm_L", "hand_L"), 0.2, 0.7, (0.0, 0.0, 0.3), height=0.025, rings=3),
+}
 #: pedestal footprint (metres): the generated box (0.2 x 0.8 x 0.2) in its rest pose, scaled
 PEDESTAL_WIDTH = 0.7
 #: the switchable methods, keys 1..5 in this order
@@ -180,6 +207,61 @@ def frame_camera(session: Any, *, margin: float = 1.04, left_px: float = 0.0, ya
     place(far)
 
 
+def bind_stroke_edit(character: Any, stroke: BindStroke, period: float = 1.0) -> tuple[Any, Any]:
+    """(primitive, SurfaceEdit) of ``stroke`` on the character's first skinned primitive bound to both of its
+    joints: the stroke's points (one per centimetre) land on the bind-pose skin vertex nearest each, and the
+    edit is built on the current deformed surface (engine.tools.edit.surface_edit), its weight keyed 0, 1, 0
+    at clip times 0, ``period`` / 2 and ``period`` (seconds: the clip's loop, :func:`clip_period`). ValueError
+    when the character lacks the joints or a skinned primitive bound to them, or ``period`` is not > 0."""
+    from engine.skinning.edits import Profile
+    from engine.tools.edit import SurfaceSamples, surface_edit
+
+    if not isinstance(stroke, BindStroke):
+        raise TypeError(f"stroke must be a BindStroke, got {type(stroke).__name__}")
+    if not (isinstance(period, (int, float)) and math.isfinite(period) and period > 0.0):
+        raise ValueError(f"period must be a finite number of seconds > 0, got {period!r}")
+    names = [n.name for n in character.asset.nodes]
+    missing = [j for j in stroke.joints if j not in names]
+    if missing:
+        raise ValueError(f"{character.name!r} has no joints {missing}")
+    nodes = [names.index(j) for j in stroke.joints]
+    for sp in character.loaded.skinned:
+        skin = [int(j) for j in sp.skin.joints]
+        if all(n in skin for n in nodes):
+            break
+    else:
+        raise ValueError(f"{character.name!r} has no skinned primitive bound to {list(stroke.joints)}")
+    key = sp.key
+    topo = character.topology(key)
+    rest = np.asarray(sp.primitive.positions, np.float64)[np.asarray(topo.display_of_control)]
+    a, b = (np.asarray(sp.bind_joints, np.float64)[skin.index(n), :3, 3] for n in nodes)
+    n = max(2, int(np.linalg.norm(b - a) * abs(stroke.end - stroke.start) / 0.01))
+    axis = a + np.linspace(stroke.start, stroke.end, n)[:, None] * (b - a)
+    near = (axis + np.asarray(stroke.reach, np.float64))[:, None, :] - rest[None, :, :]
+    verts = list(dict.fromkeys(int(v) for v in np.argmin(np.einsum("nvk,nvk->nv", near, near), axis=1)))
+    tri = np.asarray(topo.triangles, np.int64)
+    faces, bary = [], []
+    for v in verts:  # a sample at the vertex itself: a corner of one of its triangles
+        f, c = np.argwhere(tri == v)[0]
+        faces.append(int(f))
+        bary.append(np.eye(3)[c])
+    samples = SurfaceSamples(character.entity, key, np.asarray(faces), np.asarray(bary))
+    keys = [[0.0, 0.0], [period / 2.0, 1.0], [period, 0.0]]
+    edit = surface_edit(character, samples, rings=stroke.rings, profile=Profile("bulge", stroke.height), keys=keys,
+                        name=f"{stroke.joints[0]} keyed bulge")
+    return key, edit
+
+
+def clip_period(session: Any, character: Any) -> float:
+    """The character's playing clip's duration in seconds (1.0 without a clip or with a zero-length one)."""
+    from engine.anim.playback import Playback
+    from engine.components import Animator
+
+    playback = session.world.get(character.entity, Animator).playback
+    d = float(playback.duration) if isinstance(playback, Playback) else 0.0
+    return d if d > 0.0 and math.isfinite(d) else 1.0
+
+
 def _walk_matrix(slot: Slot, angle: float) -> np.ndarray:
     """Placement on the loop at ``angle`` radians, facing along the path (the models face +Z)."""
     from engine.session import placement_matrix
@@ -210,6 +292,8 @@ class DemoScene:
         self.mode = "none"
         self.characters: list[Any] = []
         self.props: list[Any] = []
+        #: the showcase's characters carrying a keyed surface edit (:data:`SHOWCASE_EDITS`)
+        self.edited: list[Any] = []
         #: label every character with its name and method outside the comparison mode (the L key)
         self.show_labels = False
         self._walkers: list[tuple[Any, Slot, float]] = []  # (character, slot, angle now)
@@ -227,7 +311,7 @@ class DemoScene:
         for ch in self.characters + self.props:
             if ch.alive:
                 ch.remove()
-        self.characters, self.props, self._walkers = [], [], []
+        self.characters, self.props, self._walkers, self.edited = [], [], [], []
         self._heights.clear()
 
     def build_showcase(self) -> list[Any]:
@@ -251,8 +335,38 @@ class DemoScene:
                                  position=(slot.x, lift, slot.z), yaw=slot.yaw, on_ground=True,
                                  deformer=self.deformer)
                 self.characters.append(ch)
+        self._add_edits()
         self.mode = "showcase"
         return self.characters
+
+    def _add_edits(self) -> None:
+        """Give the showcase's edited slots their keyed edit (:data:`SHOWCASE_EDITS`); one that cannot be built
+        is skipped with one warning and the demo goes on. A character on another deformer than springs gets
+        its edit through a moment on springs and goes back: it acts once the user switches it to springs."""
+        todo = [(ch, SHOWCASE_EDITS[slot.edit]) for ch, slot in zip(self.characters, SHOWCASE, strict=True)
+                if slot.edit]
+        if not todo:
+            return
+        self.session.settle()  # the surface the strokes land on (deformed once, no time passes)
+        failed = []
+        for ch, stroke in todo:
+            try:
+                key, edit = bind_stroke_edit(ch, stroke, clip_period(self.session, ch))
+                try:
+                    ch.add_edit(key, edit)
+                except ValueError:  # not on springs: add it there, then back to the cast's method
+                    was = ch.deformer
+                    ch.set_deformer("spring")
+                    try:
+                        ch.add_edit(key, edit)
+                    finally:
+                        ch.set_deformer(was)
+                self.edited.append(ch)
+            except (ValueError, TypeError, KeyError, IndexError) as exc:
+                failed.append(f"{ch.name} ({stroke.joints[0]}): {exc}")
+        if failed:
+            warnings.warn(f"demo: the showcase's keyed edits were skipped for {'; '.join(failed)}", RuntimeWarning,
+                          stacklevel=3)
 
     def _pedestal(self, x: float, z: float, height: float) -> Any:
         """A pedestal: the generated box in its rest pose, scaled to PEDESTAL_WIDTH x height."""

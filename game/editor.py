@@ -93,7 +93,6 @@ class EditorUI:
         from imgui_bundle import imgui
 
         imgui.set_next_window_pos(imgui.ImVec2(x, y), imgui.Cond_.first_use_ever)
-        imgui.set_next_window_bg_alpha(0.75)
         expanded, _ = imgui.begin(title, None, imgui.WindowFlags_.always_auto_resize)
         if not expanded:  # collapsed: its widgets are not built at all
             imgui.end()

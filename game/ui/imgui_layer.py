@@ -13,9 +13,12 @@ RGBA layer (game/ui/ui_cache.py): only the rectangles whose draw lists changed a
 layer is blended over the target with one draw covering the panels (``cached=False``: every command straight
 into the target each frame, the reference the cache is tested against). Textures follow imgui's
 ``RendererHasTextures`` protocol (the font atlas is created, grown and destroyed through
-``platform_io.textures``). The profiler overlay (game/ui/profiler.py) and the editor
-share this layer. Each layer owns its own imgui and implot contexts and makes them current while it draws,
-so several layers (tests, a second window) do not interfere.
+``platform_io.textures``). With ``opaque_panels`` (the default) every top-level window (not a child window)
+is drawn over an opaque backdrop of the style's window colour: the panels are opaque whatever background
+alpha their builder asked for (rectangular: no window rounding), so the cached layer copies them into the
+target instead of blending them (ui_cache.py, "Opaque panels"). The profiler overlay (game/ui/profiler.py)
+and the editor share this layer. Each layer owns its own imgui and implot contexts and makes them current
+while it draws, so several layers (tests, a second window) do not interfere.
 """
 from __future__ import annotations
 
@@ -98,7 +101,7 @@ class ImGuiLayer:
     """An imgui + implot context drawn with moderngl into a framebuffer (see the module docstring)."""
 
     def __init__(self, ctx: moderngl.Context, width: int, height: int, *, font_scale: float = 1.0,
-                 cached: bool = True) -> None:
+                 cached: bool = True, opaque_panels: bool = True) -> None:
         for what, v in (("width", width), ("height", height)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= int(v) <= 16384:
                 raise ValueError(f"{what} must be an integer in [1, 16384], got {v!r}")
@@ -119,6 +122,16 @@ class ImGuiLayer:
         pio.renderer_texture_max_height = limit
         imgui.get_style().font_scale_main = float(font_scale)
         imgui.style_colors_dark()
+        #: top-level windows get an opaque backdrop (see the module docstring)
+        self.opaque_panels = bool(opaque_panels)
+        style = imgui.get_style()
+        if self.opaque_panels:
+            style.window_rounding = style.popup_rounding = 0.0
+            for col in (imgui.Col_.window_bg, imgui.Col_.popup_bg):
+                c = style.color_(col)
+                style.set_color_(col, imgui.ImVec4(c.x, c.y, c.z, 1.0))
+        bg = style.color_(imgui.Col_.window_bg)
+        self._backdrop_color = (bg.x, bg.y, bg.z, 1.0)
         self.program = ctx.program(vertex_shader=_VERTEX, fragment_shader=_FRAGMENT)
         uniform(self.program, "u_texture").value = 0
         self._vbo = ctx.buffer(reserve=1 << 16, dynamic=True)
@@ -294,6 +307,11 @@ class ImGuiLayer:
                 clip_union = scissor if clip_union is None else (
                     min(clip_union[0], scissor[0]), min(clip_union[1], scissor[1]),
                     max(clip_union[2], scissor[2]), max(clip_union[3], scissor[3]))
+            backdrop = self._backdrop(cmd_list) if self.opaque_panels else None
+            if backdrop is not None:
+                clip_union = backdrop if clip_union is None else (
+                    min(clip_union[0], backdrop[0]), min(clip_union[1], backdrop[1]),
+                    max(clip_union[2], backdrop[2]), max(clip_union[3], backdrop[3]))
             rect, digest = clip_union, (crc, n_v, n_i)
             cover: tuple[Rect, ...] = ()
             if clip_union is not None and _area(clip_union) * 8 > w * h:
@@ -305,12 +323,22 @@ class ImGuiLayer:
                 else:
                     rect, cover = self._sparse_cover(v0, n_v, i0, n_i, clip_union)
                 covers[digest] = (clip_union, rect, cover)
-            out.append(DrawList(digest, tuple(cmds), rect, i0, cover))
+            out.append(DrawList(digest, tuple(cmds), rect, i0, cover, backdrop))
             v0 += n_v
             i0 += n_i
         self._counts = (v0, i0)
         self._covers = covers
         return out
+
+    def _backdrop(self, cmd_list: Any) -> Rect | None:
+        """The opaque backdrop (GL rectangle: the whole pixels inside the window) of a top-level window's
+        draw list; None for other lists (background, foreground, child windows) and off-screen windows."""
+        window = imgui.internal.find_window_by_name(cmd_list._owner_name)
+        if window is None or window.flags & imgui.WindowFlags_.child_window or window.hidden:
+            return None
+        p, s, h = window.pos, window.size, self.height
+        rect = (math.ceil(p.x), h - math.floor(p.y + s.y), math.floor(p.x + s.x), h - math.ceil(p.y))
+        return intersect(rect, (0, 0, self.width, h))
 
     def _sparse_cover(self, v0: int, n_v: int, i0: int, n_i: int, clip: Rect) -> tuple[Rect | None, tuple[Rect, ...]]:
         """A list with a large scissor: its vertices' bounding box within the scissor (GL) and the tiles its
@@ -378,6 +406,11 @@ class ImGuiLayer:
             for d in lists:
                 if d.rect is None or (within is not None and intersect(d.rect, within) is None):
                     continue
+                if d.backdrop is not None:
+                    back = d.backdrop if within is None else intersect(d.backdrop, within)
+                    if back is not None:
+                        x0, y0, x1, y1 = back
+                        target.clear(*self._backdrop_color, viewport=(x0, y0, x1 - x0, y1 - y0))
                 for cmd in d.commands:
                     scissor = cmd.scissor if within is None else intersect(cmd.scissor, within)
                     tex = self._textures.get(cmd.texture)

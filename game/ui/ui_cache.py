@@ -27,12 +27,19 @@ How (see :class:`UICache`):
 * The composite samples every pixel it covers, so its cost is the covered area: a list whose scissor is large
   (the background list: strokes, the posing plane's outline) is covered by the tiles its triangles touch, not
   by its bounding box.
+* Opaque panels: a list may carry a ``backdrop``, a rectangle the layer holds fully opaque (its drawer cleared
+  it to an opaque colour before drawing the list, game/ui/imgui_layer.py ``opaque_panels``). Over an opaque
+  pixel, ``ONE, ONE_MINUS_SRC_ALPHA`` blending is a copy, so those rectangles are copied into the target with
+  ``glBlitFramebuffer`` (same format, no scaling, no scissor: llvmpipe copies memory rows instead of
+  rasterising a blended, texture-sampling quad) and only the rest of the cover (strokes, window edges off
+  the pixel grid, what lies outside every backdrop) goes through the blended draw. Both give the same pixels.
 
 Rectangles are ``(x0, y0, x1, y1)`` integer pixels in GL window coordinates (row 0 at the bottom), x1/y1
 exclusive, the convention of scissors and clears.
 """
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
@@ -40,9 +47,10 @@ import moderngl
 import numpy as np
 
 from engine.gpu.shaderlib import uniform
+from engine.render.programs import _gl_function
 
 __all__ = ["Rect", "DrawCommand", "DrawList", "UICache", "intersect", "merge_overlapping", "disjoint_cover",
-           "dirty_rects", "tile_cover", "TILE"]
+           "dirty_rects", "tile_cover", "subtract", "TILE"]
 
 Rect = tuple[int, int, int, int]
 
@@ -72,6 +80,10 @@ void main() {
 #: composite quads the vertex buffer holds before it grows (6 vertices of 2 floats each)
 _QUADS_RESERVED = 64
 
+_GL_READ_FRAMEBUFFER = 0x8CA8
+_GL_COLOR_BUFFER_BIT = 0x4000
+_GL_NEAREST = 0x2600
+
 
 class DrawCommand(NamedTuple):
     """One imgui draw command: ``elements`` indices from ``first`` (counted from the start of its list's
@@ -87,13 +99,16 @@ class DrawList(NamedTuple):
     """One imgui draw list of a frame, as the cache sees it: ``digest`` identifies its vertex and index bytes,
     ``commands`` what drawing it takes, ``rect`` the pixels it can touch (None: none); ``base`` is where its
     indices start in the frame's combined index buffer (not part of its content); ``cover``: rectangles
-    within ``rect`` that hold every pixel it draws, when tighter than ``rect`` itself (else empty)."""
+    within ``rect`` that hold every pixel it draws, when tighter than ``rect`` itself (else empty);
+    ``backdrop``: a rectangle within ``rect`` cleared to an opaque colour before the list is drawn (an opaque
+    panel; None: none), which the composite copies instead of blending."""
 
     digest: tuple[int, ...]
     commands: tuple[DrawCommand, ...]
     rect: Rect | None
     base: int = 0
     cover: tuple[Rect, ...] = ()
+    backdrop: Rect | None = None
 
     @property
     def covered(self) -> tuple[Rect, ...]:
@@ -102,7 +117,8 @@ class DrawList(NamedTuple):
 
     def same(self, other: DrawList) -> bool:
         """Whether both draw the same pixels (the same content at the same place)."""
-        return self.digest == other.digest and self.rect == other.rect and self.commands == other.commands
+        return (self.digest == other.digest and self.rect == other.rect and self.commands == other.commands
+                and self.backdrop == other.backdrop)
 
 
 def intersect(a: Rect, b: Rect) -> Rect | None:
@@ -158,6 +174,36 @@ def disjoint_cover(rects: Iterable[Rect]) -> list[Rect]:
         else:
             columns.append((xa, xb, merged))
     return [(xa, y0, xb, y1) for xa, xb, spans in columns for y0, y1 in spans]
+
+
+def subtract(rects: Iterable[Rect], holes: Iterable[Rect]) -> list[Rect]:
+    """Non-overlapping rectangles whose union is the union of ``rects`` less the union of ``holes`` (a grid
+    on every rectangle's edges; cells inside some rectangle and no hole, joined along rows, then
+    :func:`disjoint_cover`)."""
+    rs = [r for r in rects if r[0] < r[2] and r[1] < r[3]]
+    hs = [h for h in holes if h[0] < h[2] and h[1] < h[3]]
+    if not rs or not hs:
+        return disjoint_cover(rs)
+    xs = sorted({v for r in rs + hs for v in (r[0], r[2])})
+    ys = sorted({v for r in rs + hs for v in (r[1], r[3])})
+    xi, yi = {x: i for i, x in enumerate(xs)}, {y: i for i, y in enumerate(ys)}
+    inside = [[False] * (len(xs) - 1) for _ in range(len(ys) - 1)]
+    for grid_rects, value in ((rs, True), (hs, False)):
+        for x0, y0, x1, y1 in grid_rects:
+            for row in inside[yi[y0]:yi[y1]]:
+                row[xi[x0]:xi[x1]] = [value] * (xi[x1] - xi[x0])
+    out: list[Rect] = []
+    for j, row in enumerate(inside):
+        i = 0
+        while i < len(row):
+            if not row[i]:
+                i += 1
+                continue
+            start = i
+            while i < len(row) and row[i]:
+                i += 1
+            out.append((xs[start], ys[j], xs[i], ys[j + 1]))
+    return disjoint_cover(out)
 
 
 #: the tile size (pixels) of :func:`tile_cover`
@@ -222,6 +268,15 @@ class UICache:
         self.width = self.height = 0
         self.lists: list[DrawList] = []
         self._valid = False
+        self._blit = _gl_function(ctx, "glBlitFramebuffer", *([ctypes.c_int] * 8), ctypes.c_uint, ctypes.c_uint)
+        self._bind = _gl_function(ctx, "glBindFramebuffer", ctypes.c_uint, ctypes.c_uint)
+        #: opaque backdrops are copied (glBlitFramebuffer) rather than blended; off (or no such GL entry
+        #: point): everything is blended, the reference the copy is tested against
+        self.blit = self._blit is not None and self._bind is not None
+        #: what the last composite did: (rectangles copied, rectangles blended)
+        self.last_composite = (0, 0)
+        self._plan_key: tuple[object, ...] = ()
+        self._plan: tuple[list[Rect], list[Rect]] = ([], [])
         self.resize(width, height)
 
     def resize(self, width: int, height: int) -> None:
@@ -255,17 +310,29 @@ class UICache:
         self.framebuffer.clear(0.0, 0.0, 0.0, 0.0, viewport=(x0, y0, x1 - x0, y1 - y0))
 
     def composite(self, target: moderngl.Framebuffer) -> int:
-        """Blend the layer over ``target`` where the current lists draw: one draw call; returns the number of
-        rectangles (0: nothing drawn)."""
-        rects = disjoint_cover(r for d in self.lists for r in d.covered)
+        """Put the layer over ``target`` where the current lists draw: the opaque backdrops copied, the rest
+        blended with one draw call; returns the number of rectangles (0: nothing drawn). ``target`` must be
+        the layer's size and, for the copy, its format (RGBA8)."""
+        full = (0, 0, self.width, self.height)
+        key = (self.blit, full, tuple((d.covered, d.backdrop) for d in self.lists))
+        if key != self._plan_key:  # the rectangles follow from the lists' places alone: most frames reuse them
+            opaque = [c for c in (intersect(d.backdrop, full) for d in self.lists if d.backdrop is not None)
+                      if c is not None] if self.blit else []
+            copied = disjoint_cover(opaque)
+            self._plan = copied, subtract((r for d in self.lists for r in d.covered), copied)
+            self._plan_key = key
+        copied, rects = self._plan
+        self.last_composite = (len(copied), len(rects))
+        ctx = self.ctx
+        target.use()
+        ctx.viewport = full
+        if copied:
+            self._copy(copied, target)
         if not rects:
-            return 0
+            return len(copied)
         if rects != self._quads:
             self._write_quads(rects)
-        ctx = self.ctx
         assert self.texture is not None
-        target.use()
-        ctx.viewport = (0, 0, self.width, self.height)
         ctx.enable(moderngl.BLEND)
         ctx.blend_func = moderngl.ONE, moderngl.ONE_MINUS_SRC_ALPHA
         ctx.blend_equation = moderngl.FUNC_ADD  # type: ignore[assignment]
@@ -274,7 +341,18 @@ class UICache:
             self._vao.render(moderngl.TRIANGLES, vertices=6 * len(rects))
         finally:
             ctx.disable(moderngl.BLEND)
-        return len(rects)
+        return len(copied) + len(rects)
+
+    def _copy(self, rects: list[Rect], target: moderngl.Framebuffer) -> None:
+        """The layer's ``rects`` into ``target`` (bound), one glBlitFramebuffer each, the scissor test off."""
+        assert self.framebuffer is not None and self._blit is not None and self._bind is not None
+        self.ctx.scissor = None
+        self._bind(_GL_READ_FRAMEBUFFER, self.framebuffer.glo)
+        try:
+            for x0, y0, x1, y1 in rects:
+                self._blit(x0, y0, x1, y1, x0, y0, x1, y1, _GL_COLOR_BUFFER_BIT, _GL_NEAREST)
+        finally:
+            self._bind(_GL_READ_FRAMEBUFFER, target.glo)
 
     def _write_quads(self, rects: list[Rect]) -> None:
         n = 6 * len(rects)

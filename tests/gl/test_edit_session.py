@@ -163,3 +163,23 @@ def test_stroke_on_a_hidden_layer():
         assert hidden.entity == back.entity
         edit = surface_edit(back, hidden, rings=2, profile=Profile("bulge", 0.02))
         assert edit.kinematic.size >= 3 and edit.static.size > 0
+
+
+def test_edits_of_a_character_off_the_springs_cost_nothing_per_frame(walk, monkeypatch):
+    """On LBS a character's edits are kept but no forces are computed or uploaded for it (the frame skips it);
+    back on the springs they act again."""
+    s, hero, _, samples, edit = walk
+    hero.add_edit(samples.key, edit)
+    try:
+        hero.set_deformer("lbs")
+        calls = []
+        real = s.meshes.set_edits
+        monkeypatch.setattr(s.meshes, "set_edits", lambda inst, terms: calls.append(inst) or real(inst, terms))
+        s.step(2)
+        assert not [i for i in calls if i in s.meshes.instances.get(hero.entity, ())]
+        hero.set_deformer("spring")
+        s.step(1)
+        assert [i for i in calls if i in s.meshes.instances.get(hero.entity, ())]
+    finally:
+        hero.set_deformer("spring")
+        hero.clear_edits()

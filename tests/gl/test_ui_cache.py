@@ -175,3 +175,63 @@ def test_profiler_panel_refreshes_at_its_own_rate():
     for bad in (-1.0, 11.0, True, "1"):
         with pytest.raises(ValueError, match="refresh_s"):
             ProfilerPanel(history, refresh_s=bad)  # type: ignore[arg-type]
+
+
+def test_opaque_panels_are_copied_with_the_pixels_blending_gives(gl_ctx):
+    from game.ui.imgui_layer import ImGuiLayer
+
+    frame = _Frame(gl_ctx)
+    layer, direct = ImGuiLayer(gl_ctx, W, H), ImGuiLayer(gl_ctx, W, H, cached=False)
+    translucent = ImGuiLayer(gl_ctx, W, H, opaque_panels=False)
+    state = {"v": 0.25}
+    try:
+        assert layer.opaque_panels and layer._cache is not None and layer._cache.blit
+        for _ in range(3):
+            for lay in (layer, direct, translucent):
+                _draw(lay, frame, state, 0)
+        copied = _draw(layer, frame, state, 0)
+        n_copied, n_blended = layer._cache.last_composite
+        assert n_copied > 0 and n_blended > 0  # the windows copied, the stroke (background list) blended
+        backdrops = [d.backdrop for d in layer._cache.lists if d.backdrop is not None]
+        assert len(backdrops) == 2  # "tools" and "help"; not the background list
+        # the blended path over the same layer gives the same pixels, bit for bit
+        layer._cache.blit = False
+        blended = _draw(layer, frame, state, 0)
+        assert layer._cache.last_composite[0] == 0
+        assert np.array_equal(copied, blended)
+        layer._cache.blit = True
+        # drawn straight into the frame: the same picture (opaque backdrops there too)
+        _close(copied, _draw(direct, frame, state, 0))
+        # the panels are opaque: the scene under them does not show; without opaque_panels it does
+        other = _draw(layer, frame, state, 7)
+        inside = np.zeros((H, W), bool)
+        for x0, y0, x1, y1 in backdrops:
+            inside[y0:y1, x0:x1] = True
+        assert inside.mean() > 0.2 and np.array_equal(other[inside], copied[inside])
+        assert not np.array_equal(other[~inside], copied[~inside])
+        see_through = _draw(translucent, frame, state, 0), _draw(translucent, frame, state, 7)
+        assert translucent._cache is not None and translucent._cache.last_composite[0] == 0
+        assert not np.array_equal(see_through[0][inside], see_through[1][inside])
+    finally:
+        for obj in (layer, direct, translucent, frame):
+            obj.release()
+
+
+def test_subtract_covers_exactly_the_difference():
+    from game.ui.ui_cache import subtract
+
+    def mask(rects):
+        m = np.zeros((40, 40), int)
+        for x0, y0, x1, y1 in rects:
+            m[y0:y1, x0:x1] += 1
+        return m
+
+    rects = [(0, 0, 20, 20), (10, 10, 30, 25), (32, 0, 40, 40)]
+    holes = [(5, 5, 15, 15), (30, 0, 36, 40), (0, 30, 40, 40)]
+    out = subtract(rects, holes)
+    want = (mask(rects) > 0) & (mask(holes) == 0)
+    got = mask(out)
+    assert got.max() == 1  # disjoint
+    assert np.array_equal(got == 1, want)
+    assert subtract(rects, []) == subtract(rects, [(50, 50, 40, 40)])  # empty holes change nothing
+    assert subtract([(0, 0, 10, 10)], [(0, 0, 10, 10)]) == []
