@@ -4,7 +4,7 @@ Run: ``.venv/bin/python bench/bench_springs.py [--sizes 1.8k,5.6k,16k,90k] [--re
 bench_reference (median and min ms per call, ns per point); asserts nothing.
 
 Uses bench_reference's synthetic cases (tube + joint chain, bent and twisted) and registers two rows there:
-"spring-it" is one iteration (`spring_step`: forces over the CSR slots + explicit update) from the rigid
+"spring-it" is one iteration (`spring_step`: forces over the CSR slots + the default update) from the rigid
 initial skinning; "spring-pose" is the per-frame set-up before iterating (pose frame + rigid skinning).
 Importing this module is enough for bench_reference to list the rows too.
 
@@ -12,21 +12,23 @@ Importing this module is enough for bench_reference to list the rows too.
 family of N generated tubes (engine.assets.gen.family) over every pose of ``tube_poses()``.
 
 ``--accel [N]`` prints the iteration counts instead (issue 15 item 4): per member (N of the family) and pose, the
-iterations the default parameters take to the displacement tolerance (no iteration cap) with acceleration
-"none" and "momentum" (``--momentum`` betas), each result's largest distance from the far-converged equilibrium
-over the bounding-box diagonal and its intersecting face pairs (metrics.intersecting_pairs).
+iterations to the displacement tolerance (no iteration cap) of the defaults (damped semi-implicit steps), of the
+research's explicit update and of that with momentum (``--momentum`` betas), each result's largest distance from the
+far-converged equilibrium over the bounding-box diagonal and its intersecting face pairs
+(metrics.intersecting_pairs).
 
-``--warm [N]`` prints the warm-start table (issue 15 item 4): N tubes of the family play a clip (`clip_poses`: at
-30 fps the limb bends 0 -> 120 deg and twists 0 -> 60 deg in one second, eased, then holds still; ``--speeds``
-scales the motion per frame) with no iteration cap; per member and variant (plain, warm start, momentum, warm
-start + momentum) the iterations to the displacement tolerance over the clip and during the hold, the frames the
-warm start fell back to the usual start, the largest distance from the far-converged equilibrium (from the
-usual start, every ``--far-every``-th frame) over the bounding-box diagonal and the most intersecting face pairs.
+``--warm [N]`` prints the warm-start table (issue 15 item 4): N tubes of the family play a clip (`clip_poses`: at 30
+fps the limb bends 0 -> 120 deg and twists 0 -> 60 deg in one second, eased, then holds still; ``--speeds`` scales
+the motion per frame) with no iteration cap; per member and variant (the defaults plain and with the warm start, the
+research's explicit update, with momentum, with warm start + momentum) the iterations to the displacement tolerance
+over the clip and during the hold, the frames the warm start fell back to the usual start, the largest distance from
+the far-converged equilibrium (from the usual start, every ``--far-every``-th frame) over the bounding-box diagonal
+and the most intersecting face pairs.
 
 ``--warm-asset PATH`` prints the same on a real asset's clip through the GPU deformer graph (llvmpipe without a
 GPU): ``--frames`` frames of ``--clip`` at 30 fps, the default iteration cap; per variant the spring iterations
 of every frame (GPU status), their total, the frames that started cold, and the largest distance from the
-far-converged equilibrium (from the usual start: momentum 0.8, displacement_rel 1e-7, up to 3000 iterations)
+far-converged equilibrium (from the usual start: the defaults with displacement_rel 1e-7, up to 3000 iterations)
 over the bounding-box diagonal.
 
 ``--warm-sweep [N]`` prints what the default ``warm_limit`` is derived from: on N tubes, from the converged
@@ -45,6 +47,9 @@ if __package__ in (None, ""):  # run as a script: make `bench` and `engine` impo
 
 from bench.bench_reference import DEFORMERS, SIZES, Case, format_table, register, run  # noqa: E402
 from engine.skinning.springs import SpringDeformer, SpringParams, pose_motion, spring_step  # noqa: E402
+
+RESEARCH = SpringParams(integrator="explicit", dt=1.0 / 30.0)
+"""The research's update (eq. 23, dt = 1/30; the default before issue 13's fix), with and without momentum."""
 
 
 def _deformer(case: Case) -> SpringDeformer:
@@ -76,8 +81,8 @@ def accel_table(n_members: int, betas: list[float], cap: int = 5000) -> str:
     from engine.assets.gen.family import MemberRig, tube_family, tube_poses
     from engine.skinning.metrics import intersecting_pairs
 
-    variants = [("none", SpringParams(max_iterations=cap))] + [
-        (f"mom{b:g}", SpringParams(max_iterations=cap, acceleration="momentum", momentum=b)) for b in betas]
+    variants = [("default", SpringParams(max_iterations=cap)), ("research", RESEARCH.replace(max_iterations=cap))] + [
+        (f"res+mom{b:g}", RESEARCH.replace(max_iterations=cap, acceleration="momentum", momentum=b)) for b in betas]
     far = SpringParams(max_iterations=20 * cap, displacement_rel=1e-8)
     head = f"{'member':34s} {'pose':15s} " + " ".join(f"{name + ' it/dist/pairs':>26s}" for name, _ in variants)
     lines, totals = [head], {name: 0 for name, _ in variants}
@@ -125,9 +130,10 @@ def warm_table(n_members: int, speeds: list[float], beta: float = 0.8, cap: int 
     lim = WARM_LIMIT if warm_limit is None else warm_limit
     variants = [("plain", SpringParams(max_iterations=cap)),
                 ("warm", SpringParams(max_iterations=cap, warm_start=True, warm_limit=lim)),
-                (f"mom{beta:g}", SpringParams(max_iterations=cap, acceleration="momentum", momentum=beta)),
-                (f"warm+mom{beta:g}", SpringParams(max_iterations=cap, acceleration="momentum", momentum=beta,
-                                                  warm_start=True, warm_limit=lim))]
+                ("research", RESEARCH.replace(max_iterations=cap)),
+                (f"res+mom{beta:g}", RESEARCH.replace(max_iterations=cap, acceleration="momentum", momentum=beta)),
+                (f"res+warm+mom{beta:g}", RESEARCH.replace(max_iterations=cap, acceleration="momentum",
+                                                           momentum=beta, warm_start=True, warm_limit=lim))]
     far = SpringParams(max_iterations=20 * cap, displacement_rel=1e-8)
     head = (f"{'member':30s} {'speed':>5s} {'max step':>8s} "
             + " ".join(f"{name + ' it/hold/cold/dist/pairs':>40s}" for name, _ in variants))
@@ -182,14 +188,14 @@ def warm_asset(path: str, clip: str | int, frames: int, beta: float = 0.8, far_i
     from engine.skinning.config import DeformerConfig
     from engine.skinning.gpu.graph import DeformerGraph
 
+    research = {"spring_integrator": "explicit", "spring_dt": 1.0 / 30.0}
     variants: list[tuple[str, dict[str, object]]] = [
-                ("plain", {}), ("warm", {"spring_warm_start": True}),
-                (f"mom{beta:g}", {"spring_acceleration": "momentum", "spring_momentum": beta}),
-                (f"warm+mom{beta:g}", {"spring_warm_start": True, "spring_acceleration": "momentum",
-                                       "spring_momentum": beta}),
-                # the equilibrium, converged far from the usual start (momentum: the same fixed points, sooner)
-                ("far", {"spring_max_iterations": far_iterations, "spring_acceleration": "momentum",
-                         "spring_momentum": beta, "spring_displacement_rel": 1e-7})]
+                ("plain", {}), ("warm", {"spring_warm_start": True}), ("research", research),
+                (f"res+mom{beta:g}", {**research, "spring_acceleration": "momentum", "spring_momentum": beta}),
+                (f"res+warm+mom{beta:g}", {**research, "spring_warm_start": True, "spring_acceleration": "momentum",
+                                           "spring_momentum": beta}),
+                # the equilibrium, converged far from the usual start (the defaults: the same fixed points)
+                ("far", {"spring_max_iterations": far_iterations, "spring_displacement_rel": 1e-7})]
     times = np.arange(frames) / 30.0
     lines = []
     with Session(render=False, deformer="spring", strict=True) as s, warnings.catch_warnings():

@@ -45,10 +45,11 @@ HELP_LINES = (
 PROFILER_REFRESH_S = 0.25
 _SPRING_PARAMS = (("spring_k_s", "k_s (shape)", 0.0, 2.0), ("spring_k_l", "k_l (length)", 0.0, 2.0),
                   ("spring_k_t", "k_t (twist)", 0.0, 2.0), ("spring_k_b", "k_b (bend)", 0.0, 2.0),
-                  ("spring_dt", "dt", 0.001, 0.1))
+                  ("spring_dt", "dt", 0.001, 1.0), ("spring_damping", "damping", 0.0, 0.95))
 _PLANE = (("plane_offset", "plane offset m", -1.0, 1.0), ("plane_turn", "plane turn deg", -90.0, 90.0),
           ("plane_tilt", "plane tilt deg", -80.0, 80.0))
 _CONVERGENCE = ("iterations", "displacement", "force", "energy")
+_INTEGRATORS = ("semi_implicit", "explicit")  # the default first; "explicit" is the research's eq. 23
 #: how often (Hz) the character panel's clip time readout changes while the clip plays
 TIME_READOUT_HZ = 10.0
 _COLOURS = {"baseline": (0.20, 0.55, 1.0, 1.0), "offset": (1.0, 0.55, 0.10, 1.0), "drawing": (1.0, 1.0, 1.0, 0.9),
@@ -149,6 +150,10 @@ class EditorUI:
             self.act("deformer", name=methods[i])
         sp = ch.config.spring
         if ch.deformer == "spring":
+            cur = _INTEGRATORS.index(sp.integrator) if sp.integrator in _INTEGRATORS else 0
+            changed, c = imgui.combo("integrator", cur, list(_INTEGRATORS))
+            if changed:
+                self.act("config", spring_integrator=_INTEGRATORS[c])
             for key, label, lo, hi in _SPRING_PARAMS:
                 changed, v = imgui.slider_float(label, float(getattr(sp, key[len("spring_"):])), lo, hi, "%.3f")
                 if changed:

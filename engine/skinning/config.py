@@ -4,7 +4,7 @@ Layout (every key optional; unknown keys are errors that list the valid ones):
 
     skinning = "spring"            # lbs | dqs | rigid | irs | spring | spring-feedback
     [spring]                       # SpringParams fields: k_s, k_l, k_t, k_b, k_r, k_e, use_*, dt, integrator,
-    dt = 0.0333                    # damping, max_iterations, convergence, ..., mode, initial_skinning,
+    dt = 1.0                       # damping, max_iterations, convergence, ..., mode, initial_skinning,
     acceleration = "none"          # none | momentum (heavy ball, explicit only; momentum = 0.5 its beta)
     warm_start = false             # start from last frame's output when the pose moved < warm_limit radians
     contact = false                # the contact term (engine/skinning/contact.py): contact_thickness, contact_passes
@@ -291,8 +291,9 @@ def spring_ranges(params: SpringParams, rest: SpringRest) -> dict[str, tuple[flo
         alone = params.replace(**{f"use_{p[2:]}": p == name for p in _STIFFNESSES}, **{name: 1.0})
         coef = float(safe_range(rest, alone)["lambda_max"])
         if coef > 0.0:
-            high = 1.0 / (FLOAT32_STEP * params.dt * coef) if explicit else \
-                2.0 / (FLOAT32_STEP * params.dt ** 2 * coef)
+            # divided in turn: a product of an absurdly small dt with itself underflows to 0
+            high = 1.0 / FLOAT32_STEP / coef / params.dt if explicit else \
+                2.0 / FLOAT32_STEP / coef / params.dt / params.dt
             out[name] = (0.0, high)
     return out
 

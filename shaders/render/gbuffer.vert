@@ -29,9 +29,12 @@ uniform int u_instance_base;     // row of gl_InstanceID 0 (the draw's first ins
 // plane (w <= 0) makes it the whole viewport. Every pixel a triangle covers lies in the bounds of its
 // corners' projections when all of them have w > 0 (clipping keeps the covered part inside), so the
 // rectangle is exact and conservative whatever the deformers did, with no read-back. The atomics run
-// only for vertices outside the current rectangle (a stale read can only be larger than the current
-// minimum, so it never skips a needed update).
-layout(std430, binding = BINDING_SCREEN_RECTS) buffer ScreenRects { ivec4 screen_rects[]; };
+// only for vertices outside the current rectangle: that is safe only when the read returns this frame's
+// values (any of them: they only grow), never older contents of the buffer. Hence `coherent`: without it
+// an NVIDIA driver served a read from a cache line of an earlier frame (a rectangle larger than this
+// frame's so far), skipped a needed atomicMax, and the next frame's clear left a strip of stale surface
+// behind (seen on an H100 under load; tests/gl/test_render_perf.py). llvmpipe has no such cache.
+layout(std430, binding = BINDING_SCREEN_RECTS) coherent buffer ScreenRects { ivec4 screen_rects[]; };
 uniform int u_rect_slot;
 uniform vec2 u_viewport;  // framebuffer size in pixels
 

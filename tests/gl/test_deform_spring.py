@@ -44,8 +44,11 @@ def _reference(rig, params, posed, frames=1, edits=None):
     return x, stats
 
 
-# dt = 0.08 limits the steps of 36 of the tube's 48 control points (step_limit is on by default)
-CASES = [
+# dt = 0.08 limits the steps of 36 of the tube's 48 control points (step_limit is on by default); cases without
+# an integrator are the research's explicit update (eq. 23), the last three the defaults (damped semi-implicit)
+_RESEARCH = dict(integrator="explicit", dt=1.0 / 30.0)
+_RESEARCH_UPDATE = dict(integrator="explicit")  # for cases that set their own dt
+CASES = [{**_RESEARCH, **c} if "integrator" not in c else c for c in [
     dict(convergence="iterations", max_iterations=40),
     dict(convergence="displacement", max_iterations=300, dt=0.08),
     dict(convergence="displacement", max_iterations=300, dt=0.08, step_limit=False),
@@ -56,9 +59,13 @@ CASES = [
     dict(convergence="energy", max_iterations=300, dt=0.08, energy_rtol=2e-4, step_limit=False),
     dict(convergence="force", max_iterations=300, dt=0.08),
     dict(convergence="energy", max_iterations=300, dt=0.08, energy_rtol=1e-4),
-    dict(convergence="displacement", max_iterations=200, dt=0.08, integrator="semi_implicit"),
+    dict(convergence="displacement", max_iterations=200, dt=0.08, integrator="semi_implicit", damping=0.1),
     dict(convergence="iterations", max_iterations=30, bone_mode="cone", k_r=0.5, use_t=False),
     dict(convergence="displacement", max_iterations=300, dt=0.08, initial_skinning="lbs"),
+]] + [
+    dict(convergence="displacement"),
+    dict(convergence="force", max_iterations=300, integrator="semi_implicit"),
+    dict(convergence="displacement", max_iterations=300, initial_skinning="lbs", integrator="semi_implicit"),
 ]
 
 
@@ -296,7 +303,7 @@ def test_step_limit_on_and_off_each_match_the_reference(gl_ctx, resources, rig):
     diag = M.bbox_diagonal(rig.topology.positions)
     out = {}
     for on in (True, False):
-        params = SpringParams(convergence="iterations", max_iterations=20, dt=0.08, step_limit=on)
+        params = SpringParams(convergence="iterations", max_iterations=20, dt=0.08, step_limit=on, **_RESEARCH_UPDATE)
         ref, _ = _reference(rig, params, posed)
         gpu, _ = _gpu_solve(gl_ctx, resources, rig, params, skin, posed)
         np.testing.assert_allclose(gpu, ref, atol=TOL * diag, rtol=0)
@@ -309,7 +316,7 @@ def test_fan_pole_plain_diverges_limited_converges_on_gpu(gl_ctx, resources):
     skin, posed = pose(fan, bend=0.6, twist=0.3)
     diag = M.bbox_diagonal(fan.topology.positions)
     # the research's defaults, plain update (joint blending off: its start is the plain rigid skinning)
-    plain = SpringParams(step_limit=False, max_iterations=400, joint_blend=False)
+    plain = SpringParams(step_limit=False, max_iterations=400, joint_blend=False, **_RESEARCH)
     ref, stats = _reference(fan, plain, posed)
     gpu, st = _gpu_solve(gl_ctx, resources, fan, plain, skin, posed)
     assert stats.diverged and st["reason"] == "diverged" and st["iterations"] == stats.iterations
@@ -322,7 +329,8 @@ def test_fan_pole_plain_diverges_limited_converges_on_gpu(gl_ctx, resources):
 
 
 def test_edit_stiffness_limits_steps_on_gpu(gl_ctx, resources, rig):
-    params = SpringParams(convergence="iterations", max_iterations=30, dt=0.05, k_e=4.0, handle_weight=0.3)
+    params = SpringParams(convergence="iterations", max_iterations=30, dt=0.05, k_e=4.0, handle_weight=0.3,
+                          **_RESEARCH_UPDATE)
     skin, posed = pose(rig, bend=0.5)
     d = SpringDeformer(rig.topology, rig.binding, rig.bind_joints, rig.parents, params)
     fr = d.frame(posed)
@@ -341,7 +349,8 @@ def test_edit_stiffness_limits_steps_on_gpu(gl_ctx, resources, rig):
 WARM_BENDS = (0.6, 0.6, 0.64, 0.69, 0.75, 1.4, 1.4)
 
 
-@pytest.mark.parametrize("case", [dict(), dict(acceleration="momentum", momentum=0.8),
+@pytest.mark.parametrize("case", [dict(integrator="explicit"),
+                                  dict(integrator="explicit", acceleration="momentum", momentum=0.8),
                                   dict(integrator="semi_implicit", dt=0.5, damping=0.3)],
                          ids=["plain", "momentum", "semi_implicit"])
 def test_warm_start_matches_reference_over_frames(gl_ctx, resources, rig, case):

@@ -50,7 +50,7 @@ def _reference(rig, params, posed, frames=1):
     dict(convergence="displacement", max_iterations=300, momentum=0.8, mode="dependent"),
 ], ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()))
 def test_momentum_matches_reference(gl_ctx, resources, rig, case):
-    params = SpringParams(acceleration="momentum", **case)
+    params = SpringParams(**{"integrator": "explicit", "dt": 1 / 30, "acceleration": "momentum", **case})
     skin, posed = pose(rig, bend=0.9, twist=0.6)
     frames = 2 if params.mode == "dependent" else 1
     gpu, st = _gpu(gl_ctx, resources, rig, params, skin, posed, frames)
@@ -63,7 +63,7 @@ def test_momentum_matches_reference(gl_ctx, resources, rig, case):
 
 def test_momentum_changes_the_path_on_gpu(gl_ctx, resources, rig):
     skin, posed = pose(rig, bend=0.9, twist=0.6)
-    plain = SpringParams(convergence="iterations", max_iterations=10)
+    plain = SpringParams(integrator="explicit", dt=1 / 30, convergence="iterations", max_iterations=10)
     a, _ = _gpu(gl_ctx, resources, rig, plain, skin, posed)
     b, _ = _gpu(gl_ctx, resources, rig, plain.replace(acceleration="momentum", momentum=0.8), skin, posed)
     diag = M.bbox_diagonal(rig.topology.positions)

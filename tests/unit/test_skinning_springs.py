@@ -74,10 +74,19 @@ def bar_setup(points, edges, params: SpringParams):
     return d, d.frame(joints)
 
 
+RESEARCH = dict(integrator="explicit", dt=1.0 / 30.0)
+"""The research's update (eq. 23, dt = 1/30): what the step, stability and convergence tests below exercise; the
+defaults (damped semi-implicit steps) are measured on the tube family (tests/unit/test_springs_family.py)."""
+
+
+def research(**kw) -> SpringParams:
+    """SpringParams with the research's explicit update unless kw say otherwise."""
+    return SpringParams(**{**RESEARCH, **kw})
+
+
 def only(force: str, **kw) -> SpringParams:
-    """Params with a single force switched on."""
-    flags = {f"use_{x}": x == force for x in "sltbre"}
-    return SpringParams(**flags, **kw)
+    """Params (research update) with a single force switched on."""
+    return research(**{f"use_{x}": x == force for x in "sltbre"}, **kw)
 
 
 N_AROUND, N_RINGS, RADIUS, LENGTH = 16, 33, 0.5, 4.0
@@ -137,7 +146,7 @@ class Tube:
         return fn(self.topo.positions, self.joint_ids, self.weights, skin).astype(np.float64)
 
     def deformer(self, params: SpringParams | None = None, **kw) -> SpringDeformer:
-        return SpringDeformer(self.topo, self.binding, self.joints, self.parents, params or SpringParams(**kw),
+        return SpringDeformer(self.topo, self.binding, self.joints, self.parents, params or research(**kw),
                               joints=self.joint_ids, weights=self.weights)
 
 
@@ -547,13 +556,13 @@ def test_fan_pole_plain_update_diverges_limited_one_converges(fan):
     assert topo.adj_count[pole] == 128
     _, posed = pose(fan, bend=0.6, twist=0.3)
     with pytest.warns(RuntimeWarning, match="may be unstable"):
-        plain = fan_deformer(fan, SpringParams(step_limit=False, max_iterations=400))  # research defaults
+        plain = fan_deformer(fan, research(step_limit=False, max_iterations=400))  # research defaults
     with pytest.warns(RuntimeWarning, match="diverged"):
         _, st = plain.solve(posed)
     assert st.diverged
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        limited = fan_deformer(fan, SpringParams(max_iterations=400))  # the defaults: step_limit on
+        limited = fan_deformer(fan, research(max_iterations=400))  # step_limit on (the default)
         x, st = limited.solve(posed)
     assert st.converged and st.reason == "displacement" and not st.diverged
     steps = limited.step_sizes()
@@ -576,10 +585,10 @@ def test_fan_pole_plain_update_diverges_limited_one_converges(fan):
     # the limited equilibrium is the plain update's where that one is stable (small dt)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the Gershgorin bound is ~4x the true eigenvalue at this pole
-        ref, st_ref = fan_deformer(fan, SpringParams(step_limit=False, dt=0.01, max_iterations=3000,
+        ref, st_ref = fan_deformer(fan, research(step_limit=False, dt=0.01, max_iterations=3000,
                                                      displacement_rel=1e-6)).solve(posed)
     assert st_ref.converged
-    x_tight, _ = fan_deformer(fan, SpringParams(max_iterations=3000, displacement_rel=1e-6)).solve(posed)
+    x_tight, _ = fan_deformer(fan, research(max_iterations=3000, displacement_rel=1e-6)).solve(posed)
     diag = np.linalg.norm(np.ptp(topo.positions, 0))
     assert np.abs(x_tight - ref).max() < 2e-3 * diag
 

@@ -24,7 +24,7 @@ from engine.assets.gen.family import (
     tube_family,
     tube_poses,
 )
-from engine.skinning.springs import SpringParams
+from engine.skinning.springs import INITIAL_SKINNING, SpringParams
 
 POSES = ("bend0", "bend67.5", "bend90", "bend135", "bend150", "twist90", "twist180", "bend90+twist90", "stretch1.3")
 CREASE_SLACK = 0.5  # deg: the tubes' own facet angle moves by a fraction of a degree when the springs settle
@@ -156,33 +156,41 @@ def test_contact_keeps_the_bind_pose_a_fixed_point(family):
         assert np.abs(x - rig.bind_positions).max() < 1e-6 * diag, m.name
 
 
-MOMENTUM = dict(integrator="semi_implicit", dt=1.0, damping=0.2)
-"""Semi-implicit steps at the largest stable per-vertex step (step limiting caps dt = 1 at sqrt(1.8 / lambda_i))
-with damping 0.2: the heavy-ball form of the same iteration, which settles the soft modes (the scale vectors'
-directions, held by k_b alone) within 50 iterations; the research's explicit dt = 1/30 needs hundreds there."""
-
-
-def test_default_rigid_start_lands_near_the_equilibrium(family):
+def test_default_start_lands_on_the_settled_equilibrium(family):
+    """50 default iterations (damped semi-implicit steps) end within 1e-3 of the diagonal of the equilibrium
+    that 1000 iterations settle on."""
     poses = {p.name: p for p in tube_poses()}
     for m in (family[0], family[2], family[4]):
         rig = MemberRig(m)
         diag = float(np.linalg.norm(np.ptp(rig.bind_positions, 0)))
         for name in ("bend135", "twist135"):
             x = rig.deform(poses[name], "springs")
-            settled = rig.deform(poses[name], "springs", SpringParams(**MOMENTUM, max_iterations=1000))
-            assert np.abs(x - settled).max() < 0.01 * diag, (m.name, name)
+            settled = rig.deform(poses[name], "springs", SpringParams(max_iterations=1000, displacement_rel=1e-7))
+            assert np.abs(x - settled).max() < 1e-3 * diag, (m.name, name)
 
 
-def test_same_equilibrium_from_rigid_lbs_and_dqs_starts_with_momentum_steps(family):
+def test_same_equilibrium_from_rigid_lbs_and_dqs_starts_with_the_defaults(family):
+    """Issue 13 item 3 (research Fig. 19b): with the default parameters (50 iterations at most) the rigid, LBS and
+    DQS initial skinnings end on the same equilibrium within 1 % of the diagonal, on every member."""
     poses = {p.name: p for p in tube_poses()}
-    for m in (family[0], family[2]):
+    gaps = {}
+    for m in family:
         rig = MemberRig(m)
         diag = float(np.linalg.norm(np.ptp(rig.bind_positions, 0)))
-        for name in ("bend90", "twist135"):
-            out = {s: rig.deform(poses[name], "springs", SpringParams(initial_skinning=s, **MOMENTUM))
-                   for s in ("rigid", "lbs", "dqs")}
-            gap = max(np.abs(out[s] - out["rigid"]).max() for s in ("lbs", "dqs"))
-            assert gap < 0.01 * diag, (m.name, name, gap / diag)
+        for name in ("bend90", "bend135", "twist180", "bend90+twist90"):
+            out = {s: rig.deform(poses[name], "springs", SpringParams(initial_skinning=s)) for s in INITIAL_SKINNING}
+            gaps[m.name, name] = max(np.abs(out[s] - out["rigid"]).max() for s in ("lbs", "dqs")) / diag
+    assert max(gaps.values()) < 0.01, max(gaps.items(), key=lambda kv: kv[1])
+
+
+def test_the_research_update_needs_more_than_50_iterations_for_that(family):
+    """Why the default is not the research's explicit dt = 1/30: its 50 iterations leave the starts apart."""
+    pose = next(p for p in tube_poses() if p.name == "bend135")
+    rig = MemberRig(family[0])
+    diag = float(np.linalg.norm(np.ptp(rig.bind_positions, 0)))
+    out = {s: rig.deform(pose, "springs", SpringParams(integrator="explicit", dt=1.0 / 30.0, initial_skinning=s))
+           for s in ("rigid", "lbs")}
+    assert np.abs(out["lbs"] - out["rigid"]).max() > 0.01 * diag
 
 
 # ----------------------------------------------------------------------------------------------------------

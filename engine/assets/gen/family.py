@@ -224,7 +224,10 @@ class MemberRig:
 
     def measure(self, x: np.ndarray, pose: TubePose) -> dict:
         """`engine.skinning.metrics.deformation_metrics` of x (ring twist included) with the closed volume
-        ratio ("volume_ratio"), the twist reaching the tip against the pose's ("twist_tip", deg), the smallest
+        ratio ("volume_ratio"), the twist reaching the tip ("twist_tip", deg: the pose's twist of the tip bone plus
+        the tip ring's own turn about that bone, so a ring that follows its bone reads the full twist; the
+        metrics' "twist_total" is the turn between the first and the last ring, which also counts any drift of
+        the root ring), the smallest
         distance to the posed skeleton over the radius within one diameter of an elbow ("radius_min", 1 = kept)
         and the largest relative spread of a ring's distances from its centre ("ring_spread", 0 = round)."""
         from engine.skinning.metrics import deformation_metrics
@@ -233,8 +236,10 @@ class MemberRig:
         x = np.asarray(x, np.float64)
         out = deformation_metrics(x, self.bind_positions, self.topology.triangles, rings=m.ring)
         out["volume_ratio"] = _closed_volume(m, x) / self.bind_volume
-        out["twist_tip"] = abs(out["twist_total"])
-        posed = m.posed_joints(pose)[:, :3, 3]
+        joints = m.posed_joints(pose)
+        out["twist_tip"] = abs(pose.twist + _ring_turn(x, self.bind_positions, m.ring == m.rings - 1,
+                                                        joints[-1] @ np.linalg.inv(m.bind_joints[-1])))
+        posed = joints[:, :3, 3]
         near = np.min(np.abs(self.bind_positions[:, 0][:, None] - np.asarray(m.elbows)[None]), 1) <= 2 * m.radius
         out["radius_min"] = float(_polyline_distance(x[near], posed).min()) / m.radius
         spread = 0.0
@@ -244,6 +249,16 @@ class MemberRig:
             spread = max(spread, float((d.max() - d.min()) / d.mean()))
         out["ring_spread"] = spread
         return out
+
+
+def _ring_turn(x: np.ndarray, bind: np.ndarray, ring: np.ndarray, skin: np.ndarray) -> float:
+    """Degrees the points `ring` of x turned about the tube's axis (+x at bind) beyond the rigid motion `skin`
+    (4,4): x mapped back through skin^-1, each point's angle about the ring centre against bind, averaged."""
+    inv = np.linalg.inv(skin)
+    back = x[ring] @ inv[:3, :3].T + inv[:3, 3]
+    pb, px = bind[ring] - bind[ring].mean(0), back - back.mean(0)
+    turn = np.arctan2(px[:, 2], px[:, 1]) - np.arctan2(pb[:, 2], pb[:, 1])
+    return float(np.degrees(np.angle(np.exp(1j * turn).mean())))
 
 
 def _closed_volume(member: TubeMember, x: np.ndarray) -> float:
