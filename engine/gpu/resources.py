@@ -109,10 +109,11 @@ class GpuResources:
         if data is None:
             if reserve <= 0:
                 raise ValueError(f"buffer {label!r}: give data or reserve > 0 bytes, got reserve={reserve}")
-            buf = self.ctx.buffer(reserve=int(reserve), dynamic=dynamic)
-            # GL leaves a reserved store undefined: llvmpipe hands out zeros, an NVIDIA driver whatever the memory
-            # held (a spring status read before the first run came back with a reason code out of range)
-            buf.clear()
+            # uploaded zeros, not a reserved store: GL leaves that undefined (llvmpipe hands out zeros, an NVIDIA
+            # driver whatever the memory held: a spring status read before the first run came back with a reason
+            # code out of range). Not Buffer.clear() either: on an H100 that mapped the store and broke a dozen
+            # GPU == reference tests.
+            buf = self.ctx.buffer(bytes(int(reserve)), dynamic=dynamic)
         else:
             raw = np.ascontiguousarray(data).tobytes() if isinstance(data, np.ndarray) else bytes(data)
             if not raw:
