@@ -45,7 +45,7 @@ SKINNING = registry.names(device="gpu", public_only=False)
 #: moves no float32 position; a stiffness this many times past its stable value leaves every other force
 #: below float32 resolution (and overflows long before 3e38). Both bound the mesh-derived ranges below.
 FLOAT32_STEP = 2.0 ** -23
-_STIFFNESSES = ("k_s", "k_l", "k_t", "k_b", "k_r", "k_e")
+_STIFFNESSES = ("k_s", "k_l", "k_t", "k_b", "k_r", "k_e", "k_v")
 OVERRIDE_ALIASES = {"spring_iterations": "spring.max_iterations", "spring_dt": "spring.dt"}
 
 

@@ -100,6 +100,7 @@ __all__ = [
     "safe_range", "STEP_SAFETY", "LAMBDA_COLUMNS", "lambda_columns", "lambda_per_vertex", "step_sizes",
     "release_held", "JOINT_BLEND", "joint_blend_weights", "mesh_islands", "blend_rotations", "rotation_share",
     "WARM_LIMIT", "pose_motion", "warm_scale", "warm_start_allowed", "carry",
+    "VOLUME_LAMBDA", "VOLUME_MIN_RATIO", "volume_acts", "slot_third_corners", "fan_volumes", "region_volumes", "volume_rest",
 ]
 
 INTEGRATORS = ("explicit", "semi_implicit")
@@ -135,6 +136,7 @@ _NUMERIC_RANGES: dict[str, tuple[float, float, bool, bool, bool]] = {
     "k_b": (0.0, _INF, True, False, False),
     "k_r": (0.0, _INF, True, False, False),
     "k_e": (0.0, _INF, True, False, False),
+    "k_v": (0.0, _INF, True, False, False),
     "dt": (0.0, 10.0, False, True, False),
     "damping": (0.0, 1.0, True, False, False),
     "max_iterations": (1, 100_000, True, True, True),
@@ -154,8 +156,16 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "bone_mode": BONE_MODES,
     "acceleration": ACCELERATIONS,
 }
-_STIFFNESS = ("k_s", "k_l", "k_t", "k_b", "k_r", "k_e")
-_SWITCH = {"k_s": "use_s", "k_l": "use_l", "k_t": "use_t", "k_b": "use_b", "k_r": "use_r", "k_e": "use_e"}
+_STIFFNESS = ("k_s", "k_l", "k_t", "k_b", "k_r", "k_e", "k_v")
+_SWITCH = {"k_s": "use_s", "k_l": "use_l", "k_t": "use_t", "k_b": "use_b", "k_r": "use_r", "k_e": "use_e",
+           "k_v": "use_v"}
+VOLUME_LAMBDA = 2.0
+"""Step-limiting coefficient of the volume term per unit k_v (its force moves a vertex by k_v delta_r along its
+normal; delta_r depends on the vertex itself and, through the region's volume, on every other vertex of the region
+with weights summing to about one: 1 + 1)."""
+VOLUME_MIN_RATIO = 1e-3
+"""A bone region's volume term is on when its bind |V0_r| > VOLUME_MIN_RATIO S0_r^1.5 (a sphere: 0.094; a flat
+panel lying along its bone: ~0): regions that enclose nothing around their bone get no pressure."""
 _BOOLS: tuple[str, ...] = ("step_limit", "joint_blend", "warm_start")  # switches besides the use_* ones
 # the optional contact term (engine/skinning/contact.py): its switch and parameters
 _BOOLS += ("contact",)
@@ -212,15 +222,17 @@ class SpringParams:
     k_b: float = 0.25
     k_r: float = 1.0
     k_e: float = 1.0
+    k_v: float = 3.0  # volume term: pressure per bone region restoring its skeleton-relative volume (0: off)
     use_s: bool = True
     use_l: bool = True
     use_t: bool = True
     use_b: bool = True
     use_r: bool = True
     use_e: bool = True
+    use_v: bool = True
     dt: float = 1.0  # the research's 1/30 with integrator "explicit"; step limiting caps it per vertex
     integrator: str = "semi_implicit"
-    damping: float = 0.3
+    damping: float = 0.2
     max_iterations: int = 50
     convergence: str = "displacement"
     displacement_rel: float = 1e-4
@@ -314,6 +326,10 @@ class SpringRest:
     blend_other (V,) joint blending: the bone across the nearer interior joint, -1 for none
     blend_end   (V,) 0 when that joint is the parent end of the vertex's bone, 1 the child end
     blend_w     (V,) own weight in [1/2, 1] (1: no blending)
+    vol_third   (H,) volume term: the third corner m of the face (rows[h], cols[h], m) in winding order, -1 none
+    vol_region  (V,) volume term: the vertex's bone region (its binding bone), -1 where the region is off
+    vol_v0      (R,) bind skeleton-relative volume of each bone region (`fan_volumes` summed)
+    vol_s0      (R,) bind surface area of each bone region (3 sum |G_i|, `fan_volumes`)
     """
 
     rows: np.ndarray
@@ -332,6 +348,10 @@ class SpringRest:
     blend_other: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     blend_end: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     blend_w: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    vol_third: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    vol_region: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    vol_v0: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    vol_s0: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def n_vertices(self) -> int:
@@ -453,7 +473,78 @@ def build_rest(topology: MeshTopology, binding: Binding, bind_joints: np.ndarray
     rest.lam_cols = lambda_columns(rest)
     rest.blend_other, rest.blend_end, rest.blend_w = joint_blend_weights(binding, bind_joints, r,
                                                                          mesh_islands(topology))
+    volume_rest(rest, topology, binding)
     return rest
+
+
+def slot_third_corners(topology: MeshTopology, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """(H,) per CSR slot (i, j): the third corner m of the face (i, j, m) in winding order, -1 where no face has
+    the directed edge i -> j (a boundary, or a face of the other winding). Each face appears once per corner, so
+    summing over a vertex's slots visits each of its faces once; a directed edge shared by two faces (non-manifold
+    or inconsistent winding) keeps the first."""
+    tri = np.asarray(topology.triangles, np.int64).reshape(-1, 3)
+    n = int(topology.n_control)
+    out = np.full(rows.shape[0], -1, np.int64)
+    if tri.shape[0] == 0 or rows.shape[0] == 0:
+        return out
+    i = np.concatenate([tri[:, 0], tri[:, 1], tri[:, 2]])
+    j = np.concatenate([tri[:, 1], tri[:, 2], tri[:, 0]])
+    m = np.concatenate([tri[:, 2], tri[:, 0], tri[:, 1]])
+    ok = (i != j) & (j != m) & (i != m)
+    key = i[ok] * n + j[ok]
+    keys = rows * n + cols
+    order = np.argsort(keys, kind="stable")
+    pos = np.searchsorted(keys[order], key)
+    pos = np.minimum(pos, keys.shape[0] - 1)
+    hit = keys[order][pos] == key
+    slot = order[pos[hit]]
+    third = m[ok][hit]
+    first = np.unique(slot, return_index=True)[1]  # the first face of each directed edge
+    out[slot[first]] = third[first]
+    return out
+
+
+def fan_volumes(x: np.ndarray, attach: np.ndarray, rest: SpringRest) -> tuple[np.ndarray, np.ndarray]:
+    """Per vertex i (V_i, G_i): its share of its bone region's skeleton-relative volume, V_i = sum over its faces
+    (i, j, m) of det(x_i - a_i, x_j - a_i, x_m - a_i) / 18 (the tetrahedra from its own attachment a_i; each face
+    is counted by its three corners, hence 18 = 6 x 3), and G_i = dV_i / dx_i = sum (x_j - a_i) x (x_m - a_i) / 18,
+    whose direction is the vertex's outward normal and 3 |G_i| its share of the surface area."""
+    n = x.shape[0]
+    h = rest.vol_third >= 0
+    i, j, m = rest.rows[h], rest.cols[h], rest.vol_third[h]
+    ai = attach[i]
+    c = np.cross(x[j] - ai, x[m] - ai)
+    det = np.einsum("ij,ij->i", x[i] - ai, c)
+    v = np.bincount(i, weights=det, minlength=n) / 18.0
+    g = np.stack([np.bincount(i, weights=c[:, k], minlength=n) for k in range(3)], 1) / 18.0
+    return v, g
+
+
+def region_volumes(x: np.ndarray, attach: np.ndarray, rest: SpringRest) -> np.ndarray:
+    """(R,) skeleton-relative volume of every bone region at positions x (0 for the regions that are off)."""
+    v, _ = fan_volumes(x, attach, rest)
+    on = rest.vol_region >= 0
+    return np.bincount(rest.vol_region[on], weights=v[on], minlength=rest.vol_v0.shape[0])
+
+
+def volume_rest(rest: SpringRest, topology: MeshTopology, binding: Binding) -> None:
+    """Set up the volume term in `rest`: slot third corners, bind volume and area per bone region, and which
+    regions take part (|V0_r| > VOLUME_MIN_RATIO S0_r^1.5)."""
+    rest.vol_third = slot_third_corners(topology, rest.rows, rest.cols)
+    n = rest.n_vertices
+    bone = np.asarray(binding.bone, np.int64)
+    n_reg = int(binding.bones.count) if n else 0
+    rest.vol_region = np.full(n, -1, np.int64)
+    rest.vol_v0 = np.zeros(n_reg)
+    rest.vol_s0 = np.zeros(n_reg)
+    if n == 0 or n_reg == 0:
+        return
+    x = np.asarray(topology.positions, np.float64)
+    v, g = fan_volumes(x, np.asarray(binding.attach, np.float64), rest)
+    rest.vol_v0 = np.bincount(bone, weights=v, minlength=n_reg)
+    rest.vol_s0 = 3.0 * np.bincount(bone, weights=_norm(g), minlength=n_reg)
+    on = (rest.vol_s0 > 0.0) & (np.abs(rest.vol_v0) > VOLUME_MIN_RATIO * rest.vol_s0 ** 1.5)
+    rest.vol_region = np.where(on[bone], bone, -1)
 
 
 def mesh_islands(topology: MeshTopology) -> np.ndarray:
@@ -631,8 +722,15 @@ def carry(positions: np.ndarray, prev: PoseFrame, now: PoseFrame, *, plain: bool
 
 
 def spring_forces(x: np.ndarray, attach: np.ndarray, bone_ref: np.ndarray, rest: SpringRest,
-                  params: SpringParams, edit: EditTerms | None = None) -> tuple[np.ndarray, float]:
-    """Net force (V,3) on every vertex (eq. 22 with F_e, weighted as in Algorithm 1) and the spring energy."""
+                  params: SpringParams, edit: EditTerms | None = None, volume: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, float]:
+    """Net force (V,3) on every vertex (eq. 22 with F_e, weighted as in Algorithm 1) and the spring energy.
+
+    volume: the bone regions' volumes (`region_volumes`) of the state one iteration earlier (x_0's own for x_0),
+    for the volume term (k_v): F_i = k_v delta_r unit(G_i), delta_r = (V0_r - V_r) / S0_r, the uniform offset
+    along the normals that would restore region r's bind volume; energy 0.5 k_v delta_r^2 per vertex. None
+    (one-off evaluations): no volume term. The lag lets the GPU sum a region over every work group in the same
+    dispatch that uses the last sum (spring.comp; a pre-pass sums x_0)."""
     n = x.shape[0]
     rows, cols = rest.rows, rest.cols
     shat, slen, nz = _unit(x - attach, rest.tiny)
@@ -680,6 +778,17 @@ def spring_forces(x: np.ndarray, attach: np.ndarray, bone_ref: np.ndarray, rest:
         dr = slen - rest.r
         force -= (k_r * dr)[:, None] * shat
         energy += 0.5 * k_r * _dot(dr, dr)
+    k_v = params.stiffness("k_v")
+    if k_v and volume is not None:
+        on = rest.vol_region >= 0
+        if np.any(on):
+            _, g = fan_volumes(x, attach, rest)
+            reg = rest.vol_region[on]
+            delta = (rest.vol_v0 - np.asarray(volume, np.float64))[reg] / rest.vol_s0[reg]
+            glen = _norm(g[on])
+            ok = glen > 0.0
+            force[on] += (k_v * delta * ok / np.where(ok, glen, 1.0))[:, None] * g[on]
+            energy += 0.5 * k_v * _dot(delta, delta)
     if edit is not None and k_e and edit.any_held:
         force[edit.held] = 0.0  # the ROI boundary is held: no force moves it (edits.py, "the sets")
     return force, energy
@@ -747,7 +856,22 @@ def _lambda_coefficients(rest: SpringRest, edit: EditTerms | None) -> dict[str, 
     out = {p: cols[:, c] for c, group in enumerate(LAMBDA_COLUMNS) for p in group}
     out["k_e"] = (np.asarray(edit.stiffness, np.float64).copy() if edit is not None
                   else np.zeros(rest.n_vertices))
+    out["k_v"] = _volume_lambda(rest)
     return out
+
+
+def volume_acts(params: SpringParams, edit: EditTerms | None) -> bool:
+    """Whether the volume term runs: k_v on, no surface edit acting on the mesh (an edit changes the volume on
+    purpose: a bulge, a breathing chest; the term would deflate the rest of the region to undo it), and not the
+    energy scheme (the term is a pressure with no energy to descend; that scheme accepts descending steps only)."""
+    return (bool(params.stiffness("k_v")) and not (edit is not None and params.stiffness("k_e"))
+            and params.convergence != "energy")
+
+
+def _volume_lambda(rest: SpringRest) -> np.ndarray:
+    """(V,) step-limiting coefficient of the volume term per unit k_v (VOLUME_LAMBDA where it acts)."""
+    region = rest.vol_region if rest.vol_region.shape[0] == rest.n_vertices else np.full(rest.n_vertices, -1)
+    return np.where(region >= 0, VOLUME_LAMBDA, 0.0)
 
 
 def lambda_per_vertex(rest: SpringRest, params: SpringParams, edit: EditTerms | None = None) -> np.ndarray:
@@ -756,6 +880,8 @@ def lambda_per_vertex(rest: SpringRest, params: SpringParams, edit: EditTerms | 
     cols = rest.lam_cols if rest.lam_cols.shape[0] == rest.n_vertices else lambda_columns(rest)
     k = np.array([sum(params.stiffness(p) for p in group) for group in LAMBDA_COLUMNS])
     lam = np.einsum("vc,c->v", cols, k)  # no BLAS (see _dot)
+    if volume_acts(params, edit):
+        lam = lam + params.stiffness("k_v") * _volume_lambda(rest)
     k_e = params.stiffness("k_e")
     if edit is not None and k_e:
         lam = lam + k_e * np.asarray(edit.stiffness, np.float64)
@@ -1039,7 +1165,10 @@ class SpringDeformer:
         vel = np.zeros_like(x) if vel is None or p.integrator == "explicit" else np.array(vel, np.float64)
         vel = release_held(vel, edit, p)
         a, ref = frame.attach, frame.bone_ref
-        force, energy = spring_forces(x, a, ref, self.rest, p, edit)
+        # the volume term uses the regions' volumes of the previous state, x_0's own for x_0
+        with_volume = volume_acts(p, edit) and bool(np.any(self.rest.vol_region >= 0))
+        volume = region_volumes(x, a, self.rest) if with_volume else None
+        force, energy = spring_forces(x, a, ref, self.rest, p, edit, volume)
         step = self.step_sizes(edit)
         kinetic = 0.5 * float(np.einsum("ij,ij->", vel, vel))
         stats = SpringStats(initial_energy=energy, energy=energy, reason="max_iterations")
@@ -1061,7 +1190,7 @@ class SpringDeformer:
             elif disp > limit:
                 bad = f"a vertex moved {disp:.3g} in one step, limit {limit:.3g}"
             if not bad:
-                f_new, e_new = spring_forces(x_new, a, ref, self.rest, p, edit)
+                f_new, e_new = spring_forces(x_new, a, ref, self.rest, p, edit, volume)
                 if not (np.all(np.isfinite(f_new)) and math.isfinite(e_new)):
                     bad = "non-finite forces"
             if bad:
@@ -1080,6 +1209,8 @@ class SpringDeformer:
                         stats.max_displacement = disp
                     break
             x, vel, force, energy, kinetic = x_new, vel_new, f_new, e_new, k_new
+            if with_volume:
+                volume = region_volumes(x, a, self.rest)
             stats.iterations += 1
             stats.max_displacement = disp
             if p.convergence == "displacement" and disp < thr_d:

@@ -24,6 +24,7 @@ from engine.skinning.skinning import dqs, lbs
 from engine.skinning.springs import (
     LAMBDA_COLUMNS,
     STEP_SAFETY,
+    VOLUME_LAMBDA,
     SpringDeformer,
     SpringParams,
     blend_rotations,
@@ -86,7 +87,7 @@ def research(**kw) -> SpringParams:
 
 def only(force: str, **kw) -> SpringParams:
     """Params (research update) with a single force switched on."""
-    return research(**{f"use_{x}": x == force for x in "sltbre"}, **kw)
+    return research(**{f"use_{x}": x == force for x in "sltbrev"}, **kw)
 
 
 N_AROUND, N_RINGS, RADIUS, LENGTH = 16, 33, 0.5, 4.0
@@ -647,7 +648,10 @@ def test_gpu_vertex_records_carry_the_lambda_coefficients(fan):
     np.testing.assert_allclose(rec["rest"][:, 1], d.rest.s_floor, rtol=1e-6)
     for p in (SpringParams(), SpringParams(k_s=2.0, use_t=False, k_r=0.0), only("l", k_l=3.0)):
         k = np.array([sum(p.stiffness(n) for n in group) for group in LAMBDA_COLUMNS])
-        np.testing.assert_allclose(rec["lam"].astype(np.float64) @ k, lambda_per_vertex(d.rest, p), rtol=1e-6)
+        # the volume term's coefficient is a constant the shader adds where the point's region takes part
+        volume = p.stiffness("k_v") * VOLUME_LAMBDA * (d.rest.vol_region >= 0)
+        np.testing.assert_allclose(rec["lam"].astype(np.float64) @ k + volume, lambda_per_vertex(d.rest, p),
+                                   rtol=1e-6)
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -141,7 +141,8 @@ def test_falls_back_past_the_limit_on_reset_and_in_dependent_mode(tube):
     dep = _warm(tube, mode="dependent")  # the dependent mode carries always; warm_start changes nothing there
     dep.solve(_posed(tube, 30.0))
     _, s = dep.solve(_posed(tube, 30.0))
-    assert not s.warm and s.iterations <= 2
+    # a few steps (the volume term sees the carried state's own volume one iteration late), not a cold start's
+    assert not s.warm and s.iterations <= 5
 
 
 def test_points_an_edit_holds_keep_the_usual_start(tube):

@@ -5,8 +5,8 @@ against glTF-weight LBS and DQS, with the default parameters (50 iterations at m
 The module fixture builds the table once and prints it (``pytest -s`` shows it); each test asserts one claim
 over every member and pose it applies to, naming the rows that break it. Claims that do not hold with the
 defaults are not asserted here (see the module docstring of engine.skinning.springs and the README's deformer
-section): volume within 3 % of bind at bends past 90 deg on the thickest tubes, and the share of edges
-strained by more than 30 % at bends past 90 deg (the inner side of a bend is compressed more than LBS's).
+section): the share of edges strained by more than 30 % at bends past 90 deg (the inner side of a bend is
+compressed more than LBS's).
 """
 from __future__ import annotations
 
@@ -126,12 +126,18 @@ def test_no_collapse_under_twist_and_stretch_and_rings_stay_round(table, method)
 
 
 @pytest.mark.parametrize("method", SPRINGS)
-def test_volume_within_three_percent_up_to_90_deg_and_under_twist(table, method):
+def test_volume_within_three_percent_at_every_bend_and_twist(table, method):
+    """The volume term (SpringParams.k_v) keeps every bone region's skeleton-relative volume: within 3 % of bind
+    at every bend up to 150 deg, every twist and bend + twist (LBS loses up to 8 %, the springs without the term
+    up to 7 %); the stretch lengthens the bones, so its volume grows, as LBS's and DQS's do. The contact term
+    runs after the iterations and flattens the inner sides at 150 deg with no pressure left to answer (worst
+    0.92): with contact the claim is asserted up to 135 deg."""
     cases = functools.partial(_cases, method=method)
-    mild = ("bend67.5", "bend90", "twist90", "twist180")
-    bad = [(m, p, round(s["volume_ratio"], 3)) for m, p, _, _, s in cases(table, lambda p: p in mild)
+    skip = ("stretch1.3",) if method == "springs" else ("stretch1.3", "bend150")
+    bad = [(m, p, round(s["volume_ratio"], 3)) for m, p, _, _, s in cases(table, lambda p: p not in skip)
            if abs(s["volume_ratio"] - 1.0) > 0.03]
     assert not bad
+    assert any(lb["volume_ratio"] < 0.93 for _, p, lb, _, _ in cases(table, lambda p: p == "bend150"))
 
 
 def test_contact_leaves_no_intersection_at_135_deg_and_changes_nothing_where_nothing_meets(table):
