@@ -165,6 +165,35 @@ def _contact_row(ctx, res, label: str, rig: tuple, reps: int, np_reps: int) -> N
     print()
 
 
+def _volume_row(ctx, res, label: str, rig: tuple, reps: int) -> None:
+    """The volume term's cost (one row): the spring node's GPU ms for 50 iterations with the default k_v and with
+    k_v = 0, in two graphs timed round-robin."""
+    from engine.skinning.gpu.graph import DeformerGraph
+    from engine.skinning.springs import SpringParams
+
+    topo, binding, jn, w, ib, par, bj = rig
+    skin_mats, posed = _pose(bj, ib)
+    graphs = {}
+    for key, kv in (("on", SpringParams().k_v), ("off", 0.0)):
+        graph = DeformerGraph(ctx, res)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            h = graph.add_mesh(topo, binding, jn, w, ib, par, method="spring",
+                               spring=SpringParams(convergence="iterations", max_iterations=50, k_v=kv))
+        graph.set_pose(h, skin_mats, posed)
+        graphs[key] = (graph, "spring")
+    times = _time_interleaved(graphs, reps)
+    for graph, _ in graphs.values():
+        graph.release()
+    on, off = times["on"].median, times["off"].median
+    print("Volume term ([spring] k_v: per bone region, the faces' third corners read per slot, one fixed-point "
+          "atomic per point and iteration, one pre-pass per frame)")
+    print(f"{'mesh':<20}{'ctrl':>7}{'k_v on ms':>11}{'k_v = 0 ms':>12}{'spread':>8}{'on/off':>8}")
+    print(f"{label:<20}{topo.n_control:>7}{on:>11.3f}{off:>12.3f}{max(times['on'].pct, times['off'].pct):>7.0f}%"
+          f"{on / off if off else float('nan'):>8.2f}")
+    print()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench deform", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small tubes, few repetitions (llvmpipe)")
@@ -241,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     assert humanoid is not None, "SIZES names the humanoid"
     label, (topo, binding, jn, w, ib, par, bj) = humanoid
     _contact_row(ctx, res, label, (topo, binding, jn, w, ib, par, bj), reps, np_reps)
+    _volume_row(ctx, res, label, (topo, binding, jn, w, ib, par, bj), reps)
     print(f"Batch sweep: N instances of {label} x 50 spring iterations in one graph (one dispatch per iteration)")
     print(f"{'N':>4}{'control pts':>13}{'GPU ms/frame':>14}{'spread':>8}{'ms/instance':>13}")
     skin_mats, posed = _pose(bj, ib)

@@ -45,6 +45,7 @@ HELP_LINES = (
 PROFILER_REFRESH_S = 0.25
 _SPRING_PARAMS = (("spring_k_s", "k_s (shape)", 0.0, 2.0), ("spring_k_l", "k_l (length)", 0.0, 2.0),
                   ("spring_k_t", "k_t (twist)", 0.0, 2.0), ("spring_k_b", "k_b (bend)", 0.0, 2.0),
+                  ("spring_k_v", "k_v (volume)", 0.0, 8.0),
                   ("spring_dt", "dt", 0.001, 1.0), ("spring_damping", "damping", 0.0, 0.95))
 _PLANE = (("plane_offset", "plane offset m", -1.0, 1.0), ("plane_turn", "plane turn deg", -90.0, 90.0),
           ("plane_tilt", "plane tilt deg", -80.0, 80.0))

@@ -7,11 +7,21 @@
 // Forces per CSR slot (i, j), eq. 21/22:  F_s edge length, F_l scale-vector length difference, F_t torsion
 // between s_i and s_j (torque k_t w_ij dtheta -> |tau| / |s_i| orthogonal to s_i); an edit handle's
 // neighbour forces are scaled by handle_weight before F_e = k_e (C_i - K_i x_i) is added; then bone torsion
-// F_b and the radial spring F_r. Update: eq. 23 x += dt F, or semi-implicit Euler with damping, or (explicit,
+// F_b and the radial spring F_r, and the volume term F_v (below). Update: eq. 23 x += dt F, or semi-implicit
+// Euler with damping, or (explicit,
 // FLAG_MOMENTUM) the heavy ball u' = beta u + dt_i F, x' = x + u' with beta in the damping slot (step.w).
 // Step limiting (FLAG_STEP_LIMIT, reference springs.step_sizes): each vertex steps by its own
 // dt_i = min(dt, STEP_SAFETY / lambda_i) (semi-implicit: min(dt, sqrt(2 STEP_SAFETY / lambda_i))), lambda_i the
 // Gershgorin bound from the static coefficients SpringVertex.lam, the stiffnesses and the edit stiffness K_i.
+//
+// Volume term (reference springs.spring_forces / fan_volumes, SpringInstance.k3.x = k_v): each point's share of
+// its bone region's skeleton-relative volume V_i = sum over its faces (i, j, m) (the CSR slot's third corner) of
+// det(x_i - a_i, x_j - a_i, x_m - a_i) / 18 and its area vector G_i = sum (x_j - a_i) x (x_m - a_i) / 18. The
+// regions' sums live in B_VOLUME, per bone three fixed-point ints used in turn and a flag (1: a surface edit
+// touches the region this frame, the term leaves it alone; records.volume_rows): dispatch n reads the sums of
+// x_{n-1} (slot (n - 1) % 3; x_0's for n = 0, slot 0, summed by the pre-pass u_iteration = -1), adds x_n's
+// (n >= 1) into slot n % 3 and the first point of each region clears slot (n + 1) % 3 for the next dispatch.
+// F_v = k_v (V0_r - V_r) / S0_r unit(G_i).
 //
 // Why the inputs look like this: on llvmpipe the iteration's cost follows its memory instructions (an SSBO load
 // is a per-lane loop with a branch per component, an image load one gather; gpu_layouts, "spring stage
@@ -37,8 +47,10 @@ layout(std430, binding = B_STATUS) buffer Status { DeformStatus status[]; };
 layout(std430, binding = B_ACTIVE) readonly buffer Active { int active_groups[]; };
 layout(std430, binding = B_PARTIALS) writeonly buffer Partials { float partials[]; };
 layout(std430, binding = B_EDIT) readonly buffer Edit { SpringEdit edit[]; };
+layout(std430, binding = B_VOLUME) coherent buffer Volume { int volume_sums[]; };
 
-uniform int u_iteration;  // index n of this dispatch in the frame (all active instances are at step n)
+uniform int u_iteration;  // index n of this dispatch in the frame (all active instances are at step n); -1: the
+                          // volume pre-pass (sums the regions' volumes at x_0, writes nothing else)
 uniform int u_record;     // 1: a convergence check follows this dispatch; record the maxima
 
 const float SIN_EPS = 1e-9;
@@ -90,13 +102,25 @@ void main() {
         vec4 srest = intBitsToFloat(point_texel(si, SPRING_POINT_REST));
         float sden = max(slen, srest.y);
         float k_s = ks.x, k_l = ks.y, k_t = ks.z, k_b = ks.w, k_r = ks2.x, k_e = ks2.y;
+        vec4 ks3 = intBitsToFloat(inst_texel(k, SPRING_INSTANCE_K3));
+        float k_v = ks3.x;
+        int vbase = (int(ks3.y) + r.z) * 4;  // B_VOLUME row of the point's region (r.z: -1 for none)
+        bool vol_on = k_v != 0.0 && r.z >= 0 && volume_sums[max(vbase, 0) + 3] == 0;
+        float vi = 0.0;
+        vec3 gi = vec3(0.0);
         vec3 f = vec3(0.0);
         int h0 = run.w + r.x;
         for (int e = 0; e < r.y; ++e) {
             int h = h0 + e;
-            int dj = d0 + slot_texel(h, SPRING_SLOT_NBR).x;
+            ivec4 nbr = slot_texel(h, SPRING_SLOT_NBR);
+            int dj = d0 + nbr.x;
             vec4 rs = intBitsToFloat(slot_texel(h, SPRING_SLOT_REST));
             vec3 xj = state_texel(dj, SPRING_STATE_X);
+            if (vol_on && nbr.y >= 0) {
+                vec3 c = cross(xj - a, state_texel(d0 + nbr.y, SPRING_STATE_X) - a);
+                vi += dot(s, c);
+                gi += c;
+            }
             if (k_s != 0.0) {
                 vec3 ed = xj - x;
                 float len = length(ed);
@@ -150,6 +174,20 @@ void main() {
             f -= (k_r * dr) * shat;
             energy += 0.5 * k_r * dr * dr;
         }
+        if (vol_on) {
+            vec4 pv = intBitsToFloat(point_texel(si, SPRING_POINT_VOL));  // V0_r, S0_r, fixed-point scale
+            int n = u_iteration;
+            if (n != 0) atomicAdd(volume_sums[vbase + max(n, 0) % 3], int(round(vi / 18.0 * pv.z)));
+            if (n >= 0) {
+                if (r.w != 0) volume_sums[vbase + (n + 1) % 3] = 0;
+                float vr = float(volume_sums[vbase + max(n - 1, 0) % 3]) / pv.z;
+                float delta = (pv.x - vr) / pv.y;
+                float glen = length(gi);
+                if (glen > 0.0) f += (k_v * delta / glen) * gi;
+                energy += 0.5 * k_v * delta * delta;
+            }
+        }
+        if (u_iteration < 0) return;  // the volume pre-pass: sums only (the lanes outside `live` return below)
         if (held) {
             f = vec3(0.0);
             vel = vec3(0.0);
@@ -158,7 +196,7 @@ void main() {
         float h = step.x;
         if ((flags & uint(FLAG_STEP_LIMIT)) != 0u) {
             vec4 lamc = intBitsToFloat(point_texel(si, SPRING_POINT_LAM));
-            float lam = dot(lamc, vec4(k_s + k_l, k_t, k_b, k_r)) + k_e * k_edit;
+            float lam = dot(lamc, vec4(k_s + k_l, k_t, k_b, k_r)) + k_e * k_edit + (vol_on ? k_v * VOLUME_LAMBDA : 0.0);
             if (lam > 0.0) h = min(h, semi ? sqrt(2.0 * STEP_SAFETY / lam) : STEP_SAFETY / lam);
         }
         vec3 xn, vn;
@@ -181,6 +219,7 @@ void main() {
         if (isnan(disp) || isinf(disp)) disp = uintBitsToFloat(0x7fc00000u);
         if (isnan(fmag) || isinf(fmag)) fmag = uintBitsToFloat(0x7fc00000u);
     }
+    if (u_iteration < 0) return;  // the pre-pass: every lane returns, so none waits at the barriers below
     sh_disp[lid] = disp;
     sh_force[lid] = fmag;
     sh_energy[lid] = energy;

@@ -61,9 +61,11 @@ CASES = [{**_RESEARCH, **c} if "integrator" not in c else c for c in [
     dict(convergence="energy", max_iterations=300, dt=0.08, energy_rtol=1e-4),
     dict(convergence="displacement", max_iterations=200, dt=0.08, integrator="semi_implicit", damping=0.1),
     dict(convergence="iterations", max_iterations=30, bone_mode="cone", k_r=0.5, use_t=False),
-    dict(convergence="displacement", max_iterations=300, dt=0.08, initial_skinning="lbs"),
+    # without the volume term: with it the explicit steps from LBS creep to the tolerance in ~305 iterations, where
+    # float32 and float64 cross the threshold one iteration apart (the semi-implicit LBS case below has it on)
+    dict(convergence="displacement", max_iterations=300, dt=0.08, initial_skinning="lbs", k_v=0.0),
 ]] + [
-    dict(convergence="displacement"),
+    dict(convergence="displacement", max_iterations=100),  # the defaults (51 iterations on this tube)
     dict(convergence="force", max_iterations=300, integrator="semi_implicit"),
     dict(convergence="displacement", max_iterations=300, initial_skinning="lbs", integrator="semi_implicit"),
 ]

@@ -12,11 +12,13 @@ from collections.abc import Callable
 import moderngl
 
 from engine.gpu.layouts import LOCAL_SIZE
+from engine.skinning.gpu import records as R
 from engine.skinning.gpu import stages as S
 from engine.skinning.gpu.plan import NodeConfig
 from engine.skinning.gpu.pools import Batch
 from engine.skinning.gpu.stages import contact as contact_stage
 from engine.skinning.gpu.stages import spring as spring_stage
+from engine.skinning.springs import volume_acts
 
 
 def _static(batch: Batch, pairs: tuple[tuple[str, str], ...]) -> tuple[tuple[moderngl.Buffer, str], ...]:
@@ -56,12 +58,15 @@ def _spring(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: modern
         warm=batch.pose.warm_prev is not None,  # some instance wants the warm start: keep this frame's bones
         static=_static(batch, spring_stage.STATIC_READS),
         buffers=S.SpringBuffers(status=b["status"], partials=b["partials"], active=b["active"],
-                                indirect=b["indirect"], edit=b["edit"], velocities=b["spring_vel"]),
+                                indirect=b["indirect"], edit=b["edit"], velocities=b["spring_vel"],
+                                volume=b["volume"]),
         images=S.SpringImages(heads=im["sheads"], instances=im["sinstances"], points=im["spoints"],
                               slots=im["sslots"], frame=im["spring_frame"], s0=im["spring_s0"],
                               ring=(im["spring_r0"], im["spring_r1"], im["spring_r2"])),
         n_instances=len(batch.instances), n_groups=batch.total_groups,
-        dispatches=spring_stage.dispatch_count(i.params for i in batch.instances))
+        dispatches=spring_stage.dispatch_count(i.params for i in batch.instances),
+        volume=R.volume_rows(batch.instances, batch.n_bones)
+        if any(volume_acts(i.params) for i in batch.instances) else None)
 
 
 def _copy(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: moderngl.Context) -> S.CopyContext:

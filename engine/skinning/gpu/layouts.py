@@ -33,7 +33,7 @@ import functools
 import numpy as np
 
 from engine.gpu.layouts import LOCAL_SIZE, MAX_JOINTS, Std430Struct
-from engine.skinning.springs import STEP_SAFETY
+from engine.skinning.springs import STEP_SAFETY, VOLUME_LAMBDA
 
 MAX_INFLUENCES = 4
 """Skin influences per vertex (glTF JOINTS_0/WEIGHTS_0)."""
@@ -70,6 +70,7 @@ DEFORM_INSTANCE = Std430Struct("DeformInstance", [
     ("energy_rtol", "float"),   # energy scheme: relative decrease that still counts as progress
     ("k", "vec4"),              # stiffness x k_s (edges), y k_l (lengths), z k_t (torsion), w k_b (bone)
     ("k2", "vec4"),             # x k_r (radial), y k_e (edits), zw unused
+    ("k3", "vec4"),             # x k_v (volume term; 0 where it does not act: springs.volume_acts), yzw unused
 ])
 
 # ---- per-instance convergence state (written by the GPU only) -----------------------------------------
@@ -134,15 +135,19 @@ SPRING_INSTANCE = Std430Struct("SpringInstance", [
     ("step", "vec4"),          # dt, tiny, handle_weight, damping (DeformInstance fields)
     ("k", "vec4"),             # k_s, k_l, k_t, k_b
     ("k2", "vec4"),            # k_r, k_e, 0, 0
+    ("k3", "vec4"),            # k_v (0: no volume term), bone_base (its regions' first row of B_VOLUME), 0, 0
 ])
 SPRING_POINT = Std430Struct("SpringPoint", [
-    ("adj", "ivec4"),          # x first CSR slot (asset-local), y neighbours, zw 0
+    ("adj", "ivec4"),          # x first CSR slot (asset-local), y neighbours, z volume region (the point's bone,
+                               # -1: no volume term), w 1 for the first point of its region (it clears a sum)
     ("sdir", "vec4"),          # SpringVertex.sdir
     ("rest", "vec4"),          # SpringVertex.rest
     ("lam", "vec4"),           # SpringVertex.lam
+    ("vol", "vec4"),           # its region's bind volume V0_r, bind area S0_r, VOLUME_SCALE / |V0_r| (fixed point), 0
 ])
 SPRING_SLOT = Std430Struct("SpringSlot", [
-    ("nbr", "ivec4"),          # x neighbour control point (asset-local), yzw 0
+    ("nbr", "ivec4"),          # x neighbour control point (asset-local), y the face's third corner m (face (i, x, m)
+                               # in winding order; -1 none: springs.slot_third_corners), zw 0
     ("rest", "vec4"),          # rest_len, rest_dlen, rest_angle, w_t
 ])
 # The spring's per-frame state is images too (written by the spring stages with imageStore, so an iteration
@@ -181,6 +186,9 @@ IMAGE_RECORDS = (SKIN_VERTEX, SKIN_JOINT_LBS, SKIN_JOINT_DQS, SKIN_HEAD, SPRING_
                  SPRING_POINT, SPRING_SLOT, SPRING_STATE, SPRING_FRAME, NORMALS_HEAD, NORMAL_TRI, NORMAL_VERTEX,
                  NORMAL_FACES, NORMAL_FACE)
 IMAGE_ROW_SHIFT = 10
+VOLUME_SCALE = 2.0 ** 22
+"""Fixed point of the volume sums (B_VOLUME): a point adds round(V_i VOLUME_SCALE / |V0_r|) to its region's int
+sum, so a region at its bind volume sums to 2^22 (headroom to 512 x, rounding ~2.4e-7 of V0_r per point)."""
 IMAGE_ROW_ITEMS = 1 << IMAGE_ROW_SHIFT
 
 
@@ -295,6 +303,11 @@ BINDINGS: dict[str, int] = {
     "B_CONTACT_ENTRIES": 29,
     "B_CONTACT_BIND": 30,
     "B_CONTACT_PUSH": 31,  # two halves (contact.comp writes the first, contact_smooth.comp ping-pongs)
+    # spring volume term: per bone of the batch three int sums of its region's volume (fixed point), used in turn
+    # by the iterations (spring.comp), and a flag (a surface edit touches the region: records.volume_rows).
+    # Shares 27 with B_CONTACT_PARAMS: no shader declares both, and each stage binds its buffers before its
+    # dispatches.
+    "B_VOLUME": 27,
 }
 
 #: image units of the image-reading stages (their own namespace; the renderer binds none). Units are per stage: each
@@ -350,6 +363,8 @@ CONSTANTS: dict[str, int | float] = {
     "FLAG_STEP_LIMIT": FLAG_STEP_LIMIT,
     "FLAG_MOMENTUM": FLAG_MOMENTUM,
     "STEP_SAFETY": float(STEP_SAFETY),
+    "VOLUME_LAMBDA": float(VOLUME_LAMBDA),
+    "VOLUME_SCALE": float(VOLUME_SCALE),
     "REASON_MAX_ITERATIONS": REASON_MAX_ITERATIONS,
     "REASON_DISPLACEMENT": REASON_DISPLACEMENT,
     "REASON_FORCE": REASON_FORCE,

@@ -58,6 +58,7 @@ VERTEX_ATTRIB_ARRAY_BARRIER_BIT = 0x00000001
 ELEMENT_ARRAY_BARRIER_BIT = 0x00000002
 COMMAND_BARRIER_BIT = 0x00000040
 SHADER_IMAGE_ACCESS_BARRIER_BIT = 0x00000020
+BUFFER_UPDATE_BARRIER_BIT = 0x00000200
 
 #: bits a compute stage needs before reading a resource another compute stage wrote: as an SSBO, or as the
 #: image copy some stages keep of it (face normals also write an image that vertex normals gather from)

@@ -254,6 +254,7 @@ class Batch:
             mk("partials", nbytes=max(1, g) * 4)
             mk("edit", nbytes=n_dyn * R.EDIT_ROW_BYTES)
             mk("spring_vel", np.zeros((n_dyn, 4), np.float32))  # last frame's velocities (dependent mode)
+            mk("volume", np.zeros((max(1, self.n_bones), 4), np.int32))  # volume sums per bone (spring.comp)
         if self.has_contact:
             for name, (data, nbytes) in gpu_stages.contact.pool_buffers(self.instances, n_dyn).items():
                 mk(name, data, nbytes)

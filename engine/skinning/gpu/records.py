@@ -25,6 +25,7 @@ import numpy as np
 from engine.gpu.layouts import LOCAL_SIZE
 from engine.skinning.gpu import layouts as L
 from engine.skinning.gpu import spring as gpu_spring
+from engine.skinning.springs import edited_regions
 from engine.skinning.types import Binding, MeshTopology
 
 
@@ -155,21 +156,29 @@ def skin_vertices(topo: MeshTopology, joints: np.ndarray, weights: np.ndarray,
     return rec
 
 
-def spring_points(topo: MeshTopology, vstatic: np.ndarray) -> np.ndarray:
-    """(V,) SpringPoint records of the spring stage: CSR range (asset-local) and the SpringVertex fields."""
+def spring_points(topo: MeshTopology, vstatic: np.ndarray, volume: dict[str, np.ndarray] | None = None
+                  ) -> np.ndarray:
+    """(V,) SpringPoint records of the spring stage: CSR range (asset-local), the SpringVertex fields and the
+    volume term's region records (``gpu_spring.spring_arrays``; none: no volume term)."""
     rec = L.SPRING_POINT.zeros(topo.n_control)
     rec["adj"][:, 0] = topo.adj_offset
     rec["adj"][:, 1] = topo.adj_count
+    rec["adj"][:, 2] = -1
     sv = np.ascontiguousarray(vstatic, np.float32).view(L.SPRING_VERTEX.dtype).reshape(-1)
     for name in ("sdir", "rest", "lam"):
         rec[name] = sv[name]
+    if volume is not None:
+        rec["adj"][:, 2:] = volume["region"]
+        rec["vol"] = volume["vol"]
     return rec
 
 
-def spring_slots(topo: MeshTopology, rest: np.ndarray) -> np.ndarray:
-    """(H,) SpringSlot records of the spring stage: neighbour (asset-local) and rest values per CSR slot."""
+def spring_slots(topo: MeshTopology, rest: np.ndarray, third: np.ndarray | None = None) -> np.ndarray:
+    """(H,) SpringSlot records of the spring stage: neighbour (asset-local), the face's third corner (-1 none)
+    and rest values per CSR slot."""
     rec = L.SPRING_SLOT.zeros(int(topo.adj_index.shape[0]))
     rec["nbr"][:, 0] = topo.adj_index
+    rec["nbr"][:, 1] = -1 if third is None else third
     rec["rest"] = rest
     return rec
 
@@ -245,9 +254,10 @@ def make_asset(key: Hashable, topo: MeshTopology, binding: Binding | None, joint
         arrays["scale"] = np.zeros((v, 4), np.float32)
         arrays["bone_of"] = np.zeros(v, np.int32)
         n_bones = 0
-    rest, arrays["vstatic"] = gpu_spring.rest_arrays(topo, binding, bind_joints)
-    arrays["spoints"] = spring_points(topo, arrays["vstatic"])
-    arrays["sslots"] = spring_slots(topo, rest)
+    rest, arrays["vstatic"], volume = gpu_spring.spring_arrays(topo, binding, bind_joints)
+    arrays["spoints"] = spring_points(topo, arrays["vstatic"], volume)
+    arrays["vregion"] = volume["region"][:, 0].copy()  # per point its volume region (-1 none): volume_rows
+    arrays["sslots"] = spring_slots(topo, rest, volume["third"])
     arrays["irs"], d0 = gpu_spring.irs_arrays(topo, binding, bind_joints, irs_influence)
     arrays["scale"][:, 3] = d0
     arrays["map"] = topo.control_of_display.astype(np.int32)
@@ -370,7 +380,23 @@ def spring_instances(table: np.ndarray) -> np.ndarray:
         rec["step"][:n, i] = table[name]
     rec["k"][:n] = table["k"]
     rec["k2"][:n] = table["k2"]
+    rec["k3"][:n, 0] = table["k3"][:, 0]
+    rec["k3"][:n, 1] = table["bone_base"]
     return rec
+
+
+def volume_rows(instances: list[Instance], n_bones: int) -> np.ndarray:
+    """(max(1, n_bones), 4) int32: the B_VOLUME rows at the start of a frame, per bone of the batch three zeroed
+    volume sums and a flag, 1 where the region has a surface-edit handle or a held point of its instance (the
+    volume term leaves those regions alone: springs.edited_regions / volume_points)."""
+    rows = np.zeros((max(1, n_bones), 4), np.int32)
+    for inst in instances:
+        if inst.edit is None or not inst.params.stiffness("k_e"):
+            continue
+        region = inst.asset.arrays["vregion"]
+        regions = edited_regions(region, inst.edit[:, 3], inst.edit_held)
+        rows[inst.bone_base + regions, 3] = 1
+    return rows
 
 
 #: bytes of one control point's surface-edit rows in the control pool (two vec4: (C.xyz, K), (Q, held, 0, 0))

@@ -21,7 +21,7 @@ from engine.skinning.binding import nearest_bone
 from engine.skinning.gpu import layouts as L
 from engine.skinning.skinning import bend_refs as _bend_refs
 from engine.skinning.skinning import dual_quat_parts, irs_weights
-from engine.skinning.springs import SpringParams, build_rest
+from engine.skinning.springs import SpringParams, build_rest, volume_acts
 from engine.skinning.types import Binding, MeshTopology, bone_endpoints
 
 
@@ -50,18 +50,31 @@ def mesh_scales(topology: MeshTopology) -> tuple[float, float, float]:
 
 def rest_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(rest, vstatic) of :func:`spring_arrays` (see there)."""
+    rest, vstatic, _ = spring_arrays(topology, binding, bind_joints)
+    return rest, vstatic
+
+
+def spring_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """(rest (H,4) per CSR slot: rest_len, rest_dlen, rest_angle, w_t; vstatic (V, SPRING_VERTEX floats): the
     ``gpu_layouts.SPRING_VERTEX`` record of each control point as float32 rows: s_dir xyz, r | bone_angle,
     s_floor, joint-blend code (+-(other bone + 1), + parent end / - child end, 0 none), own blend weight |
     Gershgorin coefficients (``springs.lambda_columns``, the step-limiting lambda_i per unit
-    stiffness; the shader adds k_e K_i). Zeros without a binding (no spring stage then)."""
+    stiffness; the shader adds k_e K_i and k_v VOLUME_LAMBDA). Zeros without a binding (no spring stage then).
+    The third value holds the volume term's records: "third" (H,) int32 per CSR slot (the face's third corner,
+    -1 none), "region" (V,2) int32 (the point's region, -1 none; 1 for the first point of its region) and "vol"
+    (V,4) float32 (its region's V0_r, S0_r, the fixed-point scale VOLUME_SCALE / |V0_r|, 0)."""
     v = topology.n_control
     h = int(topology.adj_index.shape[0])
     rest = np.zeros((h, 4), np.float32)
     rec = L.SPRING_VERTEX.zeros(v)
     vstatic = rec.view(np.float32).reshape(v, L.SPRING_VERTEX.size // 4)
+    volume = {"third": np.full(h, -1, np.int32), "region": np.zeros((v, 2), np.int32),
+              "vol": np.zeros((v, 4), np.float32)}
+    volume["region"][:, 0] = -1
     if binding is None or v == 0:
-        return rest, vstatic
+        return rest, vstatic, volume
     r = build_rest(topology, binding, bind_joints)
     # slot h of the reference is (rows[h], cols[h]) in row order; place it at its CSR position
     count = np.asarray(topology.adj_count, np.int64)
@@ -78,7 +91,18 @@ def rest_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: np
     rec["rest"][:, 2] = np.where(r.blend_other >= 0, code, 0.0)
     rec["rest"][:, 3] = r.blend_w
     rec["lam"] = r.lam_cols  # columns in springs.LAMBDA_COLUMNS order: k_s + k_l, k_t, k_b, k_r
-    return rest, vstatic
+    volume["third"][flat] = r.vol_third
+    region = r.vol_region
+    volume["region"][:, 0] = region
+    on = np.flatnonzero(region >= 0)
+    if on.size:
+        _, first = np.unique(region[on], return_index=True)
+        volume["region"][on[first], 1] = 1
+        v0, s0 = r.vol_v0[region[on]], r.vol_s0[region[on]]
+        volume["vol"][on, 0] = v0
+        volume["vol"][on, 1] = s0
+        volume["vol"][on, 2] = L.VOLUME_SCALE / np.abs(v0)
+    return rest, vstatic, volume
 
 
 def fill_record(rec: np.ndarray, params: SpringParams, topology: MeshTopology, *,
@@ -122,6 +146,8 @@ def fill_record(rec: np.ndarray, params: SpringParams, topology: MeshTopology, *
     blend = 1.0 if p.joint_blend else 0.0
     blend_start = blend if (p.initial_skinning == "rigid" and p.mode == "independent") else 0.0
     rec["k2"] = [p.stiffness("k_r"), p.stiffness("k_e"), blend, blend_start]
+    # the volume term (springs.volume_acts; regions an edit touches are switched off per frame in B_VOLUME)
+    rec["k3"] = [p.stiffness("k_v") if volume_acts(p) else 0.0, 0.0, 0.0, 0.0]
 
 
 def _influence(value: Any, nj: int, name: str) -> np.ndarray:

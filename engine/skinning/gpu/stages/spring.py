@@ -9,7 +9,10 @@ Per frame, over the whole control pool:
    the last frame (frames of the bone records of that frame: ``bones_prev``, copied from ``bones`` at the end of
    the stage);
 2. **converge reset** (``converge.comp``, one work group): convergence state cleared, every work group active;
-3. **iterations** (``spring.comp``): up to ``dispatches`` indirect dispatches; every ``check_every``
+3. **iterations** (``spring.comp``): with the volume term, first a pre-pass (``u_iteration`` = -1) that only
+   sums every bone region's volume at x_0 into sum slot 0; then up to ``dispatches`` indirect dispatches, dispatch
+   n using the sums of x_{n-1} (x_0 for n = 0), adding x_n's (n >= 1) into slot n % 3 and clearing slot
+   (n + 1) % 3 for the next (reference: springs.SpringDeformer.iterate, one iteration's lag); every ``check_every``
    iterations the converge pass reads the GPU-side maxima / energy partials and rebuilds the list of active
    work groups, so a converged mesh costs zero work; the CPU never waits;
 4. **resolve** (``resolve.comp``, one dispatch): each instance's accepted state (by its GPU-side iteration
@@ -26,8 +29,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import moderngl
+import numpy as np
 
-from engine.skinning.gpu.plan import COMMAND_BARRIER_BIT, SHADER_IMAGE_ACCESS_BARRIER_BIT, SHADER_STORAGE_BARRIER_BIT
+from engine.skinning.gpu.plan import (
+    BUFFER_UPDATE_BARRIER_BIT,
+    COMMAND_BARRIER_BIT,
+    SHADER_IMAGE_ACCESS_BARRIER_BIT,
+    SHADER_STORAGE_BARRIER_BIT,
+)
 from engine.skinning.gpu.stages.base import StageContext, bind_all, bind_image, bind_ssbo, set_uniform
 
 #: static-pool SSBOs the frame pass binds, with their binding points
@@ -57,6 +66,7 @@ class SpringBuffers:
     indirect: moderngl.Buffer             # indirect dispatch arguments
     edit: moderngl.Buffer                 # surface-edit rows per control point
     velocities: moderngl.Buffer           # last frame's velocities (dependent mode)
+    volume: moderngl.Buffer               # volume term: per bone of the batch three int sums and a flag (B_VOLUME)
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,8 @@ class SpringContext(StageContext):
     n_instances: int
     n_groups: int                         # control work groups
     dispatches: int                       # iteration dispatches this frame (:func:`dispatch_count`)
+    volume: np.ndarray | None             # B_VOLUME's rows at the frame start (records.volume_rows); None: no
+                                          # instance runs the volume term
 
 
 def dispatch_count(params: Iterable[Any]) -> int:
@@ -131,9 +143,17 @@ def iterate(c: SpringContext, conv: moderngl.ComputeShader) -> None:
     spring = c.program("spring", None)
     im = c.images
     bind_ssbo(c.buffers.edit, "B_EDIT")
+    bind_ssbo(c.buffers.volume, "B_VOLUME")
     for tex, unit in ((im.heads, "I_SPRING_HEADS"), (im.instances, "I_SPRING_INSTANCES"),
                       (im.points, "I_SPRING_POINTS"), (im.slots, "I_SPRING_SLOTS"), (im.frame, "I_SPRING_FRAME")):
         bind_image(tex, unit)
+    if c.volume is not None and c.dispatches:  # the pre-pass: the regions' volumes at x_0 (writes no state)
+        bind_image(im.s0, "I_SPRING_SRC")
+        bind_image(im.ring[0], "I_SPRING_DST", read=False, write=True)
+        set_uniform(spring, "u_iteration", -1)
+        set_uniform(spring, "u_record", 0)
+        spring.run_indirect(c.buffers.indirect)
+        c.gl.memory_barrier(SHADER_STORAGE_BARRIER_BIT)
     check_every = int(c.node.options.get("check_every", 1))
     for n in range(c.dispatches):
         bind_image(im.s0 if n == 0 else im.ring[(n - 1) % 3], "I_SPRING_SRC")
@@ -162,6 +182,9 @@ def resolve(c: SpringContext) -> None:
 
 def run(c: SpringContext) -> None:
     """One frame of the springs for every instance of the batch."""
+    if c.volume is not None:  # zeroed sums and this frame's edited-region flags (after the last frame's atomics)
+        c.gl.memory_barrier(BUFFER_UPDATE_BARRIER_BIT)
+        c.buffers.volume.write(c.volume.tobytes())
     run_frame(c)
     conv = converge_program(c)
     iterate(c, conv)
