@@ -186,10 +186,10 @@ IMAGE_RECORDS = (SKIN_VERTEX, SKIN_JOINT_LBS, SKIN_JOINT_DQS, SKIN_HEAD, SPRING_
                  SPRING_POINT, SPRING_SLOT, SPRING_STATE, SPRING_FRAME, NORMALS_HEAD, NORMAL_TRI, NORMAL_VERTEX,
                  NORMAL_FACES, NORMAL_FACE)
 IMAGE_ROW_SHIFT = 10
+IMAGE_ROW_ITEMS = 1 << IMAGE_ROW_SHIFT
 VOLUME_SCALE = 2.0 ** 22
 """Fixed point of the volume sums (B_VOLUME): a point adds round(V_i VOLUME_SCALE / |V0_r|) to its region's int
 sum, so a region at its bind volume sums to 2^22 (headroom to 512 x, rounding ~2.4e-7 of V0_r per point)."""
-IMAGE_ROW_ITEMS = 1 << IMAGE_ROW_SHIFT
 
 
 def image_record_defines() -> dict[str, int]:
