@@ -2,7 +2,7 @@
 
 A headless Session at ``--width`` x ``--height`` with ``--characters`` humanoids playing ``idle`` (the issue's
 case: 1280x720, 6), the editor on it, the first one selected (so the character panel shows, its clip time
-ticking every frame) and its panels (game/editor.py EditorUI: tool palette, character panel, undo history,
+ticking every frame) and its panels (game/editor/window.py EditorUI: tool palette, character panel, undo history,
 help, the posing plane's outline) drawn into the frame offscreen. Two measurements, each in interleaved rounds
 (the machine's drift lands on every case alike):
 
@@ -74,8 +74,8 @@ def main(argv: list[str] | None = None) -> None:
         ap.error("--width, --height, --characters, --frames and --rounds must be >= 1")
 
     from engine import Session
-    from engine.editor import Editor
-    from game.editor import EditorUI
+    from game.editor import Editor
+    from game.editor.window import EditorUI
 
     with Session(width=args.width, height=args.height, headless=True) as s:
         ed = Editor(s)

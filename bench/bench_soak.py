@@ -81,8 +81,8 @@ def hostile(folder: Path) -> list[tuple[str, float, str]]:
 
     import numpy as np
 
-    from engine import cli
     from engine.assets.writer import FLOAT
+    from game import cli
     from tests.helpers.hostile import append_accessor, skinned_document, write_gltf
 
     cases: dict[str, list[str]] = {}

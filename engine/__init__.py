@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["Session", "Character"]
+__all__ = ["Session", "Character", "__version__"]
+
+#: the package version (pyproject.toml reads it from here)
+__version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from engine.session import Character, Session
@@ -21,7 +24,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     # Lazy: importing a submodule (engine.assets, engine.ecs) must not pull in moderngl and the renderer.
-    if name in __all__:
+    if name in ("Session", "Character"):
         from engine import session
 
         return getattr(session, name)

@@ -1,6 +1,6 @@
 """Console habits of the command line: logging configured once (``-v``/``-q``) and progress bars.
 
-``configure(verbosity)`` is called once by engine.cli: 0 shows warnings and errors, 1 (``-v``) adds info,
+``configure(verbosity)`` is called once by game.cli: 0 shows warnings and errors, 1 (``-v``) adds info,
 2 (``-vv``) debug, -1 (``-q``) errors only and no progress bars. Records print as one line each on stderr,
 ``level: message`` like the command line's ``error:`` lines. Library code only calls ``logging.getLogger``.
 

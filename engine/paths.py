@@ -9,13 +9,16 @@ the one function that decides which copy the engine reads:
     cache_dir()           # <checkout>/assets/cache, or $XDG_CACHE_HOME/skinengine (~/.cache/skinengine)
 
 Generated characters too large to ship (``humanoid_dense``) are written to ``cache_dir()`` on first use.
+
+``check_writable`` is the one check of an output path a user gave (commands, the demo, replay, the editor):
+refused before any work, with a message naming the option, the path and why.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-__all__ = ["DATA_FOLDERS", "PACKAGED_DIR", "cache_dir", "checkout_root", "data_dir"]
+__all__ = ["DATA_FOLDERS", "PACKAGED_DIR", "cache_dir", "check_writable", "checkout_root", "data_dir"]
 
 #: The data folders of the repository root that a wheel carries as package data.
 DATA_FOLDERS = ("shaders", "assets")
@@ -51,3 +54,36 @@ def cache_dir() -> Path:
         return root / "assets" / "cache"
     base = os.environ.get("XDG_CACHE_HOME") or ""
     return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "skinengine"
+
+
+def check_writable(flag: str, value: str | os.PathLike[str], *, makes_parents: bool = False,
+                   suffix: str | tuple[str, ...] | None = None) -> Path:
+    """Refuse an output path that cannot be written, before any work: ValueError naming ``flag``, the path and
+    why. Nothing is created: the folder (or, when the caller creates missing folders (``makes_parents``), its
+    nearest existing ancestor) must be a writable directory, and an existing target a writable file. A value
+    ending in a path separator names a folder of outputs (``export-frame --out DIR/``). ``suffix`` (one or
+    several, lower case) is the file type the option takes."""
+    text = os.fspath(value)
+    p = Path(text)
+    as_folder = text.endswith(("/", os.sep)) or p.is_dir()
+    if suffix is not None and not as_folder:
+        allowed = (suffix,) if isinstance(suffix, str) else suffix
+        if p.suffix.lower() not in allowed:
+            raise ValueError(f"{flag} must name a {' or '.join(allowed)} file, got {text!r}")
+    if as_folder and flag == "--out" and p.is_dir() and not text.endswith(("/", os.sep)) and p.suffix:
+        raise ValueError(f"{flag} {text!r} cannot be written: it is a folder")
+    if as_folder and suffix is not None:
+        raise ValueError(f"{flag} {text!r} cannot be written: it is a folder")
+    folder = p if as_folder else p.parent
+    probe = folder
+    while not probe.exists() and (makes_parents or as_folder) and probe != probe.parent:
+        probe = probe.parent
+    if not probe.exists():
+        raise ValueError(f"{flag} {text!r} cannot be written: the folder {str(folder) or '.'!r} does not exist")
+    if not probe.is_dir():
+        raise ValueError(f"{flag} {text!r} cannot be written: {str(probe)!r} is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ValueError(f"{flag} {text!r} cannot be written: no write permission in {str(probe) or '.'!r}")
+    if p.exists() and not as_folder and not os.access(p, os.W_OK):
+        raise ValueError(f"{flag} {text!r} cannot be written: the file is read-only")
+    return p

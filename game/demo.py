@@ -30,7 +30,6 @@ import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -210,11 +209,11 @@ def frame_camera(session: Any, *, margin: float = 1.04, left_px: float = 0.0, ya
 def bind_stroke_edit(character: Any, stroke: BindStroke, period: float = 1.0) -> tuple[Any, Any]:
     """(primitive, SurfaceEdit) of ``stroke`` on the character's first skinned primitive bound to both of its
     joints: the stroke's points (one per centimetre) land on the bind-pose skin vertex nearest each, and the
-    edit is built on the current deformed surface (engine.tools.edit.surface_edit), its weight keyed 0, 1, 0
+    edit is built on the current deformed surface (game.commands.edit.surface_edit), its weight keyed 0, 1, 0
     at clip times 0, ``period`` / 2 and ``period`` (seconds: the clip's loop, :func:`clip_period`). ValueError
     when the character lacks the joints or a skinned primitive bound to them, or ``period`` is not > 0."""
     from engine.skinning.edits import Profile
-    from engine.tools.edit import SurfaceSamples, surface_edit
+    from game.commands.edit import SurfaceSamples, surface_edit
 
     if not isinstance(stroke, BindStroke):
         raise TypeError(f"stroke must be a BindStroke, got {type(stroke).__name__}")
@@ -482,20 +481,6 @@ GRID_DEFAULT = 6  # --asset without --characters: that many copies on the grid
 PROFILER_SPACE = 446.0  # pixels the profiler panel covers on the left (game/ui/overlay.py), kept free at start
 
 
-def _writable(path: str, flag: str, suffix: str) -> Path:
-    """Refuse a wrong suffix or an unwritable path now, not after every frame has rendered."""
-    p = Path(path)
-    if p.suffix.lower() != suffix:
-        raise ValueError(f"{flag} must end in {suffix}, got {p.name!r}")
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        with open(p, "ab"):
-            pass
-    except OSError as exc:
-        raise ValueError(f"{flag} {path!r} cannot be written: {exc.strerror or exc}") from None
-    return p
-
-
 def _check_args(args: argparse.Namespace, headless: bool) -> None:
     frames = args.frames
     if frames is not None and frames < 1:
@@ -550,17 +535,20 @@ def _compare_checkbox(scene: DemoScene) -> None:
 def run_demo(args: argparse.Namespace) -> int:
     from engine import Session
     from engine.gpu.context import display_present
+    from engine.paths import check_writable
     from engine.runloop import run_headless, run_window
 
     headless = bool(args.headless) or not display_present()
     _check_args(args, headless)
     frames = args.frames
     screenshot = args.screenshot or ("out/demo.png" if headless else None)
-    if screenshot is not None:
-        _writable(screenshot, "--screenshot", ".png")
+    if screenshot is not None:  # refused now, not after every frame has rendered
+        check_writable("--screenshot", screenshot, suffix=".png", makes_parents=True).parent.mkdir(
+            parents=True, exist_ok=True)
     profile = getattr(args, "profile", None)
     if profile is not None:
-        _writable(profile, "--profile", ".json")
+        check_writable("--profile", profile, suffix=".json", makes_parents=True).parent.mkdir(
+            parents=True, exist_ok=True)
     compare = getattr(args, "compare", None)
     compare_list = parse_deformers(compare, device=args.device) if compare is not None else None
     show_overlay = bool(getattr(args, "overlay", False))

@@ -17,7 +17,7 @@ Format, version 1 (one JSON object per line, UTF-8):
   other readers (and are enough on their own: without ``yaw`` the orbit is computed from eye and target).
   ``assets`` are the characters in spawn order: a generated character's name or a .gltf/.glb path (relative
   paths are tried beside the file first). ``editor`` holds the editor settings at the start (every key
-  optional; engine.editor.EditorSettings lists them). ``step`` is the fixed simulation step in seconds.
+  optional; game.editor.EditorSettings lists them). ``step`` is the fixed simulation step in seconds.
 * then, in order, device events and tool/UI actions, each an :mod:`engine.input.events` dict
   (``{"type": "pointer_down", "t": 12.5, "x": 640.0, "y": 360.0, "button": 1, ...}``; ``t`` seconds on one
   monotonic clock, never decreasing), and after each displayed frame's events a frame line
@@ -25,10 +25,10 @@ Format, version 1 (one JSON object per line, UTF-8):
 * the last line ``{"type": "end", "frames": N}``; a file without it was cut off.
 
 Tool and panel actions are ``{"type": "action", "name": ..., "args": {...}}`` events; the names the editor runs
-are listed in engine/editor/systems.py (``tool``, ``set``, ``undo``, ...; the surface tools add ``end_edit``, a
-slider released, and ``surface_nudge``, a key stepping a surface setting) and engine/editor/editor.py (the
+are listed in game/editor/systems.py (``tool``, ``set``, ``undo``, ...; the surface tools add ``end_edit``, a
+slider released, and ``surface_nudge``, a key stepping a surface setting) and game/editor/editor.py (the
 character actions). They need no new field, so the format stays version 1; ``editor`` in the header may hold
-the surface tools' ``surface_*`` settings (engine.editor.EditorSettings), which older files leave at their
+the surface tools' ``surface_*`` settings (game.editor.EditorSettings), which older files leave at their
 defaults.
 
 Replay feeds each frame's events to the editor's INPUT-phase systems and runs the frame with its recorded dt,

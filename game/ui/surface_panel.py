@@ -1,5 +1,5 @@
-"""The editor's surface controls: the settings of the bulge and silhouette tools (engine/editor/surface.py), drawn
-inside the Tools panel (game/editor.py) while a surface tool is chosen: profile (bulge or sine), height in
+"""The editor's surface controls: the settings of the bulge and silhouette tools (game/editor/surface.py), drawn
+inside the Tools panel (game/editor/window.py) while a surface tool is chosen: profile (bulge or sine), height in
 millimetres, easing (eq. 24 / Fig. 22; "quadOut" is the research's parabola), waves and speed of a sine, rings of
 the passive region, stiffness and, for silhouette strokes, the solver (springs or Laplacian editing). Like every
 panel it only pushes actions (``set`` while a slider moves, ``end_edit`` when it is released, so one drag is one
@@ -20,12 +20,12 @@ SURFACE_HINTS = {
 
 
 def draw_surface_controls(editor: Any, act: Callable[..., None]) -> None:
-    """Draw the controls into the current imgui window for ``editor`` (engine.editor.Editor); ``act(name,
+    """Draw the controls into the current imgui window for ``editor`` (game.editor.Editor); ``act(name,
     **args)`` pushes an Action. Nothing is drawn outside the surface tools."""
     from imgui_bundle import imgui
 
-    from engine.editor.state import SURFACE_PROFILES, SURFACE_SOLVERS, SURFACE_TOOLS
     from engine.skinning.edits import EASINGS
+    from game.editor.state import SURFACE_PROFILES, SURFACE_SOLVERS, SURFACE_TOOLS
 
     st = editor.state.settings
     if st.tool not in SURFACE_TOOLS:

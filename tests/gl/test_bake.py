@@ -47,7 +47,7 @@ def test_frame_dependent_graph_steps_in_order(gl_ctx):
 
 
 def test_export_frame_times_writes_a_frame_axis_and_obj_folder(tmp_path):
-    from engine.tools.export_frame import export_frame
+    from game.commands.export_frame import export_frame
 
     base = dict(asset=str(CYLINDER), clip="bend", time=0.0, deformer="lbs", device="cpu", config=None,
                 spring_iterations=None, spring_dt=None)

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 from PIL import Image
 
-from engine.tools.compare import FOLD_COLUMNS, fold_table, open_boundary
+from game.commands.compare import FOLD_COLUMNS, fold_table, open_boundary
 from tests.conftest import ROOT
 
 CYLINDER = ROOT / "assets" / "cylinder.glb"

@@ -139,7 +139,7 @@ def test_overlay_keys_toggle_profiler_freeze_help(gl_ctx):
 
 
 def test_demo_flags_parse():
-    from engine.cli import UsageError, parse
+    from game.cli import UsageError, parse
 
     a = parse(["--headless", "--profile", "t.json", "--overlay", "--compare"])
     assert (a.profile, a.overlay, a.compare, a.characters) == ("t.json", True, "lbs,dqs,irs,spring", None)

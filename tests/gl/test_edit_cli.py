@@ -9,8 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from engine.cli import run
 from engine.render.camera import Camera
+from game.cli import run
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.gl

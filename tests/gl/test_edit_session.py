@@ -11,7 +11,7 @@ from engine import Session
 from engine.render.camera import Camera
 from engine.skinning.config import DeformerConfig
 from engine.skinning.edits import Profile, SurfaceEdit
-from engine.tools.edit import stroke_samples, surface_edit
+from game.commands.edit import stroke_samples, surface_edit
 
 pytestmark = pytest.mark.gl
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from engine import Session
-from engine.cli import run
 from engine.render.camera import Camera
 from engine.skinning import roi
+from game.cli import run
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.gl

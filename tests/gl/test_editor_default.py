@@ -14,8 +14,8 @@ pytestmark = pytest.mark.gl
 _SCRIPT = r"""
 import json
 from pyglet.window import key
-import game.editor as ge
-from engine.cli import run
+import game.editor.window as ge
+from game.cli import run
 
 seen = {}
 original_loop = ge.run_editor_window

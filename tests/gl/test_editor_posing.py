@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from engine import Session
-from engine.editor import Editor
 from engine.input.events import Action, Buttons, KeyDown, Modifiers, PointerDown, PointerMove, PointerUp
+from game.editor import Editor
 
 HAND_L = 8
 
@@ -164,7 +164,7 @@ def test_dragging_a_knot_reposes_live_and_is_one_undo_step(editor):
 
 
 def test_the_selected_character_is_the_one_posed():
-    from game.editor import select_at
+    from game.editor.window import select_at
 
     with Session(width=640, height=480, strict=True) as s:
         ed = Editor(s, settings={"brush_radius": 12.0})
@@ -200,9 +200,9 @@ def test_the_selected_character_is_the_one_posed():
 def test_the_posing_plane_moves_and_turns_and_strokes_land_on_it():
     from types import SimpleNamespace
 
-    from engine.editor.posing import posing_plane, unproject_stroke
     from engine.input.strokes import Stroke
     from engine.render.camera import Camera
+    from game.editor.posing import posing_plane, unproject_stroke
 
     root = np.array([0.0, 1.0, 0.0])
     cam = SimpleNamespace(eye=np.array([0.0, 1.0, 4.0]))

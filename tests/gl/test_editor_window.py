@@ -23,8 +23,8 @@ import json, sys
 import numpy as np
 from pyglet.window import key, mouse
 from engine import Session
-from engine.editor import Editor
-from game.editor import run_editor_window
+from game.editor import Editor
+from game.editor.window import run_editor_window
 
 W, H = 960, 600
 out = {}
@@ -122,8 +122,8 @@ def test_the_editor_window_poses_the_arm_from_pointer_events(tmp_path):
 
 
     # the adapter: pyglet's bottom-up y became row 0 at the top, keys became names with modifiers
-    from engine.editor import open_recording, replay
     from engine.input.record import read_recording
+    from game.editor import open_recording, replay
 
     recording = read_recording(rec)
     events = recording.events

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine import cli
 from engine.assets.writer import GltfBuilder
+from game import cli
 from tests.helpers.hostile import one_error_line
 
 pytestmark = pytest.mark.gl

@@ -1,4 +1,4 @@
-"""`main.py pose` end to end (engine/tools/pose.py): world and window strokes pose the cylinder as the solver
+"""`main.py pose` end to end (game/commands/pose.py): world and window strokes pose the cylinder as the solver
 does, --export-frame holds the posed vertices in the export-frame contract, --out round-trips through the
 loader (`export-frame POSED.glb --clip pose --time 0` gives the same vertices, the other clips kept),
 --screenshot renders the strokes over the posed character, and bad files exit 2 with one `error:` line."""
@@ -11,10 +11,10 @@ import pytest
 from PIL import Image
 
 from engine import Session
-from engine.cli import run
 from engine.input.strokefile import parse_stroke_file
 from engine.scene import quiet_load
-from engine.tools.pose import BASELINE_RGB, OFFSET_RGB, ROLES
+from game.cli import run
+from game.commands.pose import BASELINE_RGB, OFFSET_RGB, ROLES
 
 pytestmark = pytest.mark.gl
 

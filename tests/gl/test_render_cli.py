@@ -11,7 +11,7 @@ import pytest
 from engine import Session
 from engine.assets import load
 from engine.render.surface import interpolate_surface, pixel_of
-from engine.tools.render_frame import render_frame
+from game.commands.render_frame import render_frame
 from tests.conftest import ROOT, shared_dir
 
 pytestmark = pytest.mark.gl

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from engine import Session
-from engine.cli import run
-from engine.editor import Editor, open_recording, replay
 from engine.input.events import Action, Buttons, KeyDown, Modifiers, PointerDown, PointerMove, PointerUp, Wheel
 from engine.input.record import read_recording
+from game.cli import run
+from game.editor import Editor, open_recording, replay
 
 
 def _drive(ed: Editor, s: Session) -> None:

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from engine import Session
-from engine.cli import run
 from engine.input.strokefile import load_stroke_file
 from engine.scene import quiet_load
 from engine.skinning import metrics
-from engine.tools import edit as E
+from game.cli import run
+from game.commands import edit as E
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.gl

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from engine.cli import run
-from engine.editor import open_recording, replay
 from engine.input.record import read_recording
 from engine.skinning.edits import parse_edits_document
+from game.cli import run
+from game.editor import open_recording, replay
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.gl

@@ -1,4 +1,4 @@
-"""The editor's surface tools (issue 12 in the editor, engine/editor/surface.py) on the cylinder: a bulge stroke read
+"""The editor's surface tools (issue 12 in the editor, game/editor/surface.py) on the cylinder: a bulge stroke read
 through asynchronous G-buffer queries (a synchronous query would fail the test) becomes an undoable edit with its
 region shown; live height changes fold into one undo step per drag; undo and redo restore the exact edits and
 deformer; a stroke off the surface is refused with a message; an accent stroke beside the outline moves it; a drag
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from engine import Session
-from engine.editor import Editor
 from engine.input.events import Action, Buttons, KeyDown, Modifiers, PointerDown, PointerMove, PointerUp
 from engine.render.camera import OrbitCamera
+from game.editor import Editor
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.gl

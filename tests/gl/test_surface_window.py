@@ -23,10 +23,10 @@ import json, sys
 import numpy as np
 from pyglet.window import key, mouse
 from engine import Session
-from engine.editor import Editor
+from game.editor import Editor
 from engine.render.camera import OrbitCamera
 from engine.input.events import Action, now
-from game.editor import run_editor_window
+from game.editor.window import run_editor_window
 
 W, H = 800, 600
 out = {}
@@ -107,8 +107,8 @@ def test_the_bulge_tool_in_the_window(tmp_path):
     blue = (b_ > 150) & (r_ < 100) & (g_ < 120)
     assert green[box].sum() > 20 and blue[box].sum() > 20
     # the recording replays headless to the same edits and settings
-    from engine.editor import open_recording, replay
     from engine.input.record import read_recording
+    from game.editor import open_recording, replay
 
     recording = read_recording(rec)
     assert [e.key for e in recording.events if e.type == "key_down"] == ["b", "equal", "equal", "z"]

@@ -128,8 +128,8 @@ class _GL:
 
 def test_editor_panels_through_the_cache(gl_ctx):
     from engine import Session
-    from engine.editor import Editor
-    from game.editor import TIME_READOUT_HZ, EditorUI
+    from game.editor import Editor
+    from game.editor.window import TIME_READOUT_HZ, EditorUI
 
     with Session(gl=_GL(gl_ctx), width=W * 2, height=H * 2, deformer="lbs") as s:
         ed = Editor(s)

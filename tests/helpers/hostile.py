@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from engine import cli
 from engine.assets.glb import parse_glb
 from engine.assets.model import Asset, Node, Scene, Skin
 from engine.assets.writer import AnimChannel, GltfBuilder
+from game import cli
 
 __all__ = ["chain_asset", "skinned_document", "write_gltf", "append_accessor", "one_error_line"]
 

@@ -41,9 +41,9 @@ def _px(cam: Any, p: np.ndarray) -> tuple[float, float]:
 def record(path: str | Path = SHIPPED) -> Path:
     """Drive the editor and record the session to ``path``; returns the path."""
     from engine import Session
-    from engine.editor import Editor
     from engine.input.events import Action, Buttons, KeyDown, Modifiers, PointerDown, PointerMove, PointerUp
     from engine.render.camera import OrbitCamera
+    from game.editor import Editor
 
     with Session(width=W, height=H, strict=True) as s:
         ed = Editor(s, settings={"tool": "orbit"})
@@ -142,9 +142,9 @@ def pictures(out_dir: str | Path) -> list[Path]:
 
     from PIL import Image, ImageDraw
 
-    from engine.editor import open_recording, replay
     from engine.input.record import read_recording
-    from game.editor import EditorUI
+    from game.editor import open_recording, replay
+    from game.editor.window import EditorUI
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

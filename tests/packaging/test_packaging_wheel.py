@@ -32,6 +32,13 @@ def _pyproject() -> dict:
         return tomllib.load(f)
 
 
+def _engine_version() -> str:
+    """The version the wheel must carry: engine/__init__.py's ``__version__`` (pyproject.toml reads it)."""
+    from engine import __version__
+
+    return __version__
+
+
 def test_pyproject_lists_every_package_and_not_bench():
     from setuptools import find_packages
 
@@ -41,7 +48,7 @@ def test_pyproject_lists_every_package_and_not_bench():
     assert sorted(listed) == sorted(on_disk + data), "add new packages to [tool.setuptools] packages in pyproject"
     assert data == ["engine._data.assets", "engine._data.shaders"]
     assert not any(p == "bench" or p.startswith("bench.") for p in listed)
-    assert _pyproject()["project"]["scripts"]["skinengine"] == "engine.cli:main"
+    assert _pyproject()["project"]["scripts"]["skinengine"] == "game.cli:main"
 
 
 def _require(module: str) -> None:
@@ -109,7 +116,7 @@ def test_installed_engine_reads_its_packaged_data(installed):
     assert Path(dense) == Path(env["XDG_CACHE_HOME"]) / "skinengine" / "humanoid_dense.glb"
     assert bench == "None"  # bench/ is not in the wheel
     r = _run(installed, "--version")
-    assert r.returncode == 0 and r.stdout.strip() == f"skinengine {_pyproject()['project']['version']}", r
+    assert r.returncode == 0 and r.stdout.strip() == f"skinengine {_engine_version()}", r
     r = _run(installed, "bench", "deform")
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and "bench needs a checkout" in lines[0], r.stderr

@@ -1,4 +1,4 @@
-"""Command-line habits (engine/cli.py, engine/log.py, engine/paths.py): one `error:` line for what argparse
+"""Command-line habits (game/cli.py, engine/log.py, engine/paths.py): one `error:` line for what argparse
 rejects, negative numbers as values, demo options refused next to other commands, help on every option,
 --version, a closed pipe ends quietly, logging configured once by -v/-q, progress bars only on a terminal,
 and the one function that decides where shaders, characters and the cache live."""
@@ -14,9 +14,9 @@ import sys
 
 import pytest
 
-from engine import cli
 from engine.log import LEVELS, configure, progress, progress_enabled
 from engine.paths import cache_dir, checkout_root, data_dir
+from game import cli
 from tests.conftest import ROOT
 
 CYLINDER = str(ROOT / "assets" / "cylinder.glb")
@@ -140,8 +140,8 @@ def test_version_and_main_py_is_the_same_parser(capsys):
     assert main.build_parser is cli.build_parser and main.run is cli.run
 
 
-def test_python_dash_m_engine_runs_the_cli():
-    r = subprocess.run([sys.executable, "-m", "engine", "--version"], capture_output=True, text=True, cwd=ROOT,
+def test_python_dash_m_game_runs_the_cli():
+    r = subprocess.run([sys.executable, "-m", "game", "--version"], capture_output=True, text=True, cwd=ROOT,
                        timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == f"skinengine {cli.version()}", r.stderr
 
@@ -230,7 +230,7 @@ def test_data_folders_and_cache_in_a_checkout(monkeypatch, tmp_path):
 
 
 def test_bench_runs_from_the_checkout():
-    from engine.tools.bench import BENCHES, _import_bench
+    from game.commands.bench import BENCHES, _import_bench
 
     assert {"deform", "render", "reference", "anim", "bake"} <= set(BENCHES)
     for which in BENCHES:  # every registered bench is a script of bench/ with a main(argv)

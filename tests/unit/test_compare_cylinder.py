@@ -13,7 +13,7 @@ import pytest
 
 from engine.assets import load
 from engine.skinning.config import DeformerConfig
-from engine.tools.compare import compare_metrics, most_rotated_joint
+from game.commands.compare import compare_metrics, most_rotated_joint
 from tests.conftest import ROOT
 
 CYLINDER = ROOT / "assets" / "cylinder.glb"

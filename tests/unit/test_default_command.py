@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engine import cli
+from game import cli
 from tests.conftest import ROOT
 
 
@@ -53,7 +53,7 @@ def _route(monkeypatch: pytest.MonkeyPatch, argv: list[str], *, display: bool) -
     """Run the command line with the editor and the demo replaced by recorders: which one ran."""
     import engine.gpu.context
     import game.demo
-    import game.editor
+    import game.editor.window
 
     ran: list[str] = []
 
@@ -65,7 +65,7 @@ def _route(monkeypatch: pytest.MonkeyPatch, argv: list[str], *, display: bool) -
         ran.append(f"demo {args.command}")
         return 0
 
-    monkeypatch.setattr(game.editor, "run_editor", editor)
+    monkeypatch.setattr(game.editor.window, "run_editor", editor)
     monkeypatch.setattr(game.demo, "run_demo", demo)
     monkeypatch.setattr(engine.gpu.context, "display_present", lambda: display)
     return cli.run(argv), ran
@@ -93,9 +93,9 @@ def test_demo_options_run_the_demo_and_say_so_once(monkeypatch: pytest.MonkeyPat
     assert _route(monkeypatch, argv, display=True) == (0, ["demo demo"])
     assert capsys.readouterr().err == ""
     # ... and with -v the one line says why this is the demo
-    with caplog.at_level(logging.INFO, logger="engine.cli"):
+    with caplog.at_level(logging.INFO, logger="game.cli"):
         assert _route(monkeypatch, ["-v", *argv], display=True) == (0, ["demo demo"])
-    lines = [r.getMessage() for r in caplog.records if r.name == "engine.cli"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "game.cli"]
     assert len(lines) == 1 and lines[0].startswith("--headless is a demo option: playing the demo"), lines
 
 

@@ -12,7 +12,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from engine import cli
 from engine.render.targets import (
     FRAME_BYTES_PER_PIXEL,
     GBUFFER_BYTES_PER_PIXEL,
@@ -24,6 +23,7 @@ from engine.render.targets import (
     check_render_memory,
     render_bytes,
 )
+from game import cli
 from tests.helpers.hostile import one_error_line, skinned_document, write_gltf
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,7 +80,7 @@ def test_render_at_the_maximum_size_under_a_6_gb_limit_is_one_error_line(tmp_pat
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (6 * 10**9, resource.RLIM_INFINITY))
 
-    r = subprocess.run([sys.executable, "-m", "engine", "render", str(asset), "--width", "8192", "--height", "8192",
+    r = subprocess.run([sys.executable, "-m", "game", "render", str(asset), "--width", "8192", "--height", "8192",
                         "--out", str(tmp_path / "big.png"), "--gbuffer", str(tmp_path / "big.npz")],
                        cwd=ROOT, capture_output=True, text=True, timeout=120, preexec_fn=limit)
     assert r.returncode == 2, (r.returncode, r.stderr)
@@ -107,12 +107,14 @@ def test_output_paths_are_checked_before_the_work(capsys, tmp_path, argv, needle
     assert needle.format(**fill) in line and "cannot be written" in line, line
 
 
-def test_check_output_accepts_new_files_and_folders_it_may_create(tmp_path):
-    cli.check_output("--out", str(tmp_path / "x.npz"), makes_parents=False)
-    cli.check_output("--out", str(tmp_path / "a" / "b" / "x.png"), makes_parents=True)
-    cli.check_output("--out", str(tmp_path / "frames") + "/", makes_parents=False)
-    with pytest.raises(cli.UsageError, match="does not exist"):
-        cli.check_output("--out", str(tmp_path / "a" / "x.npz"), makes_parents=False)
+def test_check_writable_accepts_new_files_and_folders_it_may_create(tmp_path):
+    from engine.paths import check_writable
+
+    check_writable("--out", str(tmp_path / "x.npz"), makes_parents=False)
+    check_writable("--out", str(tmp_path / "a" / "b" / "x.png"), makes_parents=True)
+    check_writable("--out", str(tmp_path / "frames") + "/", makes_parents=False)
+    with pytest.raises(ValueError, match="does not exist"):
+        check_writable("--out", str(tmp_path / "a" / "x.npz"), makes_parents=False)
 
 
 @pytest.mark.parametrize("text, needle", [

@@ -12,7 +12,7 @@ from engine.anim import Pose
 from engine.assets.save import pose_channels, read_document, save_with_poses
 from engine.math import quat
 from engine.scene import quiet_load
-from engine.tools.export_frame import deformed_frame
+from game.commands.export_frame import deformed_frame
 from tests.conftest import shared_dir
 
 Y = np.linspace(0.0, 1.0, 20)

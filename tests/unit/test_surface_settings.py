@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from engine.editor.state import SURFACE_TOOLS, TOOLS, EditorSettings
-from engine.editor.systems import KEY_BINDINGS
 from engine.input.events import Modifiers
 from engine.input.record import parse_recording
+from game.editor.state import SURFACE_TOOLS, TOOLS, EditorSettings
+from game.editor.systems import KEY_BINDINGS
 
 
 def test_surface_settings_validate_and_name_the_bad_value():
@@ -38,7 +38,7 @@ def test_nudges_clamp_and_refuse_non_numeric_settings():
 
 
 def test_keys_and_help_list_the_surface_tools():
-    from game.editor import HELP_LINES
+    from game.editor.window import HELP_LINES
 
     assert KEY_BINDINGS[("b", Modifiers.NONE)] == ("tool", {"name": "bulge"})
     assert KEY_BINDINGS[("s", Modifiers.NONE)] == ("tool", {"name": "silhouette"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.editor.undo import CommandStack, SnapshotCommand
+from game.editor.undo import CommandStack, SnapshotCommand
 
 
 class Target:

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NoReturn
 
+from game.commands import UsageError
+
 BENCHES = {
     "deform": "bench.bench_deform",
     "render": "bench.bench_render",
@@ -29,8 +31,7 @@ BENCHES = {
 
 @contextmanager
 def _one_line_errors() -> Iterator[None]:
-    """While a bench script parses its options, argparse errors raise engine.cli.UsageError (one line)."""
-    from engine.cli import UsageError
+    """While a bench script parses its options, argparse errors raise UsageError (one line)."""
 
     def error(self: argparse.ArgumentParser, message: str) -> NoReturn:
         raise UsageError(f"bench: {message}")

@@ -458,7 +458,7 @@ def edit_command(args: argparse.Namespace) -> int:
     from engine.input.strokefile import load_stroke_file
     from engine.scene import quiet_load, require_finite
     from engine.skinning.edits import EditStack, edits_document
-    from engine.tools.export_frame import check_time, deformer_config
+    from game.commands.export_frame import check_time, deformer_config
 
     out = Path(args.export_frame)
     if out.suffix.lower() != ".npz":

@@ -133,7 +133,7 @@ def _fit(spec: StrokeSpec, *, window_height: int | None = None) -> Stroke:
 def _camera(spec: CameraSpec | None, bounds: tuple[np.ndarray, np.ndarray], width: int, height: int) -> Any:
     """The ``render`` command's camera for the file's (near/far fitted to the bounds), or its default front
     view fitting the bounds when the file has none."""
-    from engine.tools.render_frame import make_camera
+    from game.commands.render_frame import make_camera
 
     def vec(v: np.ndarray) -> str:
         return ",".join(repr(float(x)) for x in v)
@@ -175,7 +175,7 @@ def pose_command(args: argparse.Namespace) -> int:
     """The ``pose`` command (see the module doc)."""
     from engine import Session
     from engine.scene import quiet_load, require_finite
-    from engine.tools.export_frame import check_time, deformer_config
+    from game.commands.export_frame import check_time, deformer_config
 
     for flag, value, suffix in (("--export-frame", args.export_frame, ".npz"), ("--out", args.out, ".glb"),
                                 ("--screenshot", args.screenshot, ".png")):

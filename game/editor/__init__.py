@@ -1,4 +1,4 @@
-"""engine.editor: the desktop editor's game-side half, as world resources and systems on a Session.
+"""game.editor: the desktop editor's game-side half, as world resources and systems on a Session.
 
 * ``undo``: the command stack (do/undo/redo, merged drags, a limit).
 * ``state``: editor settings (tool, brush radius, RDP epsilon) and state (strokes, messages, selection).
@@ -6,11 +6,11 @@
 * ``editor``: :class:`Editor`, which puts them on a Session, spawns characters, records and replays.
 
 Tools read events only from the EventQueue (engine/input/events.py), never from a window library; the window
-(game/editor.py) and a replay file feed the same queue.
+(game/editor/window.py) and a replay file feed the same queue.
 """
-from engine.editor.editor import Editor, open_recording, replay
-from engine.editor.state import EditorSettings, EditorState
-from engine.editor.undo import CommandStack, SnapshotCommand
+from game.editor.editor import Editor, open_recording, replay
+from game.editor.state import EditorSettings, EditorState
+from game.editor.undo import CommandStack, SnapshotCommand
 
 __all__ = ["Editor", "open_recording", "replay", "EditorSettings", "EditorState", "CommandStack",
            "SnapshotCommand"]

@@ -2,7 +2,7 @@
 TOOLS systems, the characters it spawned, recording and replay.
 
     from engine import Session
-    from engine.editor import Editor
+    from game.editor import Editor
 
     with Session(width=960, height=540) as s:
         ed = Editor(s)
@@ -25,13 +25,13 @@ from typing import Any
 import numpy as np
 
 from engine.ecs import Clock, Phase, World
-from engine.editor.posing import PosingTool
-from engine.editor.state import EditorSettings, EditorState
-from engine.editor.surface import SurfaceTool
-from engine.editor.systems import CHARACTER_ACTIONS, camera_system, shortcut_system, stroke_input_system
-from engine.editor.undo import CommandStack, SnapshotCommand
 from engine.input.events import Action, EventQueue, input_begin_system
 from engine.input.record import Recorder, RecordHeader, Recording
+from game.editor.posing import PosingTool
+from game.editor.state import EditorSettings, EditorState
+from game.editor.surface import SurfaceTool
+from game.editor.systems import CHARACTER_ACTIONS, camera_system, shortcut_system, stroke_input_system
+from game.editor.undo import CommandStack, SnapshotCommand
 
 __all__ = ["Editor", "camera_to_header", "camera_from_header", "open_recording", "replay", "INPUT_SYSTEMS"]
 
@@ -198,14 +198,14 @@ class Editor:
     # -- recording -----------------------------------------------------------------------------------------
     def header(self) -> RecordHeader:
         """The recording header of the session as it stands now."""
-        from engine.cli import version
+        from engine import __version__ as version
 
         s = self.session
         r = s.renderer
         width, height = (r.width, r.height) if r is not None else (1280, 720)
         return RecordHeader(width=int(width), height=int(height), camera=camera_to_header(self._orbit()),
                             assets=[dict(a) for a in self.spawned], step=float(s.clock.step),
-                            editor=self.state.settings.to_dict(), engine=version())
+                            editor=self.state.settings.to_dict(), engine=version)
 
     def record(self, path: str | Path) -> Recorder:
         """Start recording to ``path``: the header now, then every frame's events and dt (a UI-phase system);

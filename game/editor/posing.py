@@ -6,8 +6,8 @@ then moved and turned by the editor settings ``plane_offset``, ``plane_turn``, `
 the line-of-action solver (engine/anim/posing.py through ``Character.apply_line_of_action``), with the brush
 radius converted from window pixels to metres at the plane's centre and the plane's normal as the strokes'
 common frame reference (the root and the pixel-to-metre conversion are the ``pose`` command's,
-engine/tools/pose.py). The change to the character's pose layer is one undoable command
-(:class:`engine.editor.undo.SnapshotCommand` over the layer's rotations), so undo restores the exact pose.
+game/commands/pose.py). The change to the character's pose layer is one undoable command
+(:class:`game.editor.undo.SnapshotCommand` over the layer's rotations), so undo restores the exact pose.
 
 A pair that cannot pose (the baseline selects no joint, a stroke misses the plane) is refused with a message
 in ``EditorState.messages``; the frame goes on and the strokes are dropped.
@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 
 from engine.ecs import World
-from engine.editor.state import EditorState
-from engine.editor.undo import CommandStack, SnapshotCommand
 from engine.frame import View
 from engine.input.rays import facing_plane, ray_plane_hit, window_ray
 from engine.input.strokes import Stroke, StrokeError
-from engine.tools.pose import pixels_to_metres, skeleton_root
+from game.commands.pose import pixels_to_metres, skeleton_root
+from game.editor.state import EditorState
+from game.editor.undo import CommandStack, SnapshotCommand
 
 __all__ = ["PosingTool", "PosingPlane", "posing_plane", "unproject_stroke"]
 

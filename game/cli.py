@@ -1,4 +1,4 @@
-"""The engine's command line: ``skinengine`` (installed console script), ``python -m engine`` or ``python main.py``.
+"""The engine's command line: ``skinengine`` (installed console script), ``python -m game`` or ``python main.py``.
 
     skinengine                               the editor window (the default command; see below)
     skinengine demo                          play the demo scene (window, or headless without a display)
@@ -16,7 +16,7 @@
     skinengine replay FILE [--headless] [--screenshot S.png] [--export-frame F.npz] [--save P.glb|E.json]
     skinengine --version
 
-This module owns the argument parsing; the command bodies live in engine.tools and game.demo and keep their
+This module owns the argument parsing; the command bodies live in game.commands and game.demo and keep their
 signatures (``export_frame(args)``, ``render_frame(args)``, ``compare(args)``, ``run_bench(which, rest)``,
 ``run_demo(args)``).
 
@@ -43,7 +43,6 @@ import re
 import sys
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 # The command line sets numpy's BLAS to one thread unless the user chose otherwise, before numpy loads: the
@@ -52,10 +51,12 @@ from typing import Any, NoReturn
 # in paired runs). Scripts that import ``engine`` keep numpy's default.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from engine.skinning import registry  # noqa: E402  (after the BLAS setting)
+from engine.paths import check_writable  # noqa: E402  (after the BLAS setting)
+from engine.skinning import registry  # noqa: E402
+from game.commands import UsageError  # noqa: E402
 
 __all__ = ["DEFORMERS", "DEMO_DEFAULTS", "EDITOR_OPTIONS", "EXIT_USAGE", "ArgumentParser", "UsageError",
-           "build_parser", "check_output", "default_command", "main", "run", "version"]
+           "build_parser", "default_command", "main", "run", "version"]
 
 log = logging.getLogger(__name__)
 
@@ -77,10 +78,6 @@ _TOP = "_top_"  # dest prefix of the demo options given before (or without) a su
 _NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
 
 
-class UsageError(Exception):
-    """A parameter the parser rejected; printed as one ``error:`` line, exit status 2."""
-
-
 class ArgumentParser(argparse.ArgumentParser):
     """argparse with the house habits: a rejected parameter raises UsageError (one line, no usage block) and
     negative numbers in any spelling (``-inf``, ``-1e3``) are values. Sub-parsers inherit the class."""
@@ -94,22 +91,10 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 def version() -> str:
-    """pyproject.toml's version in a checkout, else the installed distribution's."""
-    import tomllib
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
+    """The engine's version (``engine.__version__``, which pyproject.toml reads too)."""
+    from engine import __version__
 
-    from engine.paths import checkout_root
-
-    root = checkout_root()
-    if root is not None:
-        with open(root / "pyproject.toml", "rb") as f:
-            return str(tomllib.load(f)["project"]["version"])
-    try:
-        return dist_version("skinengine")
-    except PackageNotFoundError:
-        return "unknown"
-
+    return __version__
 
 # --------------------------------------------------------------------------------------------------- options
 def _add_demo_options(p: argparse.ArgumentParser, *, dest_prefix: str = "") -> None:
@@ -178,7 +163,7 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     """The full parser: global options, the demo's options (also accepted with no sub-command) and every
     sub-command. ``parse_args`` raises UsageError for a rejected parameter."""
     from engine.render.renderer import VIEWS
-    from engine.tools.bench import BENCHES
+    from game.commands.bench import BENCHES
 
     parser = ArgumentParser(prog=prog, description="Expressive character-skinning engine: glTF characters "
                             "deformed on the GPU by compute shaders. With no command: the editor window (pose "
@@ -353,63 +338,40 @@ _OUTPUTS: dict[str, tuple[tuple[str, str, bool], ...]] = {
 }
 
 
-def check_output(flag: str, value: str, *, makes_parents: bool) -> None:
-    """Refuse an output path that cannot be written, before any work (UsageError naming the flag, the path and
-    why). Nothing is created: the folder (or, where the command creates missing folders, its nearest existing
-    ancestor) must be a writable directory, and an existing target must be a writable file. A value ending in
-    a path separator names a folder of outputs (``export-frame --out DIR/``)."""
-    p = Path(value)
-    as_folder = value.endswith(("/", os.sep)) or p.is_dir()
-    if as_folder and flag == "--out" and p.is_dir() and not value.endswith(("/", os.sep)) and p.suffix:
-        raise UsageError(f"{flag} {value!r} cannot be written: it is a folder")
-    folder = p if as_folder else p.parent
-    probe = folder
-    while not probe.exists() and (makes_parents or as_folder) and probe != probe.parent:
-        probe = probe.parent
-    if not probe.exists():
-        raise UsageError(f"{flag} {value!r} cannot be written: the folder {str(folder) or '.'!r} does not exist")
-    if not probe.is_dir():
-        raise UsageError(f"{flag} {value!r} cannot be written: {str(probe)!r} is not a folder")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise UsageError(f"{flag} {value!r} cannot be written: no write permission in {str(probe) or '.'!r}")
-    if p.exists() and not as_folder and not os.access(p, os.W_OK):
-        raise UsageError(f"{flag} {value!r} cannot be written: the file is read-only")
-
-
 def _check_outputs(args: argparse.Namespace) -> None:
     for attr, flag, makes_parents in _OUTPUTS.get(args.command or "", ()):
         value = getattr(args, attr, None)
         if value:
-            check_output(flag, str(value), makes_parents=makes_parents)
+            check_writable(flag, str(value), makes_parents=makes_parents)
 
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "doctor":
-        from engine.tools.doctor import doctor
+        from game.commands.doctor import doctor
         return doctor()
     if args.command == "inspect":
-        from engine.tools.inspect_asset import inspect_command
+        from game.commands.inspect_asset import inspect_command
         return inspect_command(args.asset)
     if args.command == "export-frame":
-        from engine.tools.export_frame import export_frame
+        from game.commands.export_frame import export_frame
         return export_frame(args)
     if args.command == "render":
-        from engine.tools.render_frame import render_frame
+        from game.commands.render_frame import render_frame
         return render_frame(args)
     if args.command == "compare":
-        from engine.tools.compare import compare
+        from game.commands.compare import compare
         return compare(args)
     if args.command == "pose":
-        from engine.tools.pose import pose_command
+        from game.commands.pose import pose_command
         return pose_command(args)
     if args.command == "edit":
-        from engine.tools.edit import edit_command
+        from game.commands.edit import edit_command
         return edit_command(args)
     if args.command == "bench":
-        from engine.tools.bench import run_bench
+        from game.commands.bench import run_bench
         return run_bench(args.which, args.rest)
     if args.command == "replay":
-        from engine.editor.commands import replay_command
+        from game.commands.replay import replay_command
         return replay_command(args)
     if args.command is None:
         from engine.gpu.context import display_present
@@ -420,7 +382,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             (log.warning if why.startswith("no display") else log.info)(
                 "%s: playing the demo (`main.py editor` opens the editor, `main.py demo` the demo)", why)
     if args.command == "editor" or args.record is not None:
-        from game.editor import run_editor
+        from game.editor.window import run_editor
         return run_editor(args)
     from game.demo import run_demo
     return run_demo(args)

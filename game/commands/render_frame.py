@@ -67,7 +67,7 @@ def render_frame(args: argparse.Namespace) -> int:
     from engine.render.renderer import VIEWS
     from engine.render.targets import check_render_memory
     from engine.scene import quiet_load, require_finite
-    from engine.tools.export_frame import check_time, deformer_config
+    from game.commands.export_frame import check_time, deformer_config
 
     if args.view not in VIEWS:
         raise ValueError(f"--view must be one of {', '.join(VIEWS)}, got {args.view!r}")

@@ -1,4 +1,4 @@
-"""The editor's INPUT-phase systems, in run order (engine/editor/editor.py registers them):
+"""The editor's INPUT-phase systems, in run order (game/editor/editor.py registers them):
 
 1. ``input_begin_system`` (engine.input.events): this frame's events become ``EventQueue.frame``.
 2. :func:`shortcut_system`: keys -> editor commands (Ctrl+Z undo, Ctrl+Shift+Z / Ctrl+Y redo, Space pause,
@@ -25,8 +25,6 @@ import numpy as np
 
 from engine.ecs import Clock, World
 from engine.ecs.clock import MAX_TIME_SCALE
-from engine.editor.state import STROKE_TOOLS, EditorState, StrokeInProgress
-from engine.editor.undo import CommandStack
 from engine.frame import View
 from engine.input.events import (
     Action,
@@ -41,6 +39,8 @@ from engine.input.events import (
     Wheel,
 )
 from engine.input.strokes import Stroke, StrokeError, window_epsilon
+from game.editor.state import STROKE_TOOLS, EditorState, StrokeInProgress
+from game.editor.undo import CommandStack
 
 __all__ = ["KEY_BINDINGS", "CHARACTER_ACTIONS", "shortcut_system", "apply_action", "camera_system",
            "stroke_input_system"]

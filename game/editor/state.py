@@ -17,7 +17,7 @@ from engine.skinning.edits import EASINGS
 __all__ = ["TOOLS", "STROKE_TOOLS", "SURFACE_TOOLS", "SURFACE_PROFILES", "SURFACE_SOLVERS", "EditorSettings",
            "EditorState", "StrokeInProgress"]
 
-#: Every tool of the palette: orbit, line-of-action posing, and the surface tools (engine/editor/surface.py):
+#: Every tool of the palette: orbit, line-of-action posing, and the surface tools (game/editor/surface.py):
 #: "bulge" (a stroke on the skin raised by a profile) and "silhouette" (an accent stroke moves an outline).
 TOOLS = ("orbit", "pose", "bulge", "silhouette")
 #: Tools whose left-button drags draw strokes.
@@ -48,7 +48,7 @@ class EditorSettings:
     ``plane_offset`` metres along its normal, ``plane_turn`` degrees about the world's up axis and
     ``plane_tilt`` degrees about the camera's horizontal axis.
 
-    The surface tools (engine/editor/surface.py) read: ``surface_profile`` ("bulge" or "sine"),
+    The surface tools (game/editor/surface.py) read: ``surface_profile`` ("bulge" or "sine"),
     ``surface_height`` metres (the bulge's height at the stroke's middle, the sine's amplitude),
     ``surface_ease`` (an easing of engine.skinning.edits.EASINGS; "quadOut" is the research's parabola),
     ``surface_waves`` / ``surface_speed`` (sine: waves along the stroke, waves per second of clip time),

@@ -248,7 +248,7 @@ def _render_sheet(asset, shown: dict[PrimitiveKey, dict], out: Path, width: int,
 def compare(args: argparse.Namespace) -> int:
     from engine.scene import quiet_load
     from engine.skinning import registry
-    from engine.tools.export_frame import check_time, deformer_config
+    from game.commands.export_frame import check_time, deformer_config
 
     deformers = [d.strip() for d in args.deformers.split(",") if d.strip()]
     valid = registry.names(device="cpu") + tuple(VARIANTS)

@@ -2,9 +2,9 @@
 into the editor's systems (engine/editor), and the real-time replay of a recording.
 
 ``python main.py --record FILE`` opens it on the humanoid (or ``--asset``), recording the session to FILE;
-``python main.py replay FILE`` (with a display) plays a recording back in it. Controls (engine/editor/systems.py
+``python main.py replay FILE`` (with a display) plays a recording back in it. Controls (game/editor/systems.py
 ``KEY_BINDINGS``): P pose tool (left-drag draws a baseline, then an offset stroke), B bulge tool and S
-silhouette tool (surface edits, engine/editor/surface.py; the Tools panel sets them), O orbit tool, right-drag
+silhouette tool (surface edits, game/editor/surface.py; the Tools panel sets them), O orbit tool, right-drag
 orbits, middle-drag pans, wheel zooms, Ctrl+Z / Ctrl+Shift+Z undo / redo, Space pause, ``.`` one step,
 ``[`` / ``]`` time scale, Esc drops the strokes (and quits when there are none).
 """
@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["run_editor", "run_editor_window", "replay_window", "has_display", "EditorUI", "HELP_LINES",
+__all__ = ["run_editor", "run_editor_window", "replay_window", "EditorUI", "HELP_LINES",
            "select_at"]
 
 #: The help overlay (H): every key and mouse control of the editor window.
@@ -105,7 +104,7 @@ class EditorUI:
     def _tools(self) -> None:
         from imgui_bundle import imgui
 
-        from engine.editor.state import TOOLS
+        from game.editor.state import TOOLS
         from game.ui.surface_panel import draw_surface_controls
 
         st = self.editor.state
@@ -136,7 +135,7 @@ class EditorUI:
     def _character(self) -> None:
         from imgui_bundle import imgui
 
-        from engine.cli import DEFORMERS
+        from engine.skinning.registry import names as deformer_names
 
         ch = self.editor.selected
         if ch is None:
@@ -144,7 +143,7 @@ class EditorUI:
         r = self.editor.session.renderer
         if not self._window(f"Character: {ch.name} #{ch.entity}###character", float(r.width) - 250.0, 8.0, 120.0):
             return
-        methods = [d for d in DEFORMERS if d != "arap"]
+        methods = [d for d in deformer_names() if d != "arap"]
         idx = methods.index(ch.deformer) if ch.deformer in methods else 0
         changed, i = imgui.combo("deformer", idx, methods)
         if changed and methods[i] != ch.deformer:
@@ -290,8 +289,8 @@ class EditorUI:
         """The posing plane's outline (a 1 m square around the root) and its centre."""
         from imgui_bundle import imgui
 
-        from engine.editor.posing import PosingTool
-        from engine.tools.pose import skeleton_root
+        from game.commands.pose import skeleton_root
+        from game.editor.posing import PosingTool
 
         ch, st = self.editor.selected, self.editor.state
 
@@ -320,11 +319,6 @@ class EditorUI:
 
     def release(self) -> None:
         self.overlay.release()
-
-
-def has_display() -> bool:
-    """Whether a window can open (an X11 or Wayland display)."""
-    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 def _loop(ed: Any, on_frame: Callable[[float], bool], *, title: str) -> list[float]:
@@ -437,9 +431,10 @@ def run_editor(args: argparse.Namespace) -> int:
     """``main.py`` (the default command), ``main.py editor`` or ``main.py --record FILE``: the editor window on
     ``--asset`` (default the humanoid), recorded with ``--record``."""
     from engine import Session
-    from engine.editor import Editor
+    from engine.gpu.context import display_present
+    from game.editor import Editor
 
-    if not has_display():
+    if not display_present():
         raise ValueError("the editor needs a display (DISPLAY or WAYLAND_DISPLAY); "
                          "run it under a desktop or xvfb-run")
     deformer = None if args.deformer == "auto" else args.deformer
@@ -465,7 +460,7 @@ def run_editor(args: argparse.Namespace) -> int:
 def replay_window(rec: Any, *, device: str = "gpu", outputs: Callable[[Any], None] | None = None) -> int:
     """Play a recording back in a window, one recorded frame per redraw (each with its recorded dt, so the
     result is the headless replay's); ``outputs(editor)`` runs at the end. Returns the frame count."""
-    from engine.editor import open_recording
+    from game.editor import open_recording
 
     ed = open_recording(rec, headless=False, window=True, device=device)
     panels = EditorUI(ed)

@@ -2,7 +2,7 @@
 reproduce a recorded editor session (engine/input/record.py) and write what it produced.
 
 Headless (``--headless``, or no display) the frames run back to back, each with its recorded dt, offscreen;
-in a window (game/editor.py) they are paced in real time. Either way the final state is the recorded one.
+in a window (game/editor/window.py) they are paced in real time. Either way the final state is the recorded one.
 ``--export-frame`` writes every character's deformed skinned vertices of the last frame in the
 ``export-frame`` npz contract (``node{n}_mesh{m}_prim{p}`` float32 (N, 3); with several characters each
 key gets the prefix ``char{i}_``, i in spawn order); ``--screenshot`` the last frame as PNG; ``--save`` the
@@ -13,11 +13,13 @@ EDITS.json`` its surface edits instead (the versioned edits file of ``Character.
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from engine.gpu.context import display_present
+from engine.paths import check_writable
 
 __all__ = ["replay_command", "export_vertices"]
 
@@ -37,25 +39,20 @@ def export_vertices(session: Any) -> dict[str, np.ndarray]:
 
 
 def _check_out(path: str | None, suffix: str, option: str) -> Path | None:
-    if path is None:
-        return None
-    p = Path(path)
-    if p.suffix.lower() != suffix:
-        raise ValueError(f"{option} must name a {suffix} file, got {path!r}")
-    return p
+    return None if path is None else check_writable(option, path, suffix=suffix, makes_parents=True)
 
 
 def replay_command(args: argparse.Namespace) -> int:
     """The ``replay`` command body (errors in the file raise ValueError: one ``error:`` line, status 2)."""
-    from engine.editor.editor import open_recording, replay
     from engine.input.record import read_recording
+    from game.editor.editor import open_recording, replay
 
     shot = _check_out(args.screenshot, ".png", "--screenshot")
     npz = _check_out(args.export_frame, ".npz", "--export-frame")
     edits = args.save is not None and Path(args.save).suffix.lower() == ".json"
     glb = _check_out(args.save, ".json" if edits else ".glb", "--save")
     rec = read_recording(args.file)
-    headless = bool(args.headless) or not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    headless = bool(args.headless) or not display_present()
     if headless:
         ed = open_recording(rec, headless=True, device=args.device)
         try:
@@ -64,7 +61,7 @@ def replay_command(args: argparse.Namespace) -> int:
         finally:
             ed.session.release()
     else:
-        from game.editor import replay_window
+        from game.editor.window import replay_window
 
         frames = replay_window(rec, device=args.device, outputs=lambda ed: _write_outputs(ed, shot, npz, glb))
     print(f"replayed {frames} frames, {len(rec.events)} events from {rec.path}")

@@ -5,7 +5,7 @@
   points (densified to one per pixel) are asked of the G-buffer with :meth:`engine.Session.pick_async`: the
   query is copied at the start of the next frame and read the frame after, so no frame waits for the GPU, and
   each sample is the (mesh, triangle, barycentric) the user saw under the pointer, also on a moving character.
-  Once the last answer is in, the samples go through ``engine.tools.edit.stroke_samples``' checks (ends
+  Once the last answer is in, the samples go through ``game.commands.edit.stroke_samples``' checks (ends
   trimmed; a stroke that leaves the surface, crosses meshes or lands on an unskinned mesh is refused with a
   message) and ``surface_edit`` builds the edit: the faces crossed give the kinematic vertices,
   ``surface_rings`` edges the passive ones, the ring outside the static ones; the kinematic vertices rise by
@@ -13,7 +13,7 @@
   parabola -- or a travelling "sine" of ``surface_waves`` / ``surface_speed``) along the surface normal at
   the stroke's middle, ``surface_height`` metres, with stiffness ``surface_stiffness``.
 * **silhouette**: a left-drag beside an outline of the selected character is an accent stroke
-  (``engine.tools.edit.silhouette_edit``: the Laplacian edge filter of the last frame's G-buffer normals,
+  (``game.commands.edit.silhouette_edit``: the Laplacian edge filter of the last frame's G-buffer normals,
   masked by the mesh ids, finds the outline; the chain between the outline vertices nearest the stroke's ends
   moves onto it; on the gpu device the filter runs in a shader and only the outline pixels are read back).
   ``surface_solver`` "springs" hands the chain to the spring edit forces; "laplacian" spreads the chain's
@@ -32,7 +32,7 @@ Edits are stored relative to the vertices' attachment points, so they stay while
 region of the active (last) edit is drawn in colour on the deformed mesh (``Character.show_region``: kinematic
 green, passive blue, static red). Changing a surface setting (the panel's sliders, ``=`` / ``-`` for the
 height, ``R`` / Shift+R for the rings) changes the active edit live; one slider drag is one undo step. Every
-edit and every live change is a :class:`engine.editor.undo.SnapshotCommand` over the character's edit stacks,
+edit and every live change is a :class:`game.editor.undo.SnapshotCommand` over the character's edit stacks,
 its deformer (the first edit switches the character to the spring deformer: edits are spring forces) and the
 surface settings, so Ctrl+Z / Ctrl+Shift+Z restore them exactly, and a recording replays them.
 
@@ -51,10 +51,10 @@ from typing import Any
 import numpy as np
 
 from engine.ecs import World
-from engine.editor.state import SURFACE_TOOLS, EditorSettings, EditorState, StrokeInProgress
-from engine.editor.undo import CommandStack, SnapshotCommand
 from engine.input.events import Buttons, EventQueue, PointerDown, PointerMove, PointerUp
 from engine.input.rays import facing_plane, ray_plane_hit, window_ray
+from game.editor.state import SURFACE_TOOLS, EditorSettings, EditorState, StrokeInProgress
+from game.editor.undo import CommandStack, SnapshotCommand
 
 __all__ = ["SurfaceTool", "ActiveEdit", "LIVE_SETTINGS", "SURFACE_SETTINGS", "surface_profile"]
 
@@ -77,7 +77,7 @@ def surface_profile(settings: EditorSettings) -> Any:
 class ActiveEdit:
     """The edit the surface settings act on: the character's ``entity``, the primitive ``key``, its ``index``
     in that primitive's edit stack, the ``tool`` that made it and, for a bulge, its stroke ``samples``
-    (engine.tools.edit.SurfaceSamples) and, for a laplacian silhouette edit, ``solved`` True (its targets
+    (game.commands.edit.SurfaceSamples) and, for a laplacian silhouette edit, ``solved`` True (its targets
     are a solved region: only the stiffness changes live)."""
 
     entity: int
@@ -89,7 +89,7 @@ class ActiveEdit:
 
 
 class _Answered:
-    """The session as ``engine.tools.edit.stroke_samples`` sees it, with the G-buffer's answers to the
+    """The session as ``game.commands.edit.stroke_samples`` sees it, with the G-buffer's answers to the
     stroke's points already read (asynchronously): its checks run on them, nothing is read again."""
 
     def __init__(self, session: Any, hits: list[Any]) -> None:
@@ -240,7 +240,7 @@ class SurfaceTool:
     def _query(self, job: _StrokeJob, points: list[tuple[float, float]]) -> None:
         """Ask the G-buffer about the points not asked yet (the stroke densified to one sample per pixel, as
         ``stroke_samples`` densifies it), clipped into the frame."""
-        from engine.tools.edit import densify
+        from game.commands.edit import densify
 
         w, h = self.session.renderer.width, self.session.renderer.height
         pts = [(min(max(float(x), 0.0), w - 1.0), min(max(float(y), 0.0), h - 1.0)) for x, y in points]
@@ -253,7 +253,7 @@ class SurfaceTool:
             job.queries.append(self.session.pick_async(new))
 
     def _samples(self, state: EditorState, job: _StrokeJob) -> None:
-        from engine.tools.edit import stroke_samples
+        from game.commands.edit import stroke_samples
 
         hits = [hit for q in job.queries for hit in q.result()]
         try:
@@ -287,7 +287,7 @@ class SurfaceTool:
             self._commit(ch, state, before, label)
 
     def _add_bulge(self, ch: Any, state: EditorState, samples: Any) -> str:
-        from engine.tools.edit import surface_edit
+        from game.commands.edit import surface_edit
 
         st = state.settings
         edit = surface_edit(ch, samples, rings=st.surface_rings, profile=surface_profile(st),
@@ -396,7 +396,7 @@ class SurfaceTool:
 
     # -- silhouette strokes ---------------------------------------------------------------------------------
     def _add_silhouette(self, ch: Any, state: EditorState, stroke: Any) -> str:
-        from engine.tools.edit import silhouette_edit
+        from game.commands.edit import silhouette_edit
 
         st = state.settings
         solved = st.surface_solver == "laplacian"

@@ -1,1 +1,0 @@
-"""Command implementations behind main.py (inspect, export-frame, render, compare, doctor)."""
