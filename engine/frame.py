@@ -6,7 +6,9 @@ Every way of running the engine -- the demo window, the headless loop, ``export-
 =========  ==============  ===========================================================================
 phase      runs            systems
 =========  ==============  ===========================================================================
-INPUT      once per frame  (devices -> input state -> strokes: the editor adds its systems here)
+INPUT      once per frame  ``input_begin_system``: the events devices pushed into the session's EventQueue
+                           become this frame's (``EventQueue.frame``); the editor and the demo's window add
+                           their systems after it (shortcuts, camera controls, strokes)
 TOOLS      once per frame  (tools consume strokes: posing, surface edits, UI actions)
 ANIMATION  per fixed step  ``animation_system``: advance each Animator by the fixed step, sample its pose
 SKELETON   per fixed step  ``skeleton_system``: forward kinematics batched per rig (placement included);
@@ -40,13 +42,14 @@ from engine.anim import Playback, global_matrices_batched
 from engine.components import Animator, AssetRef, DeformedMeshes, Placement, PoseLayer, SkeletonPose
 from engine.ecs import Clock, Phase, Schedule, World
 from engine.gpu.timers import record_gpu_timings
+from engine.input.events import input_begin_system
 from engine.math.transform import compose_trs, decompose
 from engine.profile.stats import cpu_scope
 from engine.profile.timings import current_timings
 from engine.profile.trace import GRAPH_SCOPE
 from engine.scene import SceneMeshes
 
-__all__ = ["View", "ENGINE_SYSTEMS", "build_schedule", "animation_system", "skeleton_system",
+__all__ = ["View", "ENGINE_SYSTEMS", "input_begin_system", "build_schedule", "animation_system", "skeleton_system",
            "deform_step_system", "extract_system", "render_system", "interpolate_matrices"]
 
 
@@ -197,6 +200,7 @@ def render_system(world: World) -> None:
 #: The engine's systems in run order: (phase, system). The editor, profiler and VR add theirs through
 #: ``Session.add_system`` with a phase (and before/after constraints); nothing else registers systems.
 ENGINE_SYSTEMS: tuple[tuple[Phase, Callable[[World], None]], ...] = (
+    (Phase.INPUT, input_begin_system),
     (Phase.ANIMATION, animation_system),
     (Phase.SKELETON, skeleton_system),
     (Phase.DEFORM, deform_step_system),

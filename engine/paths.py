@@ -69,7 +69,7 @@ def check_writable(flag: str, value: str | os.PathLike[str], *, makes_parents: b
     if suffix is not None and not as_folder:
         allowed = (suffix,) if isinstance(suffix, str) else suffix
         if p.suffix.lower() not in allowed:
-            raise ValueError(f"{flag} must name a {' or '.join(allowed)} file, got {text!r}")
+            raise ValueError(f"{flag} must end in {' or '.join(allowed)}, got {p.name!r}")
     if as_folder and flag == "--out" and p.is_dir() and not text.endswith(("/", os.sep)) and p.suffix:
         raise ValueError(f"{flag} {text!r} cannot be written: it is a folder")
     if as_folder and suffix is not None:

@@ -1,16 +1,18 @@
 """The window and headless loops: both call the same frame (:meth:`engine.Session.frame`).
 
 ``run_headless(session, frames)`` runs whole fixed steps offscreen (deterministic: the state of each step is
-drawn). ``run_window(session, frames=None)`` drives a pyglet window: each redraw measures the real time since
-the last, runs one frame with it (fixed steps as due, the pose drawn interpolated by the clock's alpha) into
-the window's framebuffer, and every half second recompiles shaders whose files changed (a failed compile keeps
-the previous program; the error is printed and shown in the window title).
+drawn). :func:`window_loop` is THE window loop, shared by the demo, the editor and a replay: the window's events
+go into the session's event queue, and each redraw measures the real time since the last, runs the host's
+frame with it (fixed steps as due, the pose drawn interpolated by the clock's alpha) into the window's
+framebuffer, and every half second recompiles shaders whose files changed (a failed compile keeps the previous
+program; the error is printed and shown in the window title).
 
-Desktop controls (until the editor's input layer takes them; :data:`CONTROLS` is the help text): left-drag
-orbit, right/middle-drag pan, wheel zoom; Space play/pause, ``.`` one fixed step while paused, ``[`` / ``]``
-halve / double the time scale, W wireframe, V cycles the G-buffer debug views, Esc quits; with an overlay
-(game/ui/overlay.py): P shows the profiler, F freezes it, H shows the controls help. The caller may add keys
-(``keys={symbol: (help, fn)}``; the demo's deformer switch); the overlay's imgui windows take the mouse first.
+``run_window(session, frames=None)`` is the demo's host over it (:data:`CONTROLS` is the help text): left-drag
+orbit, right/middle-drag pan, wheel zoom (engine/controls.py, as the editor's camera); Space play/pause, ``.``
+one fixed step while paused, ``[`` / ``]`` halve / double the time scale, W wireframe, V cycles the G-buffer
+debug views, Esc quits; with an overlay (game/ui/overlay.py): P shows the profiler, F freezes it, H shows the
+controls help. The caller may add keys (``keys={name: (help, fn)}`` with event key names; the demo's deformer
+switch); the overlay's imgui windows take the mouse first.
 """
 from __future__ import annotations
 
@@ -20,9 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.ecs.clock import MAX_TIME_SCALE
-
-__all__ = ["run_headless", "run_window", "HOT_RELOAD_INTERVAL", "CONTROLS", "OVERLAY_CONTROLS"]
+__all__ = ["run_headless", "run_window", "window_loop", "HOT_RELOAD_INTERVAL", "CONTROLS", "OVERLAY_CONTROLS"]
 
 log = logging.getLogger(__name__)
 
@@ -69,82 +69,116 @@ def reload_shaders(session: Any, *, on_error=None) -> int:
     return ok
 
 
-def run_window(session: Any, frames: int | None = None, *, overlay: Any = None,
-               keys: dict[int, tuple[str, Callable[[], None]]] | None = None) -> list[float]:
-    """The interactive loop in the session's window (until Esc / close, or ``frames`` frames).
-
-    ``overlay``: a game.ui.overlay.SessionOverlay (P / F / H keys, mouse to imgui first); ``keys``: extra key
-    symbol -> (help line, action), checked before the built-in keys (an empty help line is not listed: one
-    line may describe several keys)."""
+def window_loop(session: Any, on_frame: Callable[[float], bool], *, title: str | None = None,
+                frames: int | None = None, attach: Callable[[Any], None] | None = None,
+                input_events: bool = True) -> list[float]:
+    """THE window loop (the demo, the editor, a replay and, next, VR's mirror window): pyglet's window events
+    go into the session's event queue (:class:`engine.input.events.PygletAdapter`; ``attach(window)`` then
+    pushes the host's handlers above it, e.g. imgui's, which see the events first). Each redraw measures the
+    real time since the last, follows the window's framebuffer size, runs ``on_frame(real_dt)`` (the host's
+    frame: ``session.frame(dt)`` and what goes around it) and, every :data:`HOT_RELOAD_INTERVAL`, recompiles
+    the shaders whose files changed (a failed compile keeps the previous program; the error shows in the
+    title). Ends when the window closes, ``on_frame`` returns False, or after ``frames`` frames. Returns the
+    frame times in ms (``on_frame`` alone). ``input_events=False`` keeps the window's events out of the queue
+    (a replay's input is its recording)."""
     import pyglet
-    from pyglet.window import key, mouse
 
-    from engine.render.camera import OrbitCamera
+    from engine.input.events import PygletAdapter
 
     window = session.gl.window
     if window is None:
         raise ValueError("this session has no window (Session(window=True) with a display)")
-    if not isinstance(session.camera, OrbitCamera):
-        raise ValueError("the window loop needs an OrbitCamera on the session (session.camera)")
-    title = window.caption
+    if title is not None:
+        window.set_caption(title)
+    caption = window.caption
+    if input_events:
+        PygletAdapter(session.events).attach(window)
+    if attach is not None:
+        attach(window)
     state = {"frames": 0, "last": time.perf_counter(), "reload": time.perf_counter()}
     frame_ms: list[float] = []
-    renderer = session.renderer
 
     @window.event
-    def on_draw():
+    def on_draw() -> None:
         now = time.perf_counter()
         dt, state["last"] = now - state["last"], now
         if now - state["reload"] > HOT_RELOAD_INTERVAL:
             state["reload"] = now
-            if reload_shaders(session, on_error=lambda e: window.set_caption(f"{title} - shader error")):
-                window.set_caption(title)
-        t0 = time.perf_counter()
+            if reload_shaders(session, on_error=lambda e: window.set_caption(f"{caption} - shader error")):
+                window.set_caption(caption)
         draw_into_window(session)
-        session.frame(min(dt, 0.25))
+        t0 = time.perf_counter()
+        keep = on_frame(min(dt, 0.25))
         frame_ms.append((time.perf_counter() - t0) * 1e3)
         state["frames"] += 1
-        if frames is not None and state["frames"] >= frames:
+        if not keep or (frames is not None and state["frames"] >= frames):
             pyglet.app.exit()
 
-    @window.event
-    def on_mouse_drag(x, y, dx, dy, buttons, modifiers):
-        if buttons & mouse.LEFT:
-            session.camera.drag(dx, dy)
-        elif buttons & (mouse.RIGHT | mouse.MIDDLE):
-            session.camera.pan(dx, dy, renderer.height)
-
-    @window.event
-    def on_mouse_scroll(x, y, scroll_x, scroll_y):
-        session.camera.zoom(scroll_y)
-
-    @window.event
-    def on_key_press(symbol, modifiers):
-        clock = session.clock
-        if keys and symbol in keys:
-            keys[symbol][1]()
-        elif overlay is not None and symbol in (key.P, key.F, key.H):
-            toggle_overlay(overlay, {key.P: "profiler", key.F: "freeze", key.H: "help"}[symbol])
-        elif symbol == key.SPACE:
-            clock.toggle_pause()
-        elif symbol == key.PERIOD and clock.paused:
-            clock.single_step()
-        elif symbol == key.BRACKETLEFT:
-            clock.time_scale = max(1.0 / MAX_TIME_SCALE, clock.time_scale / 2)
-        elif symbol == key.BRACKETRIGHT:
-            clock.time_scale = min(MAX_TIME_SCALE, clock.time_scale * 2)
-        elif symbol == key.W:
-            renderer.wireframe = not renderer.wireframe
-        elif symbol == key.V:  # debug views: colour, albedo, normal, position, depth, triangle, barycentric, mesh
-            print(f"view: {renderer.cycle_view()}")
-        elif symbol == key.ESCAPE:
-            pyglet.app.exit()
-
-    if overlay is not None:  # after the loop's own handlers: imgui's sit on top and see events first
-        overlay.help_lines = list(CONTROLS) + list(OVERLAY_CONTROLS) + [h for h, _fn in (keys or {}).values() if h]
-        overlay.attach_window(window)
     run_app(session)
     return frame_ms
+
+
+#: the demo window's keys (lower-case event key names) -> what they do
+DESKTOP_KEYS = {"space": "toggle_pause", "period": "step", "bracketleft": "time_scale_down",
+                "bracketright": "time_scale_up", "w": "wireframe", "v": "view", "escape": "quit"}
+
+
+def run_window(session: Any, frames: int | None = None, *, overlay: Any = None,
+               keys: dict[str, tuple[str, Callable[[], None]]] | None = None) -> list[float]:
+    """The demo's interactive loop in the session's window (until Esc / close, or ``frames`` frames), over
+    :func:`window_loop`: an INPUT-phase system reads the session's events (camera controls of
+    engine/controls.py: left-drag orbit, right/middle-drag pan, wheel zoom; the keys of :data:`CONTROLS`).
+
+    ``overlay``: a game.ui.overlay.SessionOverlay (P / F / H keys, mouse to imgui first); ``keys``: extra key
+    name (an event key name: ``"c"``, ``"1"``) -> (help line, action), checked before the built-in keys (an
+    empty help line is not listed: one line may describe several keys)."""
+    from engine.controls import camera_controls, clock_action
+    from engine.ecs import Phase
+    from engine.input.events import Buttons, KeyDown
+    from engine.render.camera import OrbitCamera
+
+    if session.gl.window is None:
+        raise ValueError("this session has no window (Session(window=True) with a display)")
+    if not isinstance(session.camera, OrbitCamera):
+        raise ValueError("the window loop needs an OrbitCamera on the session (session.camera)")
+    renderer = session.renderer
+    state: dict[str, Any] = {"quit": False, "pointer": None}
+    extra = dict(keys or {})
+    toggles = {"p": "profiler", "f": "freeze", "h": "help"}
+
+    def desktop_controls(world: Any) -> None:
+        events = session.events.frame
+        state["pointer"] = camera_controls(events, session.camera, renderer.height, orbit=Buttons.LEFT,
+                                           pan=Buttons.RIGHT | Buttons.MIDDLE, pointer=state["pointer"])
+        for e in events:
+            if not isinstance(e, KeyDown):
+                continue
+            name = DESKTOP_KEYS.get(e.key)
+            if e.key in extra:
+                extra[e.key][1]()
+            elif overlay is not None and e.key in toggles:
+                toggle_overlay(overlay, toggles[e.key])
+            elif name in ("toggle_pause", "step"):
+                clock_action(session.clock, name)
+            elif name in ("time_scale_down", "time_scale_up"):
+                clock_action(session.clock, "time_scale", {"factor": 0.5 if name == "time_scale_down" else 2.0})
+            elif name == "wireframe":
+                renderer.wireframe = not renderer.wireframe
+            elif name == "view":  # debug views: colour, albedo, normal, position, depth, triangle, barycentric, mesh
+                print(f"view: {renderer.cycle_view()}")
+            elif name == "quit":
+                state["quit"] = True
+
+    session.add_system(Phase.INPUT, desktop_controls, name="desktop_controls", after="input_begin_system")
+
+    def on_frame(dt: float) -> bool:
+        session.frame(dt)
+        return not state["quit"]
+
+    if overlay is not None:
+        overlay.help_lines = list(CONTROLS) + list(OVERLAY_CONTROLS) + [h for h, _fn in extra.values() if h]
+    return window_loop(session, on_frame, frames=frames,
+                       attach=overlay.attach_window if overlay is not None else None)  # imgui on top: first
 
 
 def draw_into_window(session: Any) -> None:

@@ -38,6 +38,7 @@ from engine.components import (
 )
 from engine.ecs import Clock, Phase, World
 from engine.frame import View, build_schedule
+from engine.input.events import EventQueue
 from engine.scene import DeformSettings, LoadedAsset, SceneMeshes, load_asset
 from engine.skinning.config import DeformerConfig
 
@@ -565,6 +566,10 @@ class Session:
         self.view = View(self.renderer, Camera(eye=np.array([0.0, 1.2, 4.0]), target=np.array([0.0, 0.9, 0.0]),
                                                aspect=int(width) / int(height)))
         self.world.insert_resource(self.view)
+        #: the one event queue: every device (a window, a replay, a headset) pushes into it, and the INPUT
+        #: phase's systems read one frame's worth (engine/input/events.py)
+        self.events = EventQueue()
+        self.world.insert_resource(self.events)
         self.schedule = build_schedule(strict=strict)
         self.characters: list[Character] = []
         self._assets: dict[str, LoadedAsset] = {}

@@ -171,8 +171,8 @@ def frame_camera(session: Any, *, margin: float = 1.04, left_px: float = 0.0, ya
     """An orbit camera over the cast: aimed at the centre of the first frame's deformed vertices (read back
     once), at the closest distance where they all lie inside the frame, ``margin`` around them and ``left_px``
     pixels kept free on the left (the profiler panel)."""
+    from engine.authoring.view import window_points
     from engine.render.camera import OrbitCamera
-    from game.ui.labels import project
 
     r = session.renderer
     cam = OrbitCamera(target=np.array([0.0, 0.9, 0.0]), distance=7.0, yaw=yaw, pitch=pitch,
@@ -193,7 +193,7 @@ def frame_camera(session: Any, *, margin: float = 1.04, left_px: float = 0.0, ya
     def place(d: float) -> bool:
         cam.distance, cam.target = d, centre.copy()
         cam.pan(left / 2.0, 0.0, h)  # the free area's centre
-        xy = project(cam, w, h, corners)
+        xy = window_points(cam, w, h, corners)
         return bool(np.all(np.isfinite(xy)) and xy[:, 0].min() >= left + pad and xy[:, 0].max() <= w - pad
                     and xy[:, 1].min() >= pad and xy[:, 1].max() <= h - pad)
 
@@ -209,11 +209,11 @@ def frame_camera(session: Any, *, margin: float = 1.04, left_px: float = 0.0, ya
 def bind_stroke_edit(character: Any, stroke: BindStroke, period: float = 1.0) -> tuple[Any, Any]:
     """(primitive, SurfaceEdit) of ``stroke`` on the character's first skinned primitive bound to both of its
     joints: the stroke's points (one per centimetre) land on the bind-pose skin vertex nearest each, and the
-    edit is built on the current deformed surface (game.commands.edit.surface_edit), its weight keyed 0, 1, 0
+    edit is built on the current deformed surface (engine.authoring.surface.surface_edit), its weight keyed 0, 1, 0
     at clip times 0, ``period`` / 2 and ``period`` (seconds: the clip's loop, :func:`clip_period`). ValueError
     when the character lacks the joints or a skinned primitive bound to them, or ``period`` is not > 0."""
+    from engine.authoring.surface import SurfaceSamples, surface_edit
     from engine.skinning.edits import Profile
-    from game.commands.edit import SurfaceSamples, surface_edit
 
     if not isinstance(stroke, BindStroke):
         raise TypeError(f"stroke must be a BindStroke, got {type(stroke).__name__}")
@@ -495,12 +495,10 @@ def _check_args(args: argparse.Namespace, headless: bool) -> None:
         raise ValueError("--graph needs --device gpu")
 
 
-def _window_keys(scene: DemoScene, panel: Any) -> dict[int, tuple[str, Callable[[], None]]]:
-    """The demo's keys in the window: 1-5 switch everyone, C comparison mode, L labels."""
-    from pyglet.window import key
-
-    digits = (key._1, key._2, key._3, key._4, key._5)
-    out: dict[int, tuple[str, Callable[[], None]]] = {}
+def _window_keys(scene: DemoScene, panel: Any) -> dict[str, tuple[str, Callable[[], None]]]:
+    """The demo's keys in the window (event key names): 1-5 switch everyone, C comparison mode, L labels."""
+    digits = ("1", "2", "3", "4", "5")
+    out: dict[str, tuple[str, Callable[[], None]]] = {}
     for i, (sym, name) in enumerate(zip(digits, SWITCH_DEFORMERS, strict=True)):
         if name in panel.choices:
             text = "1-5  all: " + " ".join(SWITCH_DEFORMERS) if i == 0 else ""
@@ -509,8 +507,8 @@ def _window_keys(scene: DemoScene, panel: Any) -> dict[int, tuple[str, Callable[
     def labels() -> None:
         scene.show_labels = not scene.show_labels
 
-    out[key.C] = ("C  comparison mode      L  labels", lambda: print(f"demo: {scene.toggle_compare()}"))
-    out[key.L] = ("", labels)
+    out["c"] = ("C  comparison mode      L  labels", lambda: print(f"demo: {scene.toggle_compare()}"))
+    out["l"] = ("", labels)
     return out
 
 

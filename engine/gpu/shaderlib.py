@@ -155,6 +155,10 @@ class ShaderLibrary:
         """Register generated GLSL text that can be ``#include``d as ``name``."""
         self._virtual[name] = text
 
+    def virtual(self, name: str) -> str | None:
+        """The text of the virtual file ``name`` (None: none registered under that name)."""
+        return self._virtual.get(name)
+
     def _display(self, path: Path) -> str:
         try:
             return path.resolve().relative_to(self.root.resolve()).as_posix()
@@ -480,7 +484,7 @@ class ProgramCache:
     def _changed(self, e: _Entry) -> bool:
         for name, h in e.deps.items():
             if name.startswith("<"):
-                text = self.library._virtual.get(name[1:-1])
+                text = self.library.virtual(name[1:-1])
             else:
                 p = Path(name)
                 p = p if p.is_absolute() else self.library.root / p
@@ -516,7 +520,7 @@ class ProgramCache:
         out = {}
         for name in e.deps:
             if name.startswith("<"):
-                out[name] = _hash(self.library._virtual.get(name[1:-1], ""))
+                out[name] = _hash(self.library.virtual(name[1:-1]) or "")
             else:
                 p = self.library.root / name if not Path(name).is_absolute() else Path(name)
                 out[name] = _hash(p.read_text()) if p.is_file() else ""

@@ -64,7 +64,7 @@ class PendingQuery:
         self.frame = frame
         self._result: list[SurfaceHit | None] | None = None
 
-    def _copy(self) -> None:
+    def copy(self) -> None:
         """Queue the region's copy into pixel-pack buffers (the renderer calls this before it next
         writes the source's targets)."""
         if self._copied:
@@ -98,7 +98,7 @@ class PendingQuery:
             if self._cancelled:
                 raise RuntimeError("the renderer was released before this query's texels were copied")
             self._r.forget(self)
-            self._copy()
+            self.copy()
             _, _, w, h = self.region
             arrays = [_array(buf.read(size=w * h * 4 * comps), w, h, comps, dtype)
                       for buf, (comps, dtype) in zip(self._buffers, self._reads)]
@@ -246,7 +246,7 @@ class QueryReader:
         resized or removed)."""
         pending, self._pending = self._pending, []
         for q in pending:
-            q._copy()
+            q.copy()
 
     def forget(self, q: PendingQuery) -> None:
         if q in self._pending:

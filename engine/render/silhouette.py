@@ -9,7 +9,7 @@ threshold. The math is written once in GLSL (``shaders/include/silhouette.glsl``
 * ``shaders/render/silhouette.comp`` (:class:`SilhouetteFilter`): one invocation per pixel inside the G-buffers'
   screen rectangles; the silhouette pixels of the selected meshes are appended to a storage buffer as
   (pixel, mesh id, triangle, packed barycentrics), and only those records are read back (a count, then
-  16 bytes per pixel): what :func:`game.commands.edit.silhouette_edit` needs, not the G-buffer;
+  16 bytes per pixel): what :func:`engine.authoring.silhouette.silhouette_edit` needs, not the G-buffer;
 * ``shaders/render/compose.frag`` with the "silhouette" view (``SceneRenderer.view``, the V cycle): the
   filter's output over the frame, below the threshold in grey (brighter towards it), above in yellow.
 

@@ -53,252 +53,24 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from engine.authoring.laplacian import laplacian_positions
+from engine.authoring.silhouette import silhouette_edit
+from engine.authoring.surface import stroke_samples, surface_edit
+from engine.authoring.view import strokes_camera, window_points
 from engine.components import PrimitiveKey
+from engine.paths import check_writable
 from engine.render.silhouette import SILHOUETTE_CHANNELS
 
-__all__ = ["edit_command", "EDIT_ROLES", "SILHOUETTE_CHANNELS", "SurfaceSamples", "stroke_samples", "surface_edit",
-           "silhouette_edit", "silhouette_pixels"]
+__all__ = ["edit_command", "EDIT_ROLES"]
 
 EDIT_ROLES = ("surface", "silhouette")
 _STROKE_KEYS = ("rings", "radius", "geodesic", "profile", "stiffness", "keys", "name")
 _SILHOUETTE_KEYS = ("rings", "radius", "geodesic", "channel", "threshold", "stiffness", "keys", "name", "smooth")
-DEFAULT_STIFFNESS = 5.0
-
-
-@dataclass(frozen=True)
-class SurfaceSamples:
-    """A surface stroke as the G-buffer saw it: one skinned primitive of one character, and per sample its
-    triangle (glTF order) and barycentric coordinates."""
-
-    entity: int
-    key: PrimitiveKey
-    faces: np.ndarray        # (N,) int
-    barycentrics: np.ndarray  # (N,3) float64, rows sum to 1
-    mesh_id: int = -1        # the renderer's mesh id of the primitive (engine.input.picking.SurfacePoint)
-
-    def positions(self, character: Any) -> np.ndarray:
-        """World positions (N,3) of the samples on the character's current deformed mesh: the stroke stays on
-        the skin while the character moves (research 7.4)."""
-        from engine.skinning.roi import surface_positions
-
-        topo = character.topology(self.key)
-        x = np.asarray(character.vertices()[self.key], np.float64)[np.asarray(topo.display_of_control)]
-        return surface_positions(x, topo.triangles, self.faces, self.barycentrics)
-
-    def surface_points(self) -> list[Any]:
-        """The samples as renderer-independent SurfacePoints (mesh id, triangle, barycentric)."""
-        from engine.input.picking import SurfacePoint
-
-        return [SurfacePoint(self.mesh_id, int(f), tuple(b)) for f, b in zip(self.faces, self.barycentrics)]
-
-
-def densify(points: np.ndarray, step: float = 1.0) -> np.ndarray:
-    """Window points (N,2) with points inserted so consecutive ones are at most ``step`` pixels apart."""
-    p = np.asarray(points, np.float64)
-    out = [p[:1]]
-    for a, b in zip(p[:-1], p[1:]):
-        n = max(1, math.ceil(float(np.linalg.norm(b - a)) / step))
-        out.append(a + (b - a) * (np.arange(1, n + 1) / n)[:, None])
-    return np.concatenate(out)
-
-
-def stroke_samples(session: Any, window_points: np.ndarray, where: str = "stroke", *,
-                   layer: str | None = None) -> SurfaceSamples:
-    """Query a window-space stroke (N,2) through the session's last frame (or one renderer ``layer``, so a skin
-    under another mesh can be edited: research 7.4's layered meshes): its samples on one skinned primitive.
-    ValueError (naming ``where``) when it hits no surface, leaves it in its middle, or crosses meshes."""
-    w, h = session.renderer.width, session.renderer.height
-    given = np.asarray(window_points, np.float64).reshape(-1, 2)
-    outside = ~np.isfinite(given).all(1) | (given[:, 0] < 0) | (given[:, 0] >= w) | (given[:, 1] < 0) | \
-        (given[:, 1] >= h)
-    if outside.any():
-        x, y = given[np.argmax(outside)]
-        raise ValueError(f"{where}: window point ({x:g}, {y:g}) is outside the {w}x{h} frame")
-    pts = densify(given)
-    hits = session.pick_many(pts, layer=layer)
-    got = [i for i, hit in enumerate(hits) if hit is not None]
-    if not got:
-        raise ValueError(f"{where}: the stroke hits no surface (nothing under any of its window points)")
-    first, last = got[0], got[-1]
-    gap = [i for i in range(first, last + 1) if hits[i] is None]
-    if gap:
-        x, y = pts[gap[0]]
-        raise ValueError(f"{where}: the stroke leaves the surface at window point ({x:g}, {y:g})")
-    used = hits[first:last + 1]
-    ids = {(hit.entity, hit.node, hit.mesh_index, hit.primitive) for hit in used}
-    if len(ids) > 1:
-        names = ", ".join(f"node{n}_mesh{m}_prim{p}" for _, n, m, p in sorted(ids))
-        raise ValueError(f"{where}: the stroke crosses from one mesh to another ({names}); draw one stroke per mesh")
-    entity, node, mesh, prim = ids.pop()
-    key = PrimitiveKey(node, mesh, prim)
-    rows = {i.key: i for i in session.meshes.instances.get(entity, ())}
-    if key not in rows or rows[key].skinned is None:
-        raise ValueError(f"{where}: the stroke is on {key.export_key}, which is not skinned (edits need springs)")
-    bary = np.array([hit.barycentric for hit in used], np.float64)
-    bary = np.clip(bary, 0.0, None)
-    bary /= np.maximum(bary.sum(1, keepdims=True), 1e-12)
-    return SurfaceSamples(entity, key, np.array([hit.triangle for hit in used], np.int64), bary, used[0].mesh_id)
-
-
-def _plane_points(session: Any, window_points: np.ndarray, point: np.ndarray) -> np.ndarray:
-    """Window points unprojected onto the plane through ``point`` facing the camera."""
-    from engine.input.rays import facing_plane, ray_plane_hit
-
-    plane = facing_plane(point, np.asarray(session.camera.eye, np.float64))
-    out = []
-    for x, y in np.asarray(window_points, np.float64):
-        hit = ray_plane_hit(session.ray(x, y), plane)
-        if hit is None:
-            raise ValueError(f"offset point ({x:g}, {y:g}) does not reach the plane facing the camera")
-        out.append(hit)
-    return np.asarray(out)
-
-
-def surface_edit(character: Any, samples: SurfaceSamples, *, rings: int | None = None, radius: float | None = None,
-                 geodesic: bool = False, profile: Any = None, offset_window: np.ndarray | None = None,
-                 session: Any = None, stiffness: float = DEFAULT_STIFFNESS, keys: Any = None,
-                 name: str = "") -> Any:
-    """Build (not add) the SurfaceEdit of a surface stroke on ``character`` in its current pose: the region of
-    interest of the samples (measured on the current deformed surface), the stroke fitted through their 3D
-    places, and the kinematic targets from ``profile`` (engine.skinning.edits.Profile; "offset" needs
-    ``offset_window``, the offset stroke's window points, and the ``session`` whose camera they were drawn
-    with)."""
-    from engine.input.strokes import Stroke, StrokeError
-    from engine.skinning import roi
-    from engine.skinning.edits import SurfaceEdit, offset_targets
-
-    key = samples.key
-    topo = character.topology(key)
-    tri = np.asarray(topo.triangles, np.int64)
-    x = np.asarray(character.vertices()[key], np.float64)[np.asarray(topo.display_of_control)]
-    region = roi.region_of_interest(topo, samples.faces, samples.barycentrics, rings=rings, radius=radius,
-                                    geodesic=geodesic, positions=x)
-    kin = region.kinematic
-    pts = roi.surface_positions(x, tri, samples.faces, samples.barycentrics)
-    attach, rot = character.edit_frame(key)
-    common: dict[str, Any] = dict(passive=region.passive, static=region.static, stiffness=stiffness,
-                  keys=np.asarray(keys if keys is not None else np.zeros((0, 2)), np.float64), name=name)
-    try:
-        stroke = Stroke.fit(pts, epsilon=1e-3)
-    except StrokeError:  # every sample at one place (a click): the stroke's middle is everywhere
-        stroke = None
-    t = np.full(kin.size, 0.5) if stroke is None else np.array([stroke.closest(p)[0] for p in x[kin]])
-    mid = pts[len(pts) // 2] if stroke is None else stroke.point(0.5)
-    if profile is not None and profile.type == "offset":
-        if stroke is None:
-            raise ValueError("an offset profile needs a stroke with a length, not a single point")
-        if session is None or offset_window is None:
-            raise ValueError("an offset profile needs offset_window (window points) and the session drawn in")
-        view = np.asarray(session.camera.target, np.float64) - np.asarray(session.camera.eye, np.float64)
-        offset = Stroke.fit(_plane_points(session, np.asarray(offset_window), mid), epsilon=1e-3)
-        targets = offset_targets(x[kin], t, stroke, offset, reference=view)
-        return SurfaceEdit.from_world(kin, targets, attach, rot, **common)
-    face = int(samples.faces[len(samples.faces) // 2])
-    if stroke is not None:  # the sample nearest the stroke's middle names the face whose normal lifts it
-        face = int(samples.faces[int(np.argmin(np.linalg.norm(pts - mid, axis=1)))])
-    a, b, c = x[tri[face]]
-    normal = np.cross(b - a, c - a)
-    return SurfaceEdit.from_profile(kin, x[kin], t, profile, attach, rot, normal=normal, **common)
-
-
-def silhouette_pixels(session: Any, character: Any, channel: str = "normal", threshold: float | None = None, *,
-                      gpu: bool | None = None) -> dict[PrimitiveKey, tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                                            np.ndarray]]:
-    """Per skinned primitive of ``character`` with a silhouette in the session's last frame: (rows, cols,
-    triangles, barycentrics) of its silhouette pixels (row-major, rows from the top), from the Laplacian filter
-    of G-buffer ``channel`` above ``threshold`` (None: the channel's default). ``gpu`` (None: on the gpu
-    device) runs the filter on the GPU (engine/render/silhouette.py: only these pixels are read back); else the
-    numpy reference over the whole G-buffer (engine.skinning.roi)."""
-    from engine.render.silhouette import check_filter
-    from engine.skinning import roi
-
-    _, thr = check_filter(channel, threshold)
-    out = {}
-    if gpu if gpu is not None else session.device == "gpu":
-        ids = {i.handle.id: i.key for i in session.meshes.instances.get(character.entity, ())
-               if i.skinned is not None and i.handle is not None}
-        found = session.renderer.silhouette_pixels(channel, thr, mesh_ids=list(ids))
-        for mesh_id, key in ids.items():
-            px = found.of(mesh_id)
-            if len(px):
-                out[key] = (px.rows, px.cols, px.triangle, px.barycentric)
-        return out
-    gb = session.gbuffer()
-    for key in character.skinned_primitives:
-        surface = (gb["node"] == key.node) & (gb["mesh"] == key.mesh) & (gb["primitive"] == key.primitive)
-        mask = roi.silhouette_pixels(gb[channel], surface, threshold=thr)
-        if mask.any():
-            rows, cols = np.nonzero(mask)
-            out[key] = (rows, cols, gb["triangle"][mask], gb["barycentric"][mask])
-    return out
-
-
-def silhouette_edit(session: Any, character: Any, window_points: np.ndarray, *, channel: str = "normal",
-                    threshold: float | None = None, rings: int | None = None, radius: float | None = None,
-                    geodesic: bool = False, stiffness: float = DEFAULT_STIFFNESS, keys: Any = None,
-                    name: str = "", gpu: bool | None = None, smooth: bool = False) -> tuple[PrimitiveKey, Any]:
-    """Silhouette editing (research 7.3, after SilSketch): an accent stroke (window points, drawn near an
-    outline of ``character`` in the session's last frame) moves the silhouette chain between the silhouette
-    vertices nearest its ends onto itself, by parameter; the region grows from the chain by rings or radius.
-    The silhouette comes from a Laplacian filter of the G-buffer ``channel`` (normal, depth or position) masked
-    by each skinned primitive's id (:func:`silhouette_pixels`: on the GPU on the gpu device, or with ``gpu``).
-    Returns (primitive, SurfaceEdit), not added.
-
-    ``smooth``: the passive vertices get targets too, the chain's displacement spread over the region by
-    Laplacian surface editing (engine.skinning.laplacian, solved once here, encoded like every target so it
-    follows the pose); the edit's kinematic set is then the chain and the grown region, its passive set empty.
-    Why: pulled by a one-vertex-wide chain of handles, the springs answer with a ridge, not a bulge. The bone
-    and length springs anchor every passive vertex to its own bone, so the displacement decays about threefold
-    per ring (the humanoid's belly example: 28 mm on the chain, 10, 2.8 and 0.7 mm on rings 1 to 3), which
-    shades as ripples along the outline; with the smooth field the springs only hold the surface near it
-    (roughness over the region, engine.skinning.metrics, 0.150 -> 0.035 on that example; the Laplacian
-    solver alone: 0.047)."""
-    from engine.input.strokes import Stroke
-    from engine.skinning import roi
-    from engine.skinning.edits import SurfaceEdit
-
-    stroke_px = np.asarray(window_points, np.float64)
-    best: tuple[float, PrimitiveKey, np.ndarray, np.ndarray] | None = None
-    for key, (rows, cols, tri, bary) in silhouette_pixels(session, character, channel, threshold, gpu=gpu).items():
-        near = float(np.min(np.hypot(cols + 0.5 - stroke_px[0, 0], rows + 0.5 - stroke_px[0, 1])))
-        if best is None or near < best[0]:
-            best = (near, key, tri, bary)
-    if best is None:
-        raise ValueError("no silhouette of the character in view: nothing for the accent stroke to move")
-    _, key, tri, bary = best
-    topo = character.topology(key)
-    x = np.asarray(character.vertices()[key], np.float64)[np.asarray(topo.display_of_control)]
-    sil = roi.silhouette_vertices(topo, tri, bary, positions=x, eye=np.asarray(session.camera.eye, np.float64))
-    px = _window(session, x[sil], "world")
-    start = int(sil[np.argmin(np.linalg.norm(px - stroke_px[0], axis=1))])
-    end = int(sil[np.argmin(np.linalg.norm(px - stroke_px[-1], axis=1))])
-    if start == end:
-        raise ValueError("the accent stroke's ends are nearest the same silhouette vertex: draw it along the outline")
-    chain = roi.silhouette_chain(topo, sil, start, end, positions=x)
-    seg = np.linalg.norm(np.diff(x[chain], axis=0), axis=1)
-    s = np.r_[0.0, np.cumsum(seg)] / max(float(seg.sum()), 1e-12)
-    accent = Stroke.fit(stroke_px, epsilon=0.5)
-    targets = np.array([_plane_points(session, accent.point(si)[None], x[v])[0] for si, v in zip(s, chain)])
-    region = roi.region_around(topo, chain, rings=rings, radius=radius, geodesic=geodesic, positions=x)
-    kin, passive = chain, region.passive
-    if smooth and passive.size:  # targets for the whole region: the chain's spread smoothly (see the docstring)
-        from engine.skinning.laplacian import LaplacianEditor
-
-        field = LaplacianEditor(x, topo.triangles, kinematic=chain, passive=passive,
-                                static=region.static).solve(targets, base=x)
-        kin, passive = np.concatenate([chain, passive]), np.zeros(0, np.int32)
-        targets = np.concatenate([targets, field[region.passive]])
-    attach, rot = character.edit_frame(key)
-    edit = SurfaceEdit.from_world(kin, targets, attach, rot, passive=passive, static=region.static,
-                                  stiffness=stiffness, name=name,
-                                  keys=np.asarray(keys if keys is not None else np.zeros((0, 2)), np.float64))
-    return key, edit
 
 
 # ---- the command ---------------------------------------------------------------------------------------------
@@ -379,22 +151,11 @@ def _window(session: Any, points: np.ndarray, space: str) -> np.ndarray:
     """Stroke points as window pixels: as given, or world points projected through the session's camera."""
     if space == "window":
         return np.asarray(points, np.float64)
-    cam, r = session.camera, session.renderer
-    p = np.c_[np.asarray(points, np.float64), np.ones(len(points))]
-    clip = p @ (np.asarray(cam.projection_for(r.width / r.height), np.float64) @ np.asarray(cam.view)).T
-    if np.any(clip[:, 3] <= 0):
+    r = session.renderer
+    px = window_points(session.camera, r.width, r.height, points)
+    if np.isnan(px).any():
         raise ValueError("a world-space stroke point is behind the camera")
-    ndc = clip[:, :2] / clip[:, 3:4]
-    return np.c_[(ndc[:, 0] + 1) * 0.5 * r.width, (1 - ndc[:, 1]) * 0.5 * r.height]
-
-
-def _camera(spec: Any, lo: np.ndarray, hi: np.ndarray) -> Any:
-    """The strokes file's camera with near/far fitted to the deformed bounds (depth precision)."""
-    centre = (lo + hi) / 2
-    radius = max(float(np.linalg.norm(hi - lo)) / 2, 1e-3)
-    dist = float(np.linalg.norm(spec.eye - centre))
-    near = max(1e-3, 0.5 * (dist - radius)) if dist > 2 * radius else max(1e-3, 0.01 * radius)
-    return spec.camera(near=near, far=max(near * 10, 3.0 * (dist + radius)))
+    return px
 
 
 def _region_indices(character: Any, stacks: dict[PrimitiveKey, Any]) -> dict[str, np.ndarray]:
@@ -417,42 +178,6 @@ def _region_indices(character: Any, stacks: dict[PrimitiveKey, Any]) -> dict[str
     return out
 
 
-def laplacian_positions(character: Any, stacks: dict[PrimitiveKey, Any], time: float = 0.0
-                        ) -> dict[PrimitiveKey, np.ndarray]:
-    """The edits solved by Laplacian surface editing instead of the springs (the research's baseline for
-    silhouette edits; engine.skinning.laplacian, prefactorised, CPU): per primitive, display positions (D,3)
-    float32 with the kinematic vertices at their targets (overlapping edits averaged; each displacement scaled
-    by its edit's keyed weight), the static and outside vertices where the character's deformer put them, and
-    the passive ones solved."""
-    from engine.skinning.laplacian import LaplacianEditor
-    from engine.skinning.meshprep import copy_to_display
-
-    out = {}
-    current = character.vertices()
-    for key, stack in stacks.items():
-        if not len(stack):
-            continue
-        topo = character.topology(key)
-        n = topo.n_control
-        base = np.asarray(current[key], np.float64)[np.asarray(topo.display_of_control)]
-        attach, rot = character.edit_frame(key)
-        total, count = np.zeros((n, 3)), np.zeros(n)
-        passive = np.zeros(n, bool)
-        for e in stack:
-            w = e.weight(time)
-            total[e.kinematic] += base[e.kinematic] + w * (e.targets(attach, rot, time) - base[e.kinematic])
-            count[e.kinematic] += 1
-            passive[e.passive] = True
-        kin = np.flatnonzero(count > 0)
-        passive &= count == 0
-        static = stack.held(n)
-        solver = LaplacianEditor(base, topo.triangles, kinematic=kin, passive=np.flatnonzero(passive),
-                                 static=np.flatnonzero(static))
-        x = solver.solve(total[kin] / count[kin, None], base=base)
-        out[key] = copy_to_display(topo, x).astype(np.float32)
-    return out
-
-
 def edit_command(args: argparse.Namespace) -> int:
     from engine import Session
     from engine.input.strokefile import load_stroke_file
@@ -460,13 +185,13 @@ def edit_command(args: argparse.Namespace) -> int:
     from engine.skinning.edits import EditStack, edits_document
     from game.commands.export_frame import check_time, deformer_config
 
-    out = Path(args.export_frame)
-    if out.suffix.lower() != ".npz":
-        raise ValueError(f"--export-frame must end in .npz, got {out.name!r}")
-    for opt, suffix in (("screenshot", ".png"), ("save", ".json"), ("load", ".json"), ("debug_silhouette", ".png")):
+    out = check_writable("--export-frame", args.export_frame, suffix=".npz", makes_parents=True)
+    for opt, suffix in (("screenshot", ".png"), ("save", ".json"), ("debug_silhouette", ".png")):
         v = getattr(args, opt, None)
-        if v is not None and Path(v).suffix.lower() != suffix:
-            raise ValueError(f"--{opt.replace('_', '-')} must end in {suffix}, got {Path(v).name!r}")
+        if v is not None:
+            check_writable(f"--{opt.replace('_', '-')}", v, suffix=suffix, makes_parents=True)
+    if args.load is not None and Path(args.load).suffix.lower() != ".json":
+        raise ValueError(f"--load must end in .json, got {Path(args.load).name!r}")
     if args.strokes is None and args.load is None:
         raise ValueError("give --strokes FILE.json (strokes to turn into edits) or --load EDITS.json")
     laplacian = args.solver == "laplacian"
@@ -495,7 +220,7 @@ def edit_command(args: argparse.Namespace) -> int:
         renderer.look.ground_height = float(lo[1])
         renderer.invalidate()
         if sf is not None and sf.camera is not None:
-            s.camera = _camera(sf.camera, lo, hi)
+            s.camera = strokes_camera(sf.camera, lo, hi)
         else:
             s.fit_camera()
         s.render()

@@ -32,11 +32,13 @@ from typing import Any
 
 import numpy as np
 
+from engine.authoring.posing import posing_plane, skeleton_root, unproject_stroke
+from engine.authoring.view import pixels_to_metres, window_points
 from engine.input.strokefile import CameraSpec, StrokeFile, StrokeFileError, StrokeSpec, load_stroke_file
 from engine.input.strokes import Stroke, StrokeError
+from engine.paths import check_writable
 
-__all__ = ["ROLES", "POSE_CLIP", "StrokePair", "pair_strokes", "posing_plane", "lift_window_stroke",
-           "pixels_to_metres", "skeleton_root", "pose_command"]
+__all__ = ["ROLES", "POSE_CLIP", "StrokePair", "pair_strokes", "lift_window_stroke", "pose_command"]
 
 ROLES = ("baseline", "offset")
 POSE_CLIP = "pose"
@@ -74,53 +76,14 @@ def pair_strokes(sf: StrokeFile) -> list[StrokePair]:
     return pairs
 
 
-def posing_plane(root: np.ndarray, eye: np.ndarray) -> np.ndarray:
-    """The default posing plane (a pyrr plane): through the skeleton's ``root``, facing the camera at ``eye``."""
-    from engine.input.rays import facing_plane
-
-    return facing_plane(root, eye)
-
-
 def lift_window_stroke(spec: StrokeSpec, camera: Any, width: int, height: int, plane: np.ndarray) -> Stroke:
-    """Fit a window-space stroke (RDP epsilon scaled to the window height) and unproject its samples onto
-    ``plane`` through ``camera``: a 3D stroke in metres."""
-    from engine.input.rays import ray_plane_hit, window_ray
-
+    """Fit a window-space stroke (RDP epsilon scaled to the window height) and unproject it onto ``plane``
+    through ``camera`` (engine.authoring.posing): a 3D stroke in metres; errors name the stroke's place."""
     stroke = _fit(spec, window_height=height)
-    view, proj = camera.view, camera.projection_for(width / height)
-    hits = []
-    for x, y in stroke.samples:
-        hit = ray_plane_hit(window_ray(x, y, width, height, view, proj), plane)
-        if hit is None:
-            raise StrokeFileError(f"{spec.where}: the point ({x:g}, {y:g}) does not meet the posing plane "
-                                  "(it lies behind the camera or the view grazes the plane)")
-        hits.append(hit)
     try:
-        return stroke.lifted(np.asarray(hits))
-    except StrokeError as e:
+        return unproject_stroke(stroke, camera, width, height, plane)
+    except ValueError as e:  # StrokeError is one
         raise StrokeFileError(f"{spec.where}: {e}") from None
-
-
-def pixels_to_metres(pixels: float, camera: Any, height: int, point: np.ndarray) -> float:
-    """A length of ``pixels`` on screen, in metres at the depth of ``point`` (vertical fov, ``height`` rows)."""
-    forward = np.asarray(camera.target, np.float64) - np.asarray(camera.eye, np.float64)
-    forward /= np.linalg.norm(forward)
-    depth = float((np.asarray(point, np.float64) - np.asarray(camera.eye, np.float64)) @ forward)
-    if not depth > 0:
-        raise StrokeFileError("the skeleton's root is behind the camera: window strokes cannot be placed")
-    return float(pixels) * 2.0 * depth * np.tan(np.radians(camera.fov_y) / 2.0) / height
-
-
-def skeleton_root(character: Any) -> np.ndarray:
-    """World position of the skeleton's root: the top-most skin joint (by depth, then node index)."""
-    from engine.anim.posing import skin_joints
-
-    rig = character.loaded.rig
-    joints = skin_joints(rig)
-    if joints.size == 0:
-        raise ValueError(f"{character.name!r} has no skin joints to pose")
-    root = joints[np.lexsort((joints, rig.depth[joints]))[0]]
-    return character.joints()[root, :3, 3].astype(np.float64)
 
 
 def _fit(spec: StrokeSpec, *, window_height: int | None = None) -> Stroke:
@@ -145,11 +108,9 @@ def _camera(spec: CameraSpec | None, bounds: tuple[np.ndarray, np.ndarray], widt
     return make_camera(args, lo, hi, width / height)
 
 
-def _project(points: np.ndarray, camera: Any, width: int, height: int) -> np.ndarray:
-    m = camera.projection_for(width / height).astype(np.float64) @ camera.view.astype(np.float64)
-    clip = np.c_[points, np.ones(len(points))] @ m.T
-    w = np.where(np.abs(clip[:, 3]) > 1e-12, clip[:, 3], 1e-12)
-    return np.c_[(clip[:, 0] / w + 1) * 0.5 * width, (1 - clip[:, 1] / w) * 0.5 * height]
+def _front(px: np.ndarray) -> np.ndarray:
+    """The window points of those in front of the camera (the others are NaN rows)."""
+    return px[~np.isnan(px).any(axis=1)]
 
 
 def _draw_overlay(image: np.ndarray, strokes: list[tuple[Stroke, Stroke]], joints: np.ndarray, camera: Any) -> Any:
@@ -161,12 +122,12 @@ def _draw_overlay(image: np.ndarray, strokes: list[tuple[Stroke, Stroke]], joint
     width = max(2, round(h / 240))
     for base, off in strokes:
         for stroke, rgb in ((base, BASELINE_RGB), (off, OFFSET_RGB)):
-            px = _project(stroke.point(np.linspace(0, 1, 96)), camera, w, h)
+            px = _front(window_points(camera, w, h, stroke.point(np.linspace(0, 1, 96))))
             draw.line([tuple(p) for p in px.tolist()], fill=rgb, width=width)
-            for k in _project(stroke.knots, camera, w, h).tolist():  # the control knots
+            for k in _front(window_points(camera, w, h, stroke.knots)).tolist():  # the control knots
                 draw.rectangle([k[0] - width, k[1] - width, k[0] + width, k[1] + width], outline=rgb)
     r = width + 1
-    for x, y in _project(joints, camera, w, h).tolist() if len(joints) else []:
+    for x, y in _front(window_points(camera, w, h, joints)).tolist() if len(joints) else []:
         draw.ellipse([x - r, y - r, x + r, y + r], fill=(255, 255, 255), outline=(0, 0, 0))
     return img
 
@@ -179,8 +140,8 @@ def pose_command(args: argparse.Namespace) -> int:
 
     for flag, value, suffix in (("--export-frame", args.export_frame, ".npz"), ("--out", args.out, ".glb"),
                                 ("--screenshot", args.screenshot, ".png")):
-        if value is not None and Path(value).suffix.lower() != suffix:
-            raise ValueError(f"{flag} must end in {suffix}, got {Path(value).name!r}")
+        if value is not None:
+            check_writable(flag, value, suffix=suffix, makes_parents=True)
     check_time(args.time)
     sf = load_stroke_file(args.strokes, roles=ROLES, required=("baseline",))
     pairs = pair_strokes(sf)
@@ -196,7 +157,7 @@ def pose_command(args: argparse.Namespace) -> int:
         selected: list[int] = []
         for pair in pairs:
             root = skeleton_root(ch)
-            plane = posing_plane(root, cam.eye)
+            plane = posing_plane(root, cam).pyrr
             world = [lift_window_stroke(sp, cam, width, height, plane) if sp.space == "window" else _fit(sp)
                      for sp in (pair.baseline, pair.offset)]
             radius = float(sf.brush_radius or 0.0)

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from engine.paths import check_writable
+
 
 def _vec3_arg(text: str, what: str) -> np.ndarray:
     try:
@@ -74,11 +76,9 @@ def render_frame(args: argparse.Namespace) -> int:
     w, h = int(args.width), int(args.height)
     if not (1 <= w <= 8192 and 1 <= h <= 8192):
         raise ValueError(f"--width/--height must be in [1, 8192], got {w}x{h}")
-    out = Path(args.out)
-    if out.suffix.lower() != ".png":
-        raise ValueError(f"--out must end in .png, got {out.name!r}")
-    if args.gbuffer is not None and Path(args.gbuffer).suffix.lower() != ".npz":
-        raise ValueError(f"--gbuffer must end in .npz, got {Path(args.gbuffer).name!r}")
+    out = check_writable("--out", args.out, suffix=".png", makes_parents=True)
+    if args.gbuffer is not None:
+        check_writable("--gbuffer", args.gbuffer, suffix=".npz", makes_parents=True)
     check_time(args.time)
     # refuse a size the memory cannot serve now, before loading or allocating anything (the device's own
     # limits are checked when the targets are sized, before they are allocated)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from engine.ecs import Clock, Phase, World
-from engine.input.events import Action, EventQueue, input_begin_system
+from engine.input.events import Action
 from engine.input.record import Recorder, RecordHeader, Recording
 from game.editor.posing import PosingTool
 from game.editor.state import EditorSettings, EditorState
@@ -37,7 +37,6 @@ __all__ = ["Editor", "camera_to_header", "camera_from_header", "open_recording",
 
 #: The editor's INPUT-phase systems in run order (name, function).
 INPUT_SYSTEMS: tuple[tuple[str, Callable[[World], None]], ...] = (
-    ("input_begin", input_begin_system),
     ("editor_shortcuts", shortcut_system),
     ("editor_camera", camera_system),
     ("editor_strokes", stroke_input_system),
@@ -83,13 +82,13 @@ class Editor:
         if isinstance(settings, dict):
             settings = EditorSettings.from_dict(settings)
         self.session = session
-        self.queue = EventQueue()
+        self.queue = session.events  # the session's one event queue
         self.state = EditorState(settings if settings is not None else EditorSettings())
         self.undo = CommandStack(limit=undo_limit)
         w = session.world
-        for r in (self.queue, self.state, self.undo):
+        for r in (self.state, self.undo):
             w.insert_resource(r)
-        prev = None
+        prev = "input_begin_system"  # the engine's first INPUT system
         for name, fn in INPUT_SYSTEMS:
             session.add_system(Phase.INPUT, fn, name=name, after=prev)
             prev = name

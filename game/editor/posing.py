@@ -5,9 +5,10 @@ unprojected onto the posing plane -- through the skeleton's root (its top-most s
 then moved and turned by the editor settings ``plane_offset``, ``plane_turn``, ``plane_tilt`` -- and handed to
 the line-of-action solver (engine/anim/posing.py through ``Character.apply_line_of_action``), with the brush
 radius converted from window pixels to metres at the plane's centre and the plane's normal as the strokes'
-common frame reference (the root and the pixel-to-metre conversion are the ``pose`` command's,
-game/commands/pose.py). The change to the character's pose layer is one undoable command
-(:class:`game.editor.undo.SnapshotCommand` over the layer's rotations), so undo restores the exact pose.
+common frame reference (the plane, the root, the unprojection and the pixel-to-metre conversion are the
+authoring kit's, engine/authoring/, shared with the ``pose`` command). The change to the character's pose
+layer is one undoable command (:class:`game.editor.undo.SnapshotCommand` over the layer's rotations), so
+undo restores the exact pose.
 
 A pair that cannot pose (the baseline selects no joint, a stroke misses the plane) is refused with a message
 in ``EditorState.messages``; the frame goes on and the strokes are dropped.
@@ -16,84 +17,19 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from engine.authoring.posing import PosingPlane, posing_plane, skeleton_root, unproject_stroke
+from engine.authoring.view import pixels_to_metres
 from engine.ecs import World
 from engine.frame import View
-from engine.input.rays import facing_plane, ray_plane_hit, window_ray
-from engine.input.strokes import Stroke, StrokeError
-from game.commands.pose import pixels_to_metres, skeleton_root
+from engine.input.strokes import Stroke
 from game.editor.state import EditorState
 from game.editor.undo import CommandStack, SnapshotCommand
 
-__all__ = ["PosingTool", "PosingPlane", "posing_plane", "unproject_stroke"]
-
-
-@dataclass(frozen=True)
-class PosingPlane:
-    """The plane window strokes are unprojected onto: ``point`` (its centre), unit ``normal`` (towards the
-    camera), in-plane unit axes ``right`` and ``up`` (for drawing it), and the pyrr plane."""
-
-    point: np.ndarray
-    normal: np.ndarray
-    right: np.ndarray
-    up: np.ndarray
-
-    @property
-    def pyrr(self) -> np.ndarray:
-        return facing_plane(self.point, self.point + self.normal)
-
-    def corners(self, half: float) -> np.ndarray:
-        """The square of side 2 * ``half`` metres around the centre (4, 3), for drawing."""
-        r, u = self.right * half, self.up * half
-        return np.stack([self.point - r - u, self.point + r - u, self.point + r + u, self.point - r + u])
-
-
-def _rotate(v: np.ndarray, axis: np.ndarray, degrees: float) -> np.ndarray:
-    a = np.radians(degrees)
-    axis = axis / np.linalg.norm(axis)
-    return v * np.cos(a) + np.cross(axis, v) * np.sin(a) + axis * (axis @ v) * (1.0 - np.cos(a))
-
-
-def posing_plane(root: np.ndarray, camera: Any, *, offset: float = 0.0, turn: float = 0.0,
-                 tilt: float = 0.0) -> PosingPlane:
-    """The posing plane: through ``root`` facing the camera, turned ``turn`` degrees about the world's up
-    axis, tilted ``tilt`` degrees about the camera's horizontal axis, then moved ``offset`` metres along its
-    normal."""
-    root = np.asarray(root, np.float64)
-    n = np.asarray(camera.eye, np.float64) - root
-    length = float(np.linalg.norm(n))
-    if not length > 1e-9:
-        raise ValueError("the camera eye lies on the skeleton's root: no facing plane")
-    n /= length
-    world_up = np.array([0.0, 1.0, 0.0])
-    right = np.cross(world_up, n)
-    if np.linalg.norm(right) < 1e-6:  # looking straight down or up: any horizontal axis
-        right = np.array([1.0, 0.0, 0.0])
-    right /= np.linalg.norm(right)
-    n, right = _rotate(n, world_up, turn), _rotate(right, world_up, turn)
-    n = _rotate(n, right, tilt)
-    up = np.cross(n, right)
-    return PosingPlane(root + n * offset, n, right, up / np.linalg.norm(up))
-
-
-def unproject_stroke(stroke: Stroke, camera: Any, width: int, height: int, plane: np.ndarray) -> Stroke:
-    """A window stroke's samples unprojected onto ``plane`` (pyrr plane) through ``camera``: the 3D stroke
-    (the 2D reduction's kept points, refit in metres)."""
-    if stroke.dim != 2:
-        raise ValueError(f"unproject_stroke takes a window (2D) stroke, got {stroke.dim}D")
-    view, proj = camera.view, camera.projection_for(width / height)
-    hits = np.zeros((len(stroke.samples), 3))
-    for i in stroke.kept:  # only the kept samples are refit
-        x, y = stroke.samples[i]
-        hit = ray_plane_hit(window_ray(x, y, width, height, view, proj), plane)
-        if hit is None:
-            raise StrokeError(f"the point ({x:g}, {y:g}) does not meet the posing plane")
-        hits[i] = hit
-    return stroke.lifted(hits)
+__all__ = ["PosingTool"]
 
 
 #: What one undo step of the pose tool restores: the pose layer's rotations (None: no layer), the window

@@ -5,7 +5,7 @@
   points (densified to one per pixel) are asked of the G-buffer with :meth:`engine.Session.pick_async`: the
   query is copied at the start of the next frame and read the frame after, so no frame waits for the GPU, and
   each sample is the (mesh, triangle, barycentric) the user saw under the pointer, also on a moving character.
-  Once the last answer is in, the samples go through ``game.commands.edit.stroke_samples``' checks (ends
+  Once the last answer is in, the samples go through ``engine.authoring.surface.stroke_samples``' checks (ends
   trimmed; a stroke that leaves the surface, crosses meshes or lands on an unskinned mesh is refused with a
   message) and ``surface_edit`` builds the edit: the faces crossed give the kinematic vertices,
   ``surface_rings`` edges the passive ones, the ring outside the static ones; the kinematic vertices rise by
@@ -13,7 +13,7 @@
   parabola -- or a travelling "sine" of ``surface_waves`` / ``surface_speed``) along the surface normal at
   the stroke's middle, ``surface_height`` metres, with stiffness ``surface_stiffness``.
 * **silhouette**: a left-drag beside an outline of the selected character is an accent stroke
-  (``game.commands.edit.silhouette_edit``: the Laplacian edge filter of the last frame's G-buffer normals,
+  (``engine.authoring.silhouette.silhouette_edit``: the Laplacian edge filter of the last frame's G-buffer normals,
   masked by the mesh ids, finds the outline; the chain between the outline vertices nearest the stroke's ends
   moves onto it; on the gpu device the filter runs in a shader and only the outline pixels are read back).
   ``surface_solver`` "springs" hands the chain to the spring edit forces; "laplacian" spreads the chain's
@@ -50,9 +50,12 @@ from typing import Any
 
 import numpy as np
 
+from engine.authoring.silhouette import silhouette_edit
+from engine.authoring.surface import densify, stroke_samples, surface_edit
+from engine.authoring.view import unproject_point, window_points
 from engine.ecs import World
 from engine.input.events import Buttons, EventQueue, PointerDown, PointerMove, PointerUp
-from engine.input.rays import facing_plane, ray_plane_hit, window_ray
+from engine.input.rays import facing_plane
 from game.editor.state import SURFACE_TOOLS, EditorSettings, EditorState, StrokeInProgress
 from game.editor.undo import CommandStack, SnapshotCommand
 
@@ -77,7 +80,7 @@ def surface_profile(settings: EditorSettings) -> Any:
 class ActiveEdit:
     """The edit the surface settings act on: the character's ``entity``, the primitive ``key``, its ``index``
     in that primitive's edit stack, the ``tool`` that made it and, for a bulge, its stroke ``samples``
-    (game.commands.edit.SurfaceSamples) and, for a laplacian silhouette edit, ``solved`` True (its targets
+    (engine.authoring.surface.SurfaceSamples) and, for a laplacian silhouette edit, ``solved`` True (its targets
     are a solved region: only the stiffness changes live)."""
 
     entity: int
@@ -89,7 +92,7 @@ class ActiveEdit:
 
 
 class _Answered:
-    """The session as ``game.commands.edit.stroke_samples`` sees it, with the G-buffer's answers to the
+    """The session as ``engine.authoring.surface.stroke_samples`` sees it, with the G-buffer's answers to the
     stroke's points already read (asynchronously): its checks run on them, nothing is read again."""
 
     def __init__(self, session: Any, hits: list[Any]) -> None:
@@ -135,13 +138,9 @@ class _Handle:
     moved: bool = False
 
 
-def _window_points(points: np.ndarray, camera: Any, width: int, height: int) -> np.ndarray:
-    """World points (N, 3) projected to window pixels (M, 2), row 0 at the top; points behind the eye left out."""
-    m = np.asarray(camera.projection_for(width / height), np.float64) @ np.asarray(camera.view, np.float64)
-    c = np.c_[np.asarray(points, np.float64), np.ones(len(points))] @ m.T
-    c = c[c[:, 3] > 1e-9]
-    ndc = c[:, :2] / c[:, 3:4]
-    return np.c_[(ndc[:, 0] + 1.0) * 0.5 * width, (1.0 - ndc[:, 1]) * 0.5 * height]
+def _in_front(px: np.ndarray) -> np.ndarray:
+    """The window points of those in front of the camera (the others are NaN rows)."""
+    return px[~np.isnan(px).any(axis=1)]
 
 
 def _polyline_distance(line: np.ndarray, p: np.ndarray) -> float:
@@ -240,7 +239,6 @@ class SurfaceTool:
     def _query(self, job: _StrokeJob, points: list[tuple[float, float]]) -> None:
         """Ask the G-buffer about the points not asked yet (the stroke densified to one sample per pixel, as
         ``stroke_samples`` densifies it), clipped into the frame."""
-        from game.commands.edit import densify
 
         w, h = self.session.renderer.width, self.session.renderer.height
         pts = [(min(max(float(x), 0.0), w - 1.0), min(max(float(y), 0.0), h - 1.0)) for x, y in points]
@@ -253,7 +251,6 @@ class SurfaceTool:
             job.queries.append(self.session.pick_async(new))
 
     def _samples(self, state: EditorState, job: _StrokeJob) -> None:
-        from game.commands.edit import stroke_samples
 
         hits = [hit for q in job.queries for hit in q.result()]
         try:
@@ -287,7 +284,6 @@ class SurfaceTool:
             self._commit(ch, state, before, label)
 
     def _add_bulge(self, ch: Any, state: EditorState, samples: Any) -> str:
-        from game.commands.edit import surface_edit
 
         st = state.settings
         edit = surface_edit(ch, samples, rings=st.surface_rings, profile=surface_profile(st),
@@ -344,12 +340,11 @@ class SurfaceTool:
             return None
         cam, r = self.session.camera, self.session.renderer
         pts = np.asarray(a.samples.positions(ch), np.float64)  # the stroke as drawn now, on the deformed skin
-        if _polyline_distance(_window_points(pts, cam, r.width, r.height), np.array([x, y])) \
+        if _polyline_distance(_in_front(window_points(cam, r.width, r.height, pts)), np.array([x, y])) \
                 > state.settings.surface_grab_px:
             return None
         plane = facing_plane(_arc_middle(pts), cam.eye)
-        start = ray_plane_hit(window_ray(x, y, r.width, r.height, cam.view, cam.projection_for(r.width / r.height)),
-                              plane)
+        start = unproject_point(x, y, cam, r.width, r.height, plane)
         if start is None:
             return None
         rot = np.asarray(ch.edit_frame(a.key)[1], np.float64)[edit.kinematic]
@@ -363,8 +358,7 @@ class SurfaceTool:
         displacement on the handle's plane (the height clamped to the ``surface_height`` range)."""
         found = self._active_edit()
         cam, r = self.session.camera, self.session.renderer
-        hit = ray_plane_hit(window_ray(x, y, r.width, r.height, cam.view, cam.projection_for(r.width / r.height)),
-                            h.plane)
+        hit = unproject_point(x, y, cam, r.width, r.height, h.plane)
         if found is None or hit is None:
             return
         a, _, stack = found
@@ -396,7 +390,6 @@ class SurfaceTool:
 
     # -- silhouette strokes ---------------------------------------------------------------------------------
     def _add_silhouette(self, ch: Any, state: EditorState, stroke: Any) -> str:
-        from game.commands.edit import silhouette_edit
 
         st = state.settings
         solved = st.surface_solver == "laplacian"

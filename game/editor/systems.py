@@ -1,6 +1,7 @@
 """The editor's INPUT-phase systems, in run order (game/editor/editor.py registers them):
 
-1. ``input_begin_system`` (engine.input.events): this frame's events become ``EventQueue.frame``.
+1. ``input_begin_system`` (the engine's first system, engine/frame.py): this frame's events become
+   ``EventQueue.frame``.
 2. :func:`shortcut_system`: keys -> editor commands (Ctrl+Z undo, Ctrl+Shift+Z / Ctrl+Y redo, Space pause,
    ``.`` one step, ``[`` / ``]`` time scale, O orbit tool, P pose tool, B bulge tool, S silhouette tool,
    ``=`` / ``-`` the surface height, R / Shift+R the surface rings, Esc drops the strokes) and
@@ -23,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from engine.controls import CLOCK_ACTIONS, camera_controls, clock_action
 from engine.ecs import Clock, World
-from engine.ecs.clock import MAX_TIME_SCALE
 from engine.frame import View
 from engine.input.events import (
     Action,
@@ -36,7 +37,6 @@ from engine.input.events import (
     PointerMove,
     PointerUp,
     Resize,
-    Wheel,
 )
 from engine.input.strokes import Stroke, StrokeError, window_epsilon
 from game.editor.state import STROKE_TOOLS, EditorState, StrokeInProgress
@@ -97,18 +97,8 @@ def apply_action(world: World, name: str, args: dict[str, Any]) -> None:
             state.strokes.clear()
             state.editable.clear()
             state.knot_drag = None
-        elif name == "toggle_pause":
-            clock.toggle_pause()
-        elif name == "pause":
-            clock.pause()
-        elif name == "play":
-            clock.resume()
-        elif name == "step":
-            if clock.paused:
-                clock.single_step()
-        elif name == "time_scale":
-            value = float(args["value"]) if "value" in args else clock.time_scale * float(args.get("factor", 1.0))
-            clock.time_scale = min(MAX_TIME_SCALE, max(1.0 / MAX_TIME_SCALE, value))
+        elif name in CLOCK_ACTIONS:
+            clock_action(clock, name, args)
         elif name == "select":
             entity = args.get("entity")
             if entity is not None and not world.is_alive(entity):
@@ -147,28 +137,14 @@ def camera_system(world: World) -> None:
     if queue is None or state is None:
         return
     view = world.resource(View)
-    cam = _orbit_camera(world)
     for e in queue.frame:
-        if isinstance(e, Resize):
-            if view.renderer is not None and (e.width, e.height) != (view.renderer.width, view.renderer.height):
-                view.renderer.resize(e.width, e.height)
-            continue
-        if isinstance(e, Wheel):
-            if cam is not None:
-                cam.zoom(e.dy)
-            continue
-        if not isinstance(e, (PointerDown, PointerMove, PointerUp)):
-            continue
-        last, state.pointer = state.pointer, (e.x, e.y)
-        if not isinstance(e, PointerMove) or last is None or cam is None:
-            continue
-        dx, dy = e.x - last[0], e.y - last[1]
-        orbit = Buttons.RIGHT | (Buttons.LEFT if state.settings.tool == "orbit" else Buttons.NONE)
-        if e.buttons & orbit:
-            cam.drag(dx, -dy)  # the camera's drag takes y up
-        elif e.buttons & Buttons.MIDDLE:
-            height = view.renderer.height if view.renderer is not None else max(queue.state.height, 1)
-            cam.pan(dx, -dy, height)
+        if isinstance(e, Resize) and view.renderer is not None \
+                and (e.width, e.height) != (view.renderer.width, view.renderer.height):
+            view.renderer.resize(e.width, e.height)
+    orbit = Buttons.RIGHT | (Buttons.LEFT if state.settings.tool == "orbit" else Buttons.NONE)
+    height = view.renderer.height if view.renderer is not None else max(queue.state.height, 1)
+    state.pointer = camera_controls(queue.frame, _orbit_camera(world), height, orbit=orbit, pan=Buttons.MIDDLE,
+                                    pointer=state.pointer)
 
 
 def _frame_height(world: World) -> int:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -277,19 +276,19 @@ class EditorUI:
         """World points (N, 3) -> window pixels (row 0 at the top); None when one is behind the camera."""
         import numpy as np
 
-        s = self.editor.session
-        r = s.renderer
-        p = np.asarray(points, np.float64)
-        clip = s.camera.projection_for(r.width / r.height) @ s.camera.view @ np.c_[p, np.ones(len(p))].T
-        if not (clip[3] > 1e-6).all():
+        from engine.authoring.view import window_points
+
+        r = self.editor.session.renderer
+        px = window_points(self.editor.session.camera, r.width, r.height, points)
+        if np.isnan(px).any():
             return None
-        return [(float((x / w + 1) * 0.5 * r.width), float((1 - y / w) * 0.5 * r.height)) for x, y, _z, w in clip.T]
+        return [(float(x), float(y)) for x, y in px]
 
     def _plane(self, dl: Any, colour: int) -> None:
         """The posing plane's outline (a 1 m square around the root) and its centre."""
         from imgui_bundle import imgui
 
-        from game.commands.pose import skeleton_root
+        from engine.authoring.posing import skeleton_root
         from game.editor.posing import PosingTool
 
         ch, st = self.editor.selected, self.editor.state
@@ -321,35 +320,6 @@ class EditorUI:
         self.overlay.release()
 
 
-def _loop(ed: Any, on_frame: Callable[[float], bool], *, title: str) -> list[float]:
-    """Redraw until close or ``on_frame(real_dt)`` returns False; frame times in ms."""
-    import pyglet
-
-    from engine.runloop import draw_into_window, run_app
-
-    s = ed.session
-    window = s.gl.window
-    if window is None:
-        raise ValueError("this session has no window (Session(window=True) with a display)")
-    window.set_caption(title)
-    frame_ms: list[float] = []
-    state = {"last": time.perf_counter()}
-
-    @window.event
-    def on_draw() -> None:
-        now = time.perf_counter()
-        dt, state["last"] = now - state["last"], now
-        draw_into_window(s)
-        t0 = time.perf_counter()
-        keep = on_frame(min(dt, 0.25))
-        frame_ms.append((time.perf_counter() - t0) * 1e3)
-        if not keep:
-            pyglet.app.exit()
-
-    run_app(s)
-    return frame_ms
-
-
 def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
                       before_frame: Callable[[int, Any], None] | None = None) -> list[float]:
     """The interactive editor loop: pyglet events -> the editor's queue (imgui takes the events over its
@@ -357,17 +327,13 @@ def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
     tests dispatch pyglet events to the window there). Returns the frame times in ms."""
     from pyglet.window import key, mouse
 
-    from engine.input.events import PygletAdapter
-    from engine.runloop import toggle_overlay
+    from engine.runloop import toggle_overlay, window_loop
 
     s = ed.session
     window = s.gl.window
     if window is None:
         raise ValueError("this session has no window (Session(window=True) with a display)")
-    PygletAdapter(ed.queue).attach(window)
     panels = EditorUI(ed) if ui else None
-    if panels is not None:
-        panels.overlay.attach_window(window)  # pushed last: imgui sees the events first
     count = {"n": 0, "quit": False}
 
     def on_key_press(symbol: int, modifiers: int) -> None:
@@ -388,8 +354,11 @@ def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
         if press.pop("at", None) == (x, y, button) and button == mouse.LEFT:
             select_at(ed, x, window.get_size()[1] - y, window)
 
-    window.push_handlers(on_key_press=on_key_press, on_mouse_press=on_mouse_press,
-                         on_mouse_release=on_mouse_release)
+    def attach(window: Any) -> None:  # above the loop's event adapter: imgui, then the window keys and clicks
+        if panels is not None:
+            panels.overlay.attach_window(window)
+        window.push_handlers(on_key_press=on_key_press, on_mouse_press=on_mouse_press,
+                             on_mouse_release=on_mouse_release)
 
     def on_frame(dt: float) -> bool:
         if before_frame is not None:
@@ -399,7 +368,7 @@ def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
         return not count["quit"] and (frames is None or count["n"] < frames)
 
     try:
-        return _loop(ed, on_frame, title="skinengine editor")
+        return window_loop(s, on_frame, title="skinengine editor", attach=attach)
     finally:
         if panels is not None:
             panels.release()
@@ -460,6 +429,7 @@ def run_editor(args: argparse.Namespace) -> int:
 def replay_window(rec: Any, *, device: str = "gpu", outputs: Callable[[Any], None] | None = None) -> int:
     """Play a recording back in a window, one recorded frame per redraw (each with its recorded dt, so the
     result is the headless replay's); ``outputs(editor)`` runs at the end. Returns the frame count."""
+    from engine.runloop import window_loop
     from game.editor import open_recording
 
     ed = open_recording(rec, headless=False, window=True, device=device)
@@ -477,7 +447,9 @@ def replay_window(rec: Any, *, device: str = "gpu", outputs: Callable[[Any], Non
             done["n"] += 1
             return True
 
-        _loop(ed, on_frame, title=f"skinengine replay: {rec.path.name if rec.path else 'recording'}")
+        # the recording is the only input: the window's own events stay out of the queue
+        window_loop(ed.session, on_frame, title=f"skinengine replay: {rec.path.name if rec.path else 'recording'}",
+                    input_events=False)
         panels.release()  # the outputs show the scene, as a headless replay's do
         if outputs is not None:
             outputs(ed)

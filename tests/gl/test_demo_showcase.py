@@ -40,10 +40,10 @@ def test_showcase_cast_walks_its_loop_and_fills_the_frame(gl_ctx):
         assert np.linalg.norm(after - before) > 0.05  # it walked
         assert math.hypot(after[0] - slot.x, after[2] - slot.z) == pytest.approx(slot.loop, abs=1e-4)
         # framed: the cast's vertices are on screen and span most of the width
-        from game.ui.labels import project
+        from engine.authoring.view import window_points
 
         pts = np.concatenate([p for ch in cast for p in ch.vertices().values()])
-        xy = project(s.camera, 160, 90, pts)
+        xy = window_points(s.camera, 160, 90, pts)
         assert np.all(np.isfinite(xy))
         assert xy[:, 0].min() >= -1 and xy[:, 0].max() <= 161 and xy[:, 1].min() >= -1 and xy[:, 1].max() <= 91
         assert xy[:, 0].max() - xy[:, 0].min() > 0.7 * 160
@@ -55,8 +55,9 @@ def test_showcase_cast_walks_its_loop_and_fills_the_frame(gl_ctx):
 
 def test_comparison_mode_shows_the_methods_labelled(gl_ctx):
     from engine import Session
+    from engine.authoring.view import window_points
     from game.demo import DemoScene
-    from game.ui.labels import draw_labels, project
+    from game.ui.labels import draw_labels
     from game.ui.overlay import SessionOverlay
 
     with Session(gl=_GL(gl_ctx), width=240, height=120, deformer="lbs", strict=True) as s:
@@ -73,7 +74,7 @@ def test_comparison_mode_shows_the_methods_labelled(gl_ctx):
         scene.frame()
         labels = scene.labels()
         assert [lb.text for lb in labels] == list(methods)
-        xy = project(s.camera, 240, 120, np.array([lb.position for lb in labels]))
+        xy = window_points(s.camera, 240, 120, np.array([lb.position for lb in labels]))
         assert np.all((xy[:, 0] > 0) & (xy[:, 0] < 240) & (xy[:, 1] > 0) & (xy[:, 1] < 120))
         assert list(np.argsort(xy[:, 0])) == [0, 1, 2, 3]
         drawn = []

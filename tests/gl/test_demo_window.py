@@ -36,6 +36,7 @@ with Session(window=True, width=192, height=108, deformer="lbs") as s:
     print("state", overlay.show_profiler, overlay.show_help, [c.deformer for c in scene.characters])
     print("help", "|".join(overlay.help_lines))
     window.dispatch_event("on_key_press", key.C, 0)
+    s.frame(0.0)  # the key reaches the demo's controls through the session's event queue, in the next frame
     print("mode", scene.mode, [c.deformer for c in scene.characters])
     overlay.release()
 """

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from engine import Session
+from engine.authoring.surface import stroke_samples, surface_edit
 from engine.render.camera import Camera
 from engine.skinning.config import DeformerConfig
 from engine.skinning.edits import Profile, SurfaceEdit
-from game.commands.edit import stroke_samples, surface_edit
 
 pytestmark = pytest.mark.gl
 

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from engine import Session
+from engine.authoring.silhouette import silhouette_edit
 from engine.render.camera import Camera
 from engine.render.look import LookSettings
 from engine.render.silhouette import SILHOUETTE_CHANNELS, SILHOUETTE_THRESHOLDS
 from engine.skinning import roi
 from game.cli import run
-from game.commands.edit import silhouette_edit
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.gl

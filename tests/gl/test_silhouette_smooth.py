@@ -10,11 +10,13 @@ import numpy as np
 import pytest
 
 from engine import Session
+from engine.authoring.silhouette import silhouette_edit
+from engine.authoring.view import strokes_camera
 from engine.input.strokefile import load_stroke_file
 from engine.scene import quiet_load
 from engine.skinning import metrics
 from game.cli import run
-from game.commands import edit as E
+from game.commands.edit import EDIT_ROLES
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.gl
@@ -23,17 +25,17 @@ BELLY = ROOT / "examples" / "edit_belly.json"
 
 
 def test_smooth_silhouette_edit_has_no_ridge():
-    sf = load_stroke_file(BELLY, roles=E.EDIT_ROLES, brush_radius=False)
+    sf = load_stroke_file(BELLY, roles=EDIT_ROLES, brush_radius=False)
     assert sf.camera is not None
     with Session(width=sf.camera.width, height=sf.camera.height, deformer="spring", strict=True) as s:
         ch = s.spawn(quiet_load(ROOT / "assets" / "humanoid.glb"), clip="idle", speed=0.0, mode="clamp")
         lo, hi = s.bounds()
-        s.camera = E._camera(sf.camera, lo, hi)
+        s.camera = strokes_camera(sf.camera, lo, hi)
         s.render()
-        stroke = E._window(s, sf.strokes[0].points, "window")
+        stroke = np.asarray(sf.strokes[0].points, np.float64)  # window points
         found = {}
         for smooth in (False, True):
-            key, edit = E.silhouette_edit(s, ch, stroke, rings=4, smooth=smooth)
+            key, edit = silhouette_edit(s, ch, stroke, rings=4, smooth=smooth)
             found[smooth] = (key, edit)
         key = found[False][0]
         topo = ch.topology(key)

@@ -7,7 +7,8 @@ import numpy as np
 from engine.ecs import Phase
 from engine.frame import ENGINE_SYSTEMS, build_schedule, interpolate_matrices
 
-EXPECTED = ["animation_system", "skeleton_system", "deform_step_system", "extract_system", "render_system"]
+EXPECTED = ["input_begin_system", "animation_system", "skeleton_system", "deform_step_system", "extract_system",
+            "render_system"]
 
 
 def test_the_frame_runs_the_systems_in_the_listed_order():
