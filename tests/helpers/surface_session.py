@@ -10,7 +10,7 @@ the bulge and the new outline stay while the character walks.
     PYTHONPATH=. python tests/helpers/surface_session.py [OUT.jsonl]     # default: the shipped file
     PYTHONPATH=. python tests/helpers/surface_session.py --pictures docs/
 
-``--pictures`` replays the shipped file with the editor's panels drawn offscreen and writes the README's
+``--pictures`` replays the shipped file with the editor's panels drawn offscreen and writes docs/surface-editing.md's
 pictures: ``surface_tools.png``, the editor once the bulge is raised (its region in colour: kinematic green,
 passive blue, static red), and ``surface_before_after.png``, the humanoid walking at the session's last clip
 time without and with the session's edits, seen from its left (the forearm and the belly in outline).
