@@ -67,7 +67,7 @@ def pose_matrices(character: Character, times: Sequence[float] | np.ndarray, *, 
     t = np.asarray(times, np.float64).reshape(-1)
     if t.size == 0 or not np.all(np.isfinite(t)):
         raise ValueError("times must be a non-empty list of finite seconds")
-    s = character._session
+    s = character.session
     rig = character.loaded.rig
     f = t.shape[0]
     tr = np.broadcast_to(rig.translation, (f, *rig.translation.shape)).copy()
@@ -108,7 +108,7 @@ def bake(session: Session, character: Character, times: Sequence[float] | np.nda
         memory_mb = default_block_mb(session)
     if not (memory_mb > 0 and np.isfinite(memory_mb)):
         raise ValueError(f"memory_mb must be a positive number, got {memory_mb!r}")
-    character._check()
+    character.require_alive()
     t = np.asarray(times, np.float64).reshape(-1)
     g_all = pose_matrices(character, t, mode=mode)
     f = g_all.shape[0]

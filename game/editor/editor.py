@@ -189,7 +189,7 @@ class Editor:
         elif name == "clip":
             ch.play(args["name"], speed=args.get("speed"))
         elif name == "scrub":
-            pb = ch._playback()
+            pb = ch.playback()
             ch.play(pb.clip, time=float(args["time"]))
         elif name == "speed":
             ch.speed = float(args["value"])

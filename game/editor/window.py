@@ -167,7 +167,7 @@ class EditorUI:
         imgui.separator_text("clip")
         clips = ch.clips
         if clips:
-            pb = ch._playback()
+            pb = ch.playback()
             changed, c = imgui.combo("clip", int(pb.clip), clips)
             if changed:
                 self.act("clip", name=clips[c])

@@ -45,7 +45,7 @@ def test_the_shipped_surface_session_replays_bit_exact_with_its_edits(tmp_path, 
         # what the user did: a bulge on the forearm, an outline of the belly (Laplacian), the walk playing
         assert ed.undo.history[:2] == ["config of humanoid: {'spring_max_iterations': 20}", "bulge 1 on humanoid"]
         assert ed.undo.history[-1] == "outline 2 of humanoid (laplacian)"
-        assert ch.deformer == "spring" and ch.clips[ch._playback().clip] == "walk" and ch.time > 0.1
+        assert ch.deformer == "spring" and ch.clips[ch.playback().clip] == "walk" and ch.time > 0.1
         key = ch.skinned_primitives[0]
         bulge, outline = ch.edits[key].edits
         # --save EDITS.json wrote them in the versioned edits file
