@@ -37,8 +37,8 @@ def _ui_alone(s: Any, draw: Any, layer: Any, case: tuple[bool, bool], frames: in
     assert s.ctx is not None
     cached, blit = case
     layer.cached = cached
-    if layer._cache is not None:
-        layer._cache.blit = blit
+    if layer.cache is not None:
+        layer.cache.blit = blit
     r = s.renderer
     for _ in range(frames):
         s.view.ui.remove(draw)

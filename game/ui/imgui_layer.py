@@ -208,6 +208,12 @@ class ImGuiLayer:
             self._cache = None
 
     @property
+    def cache(self) -> UICache | None:
+        """The cached layer (None when :attr:`cached` is off): its ``blit`` chooses copied or blended opaque
+        panels."""
+        return self._cache
+
+    @property
     def wants_mouse(self) -> bool:
         """imgui is under the mouse (or dragging): the camera should not take the event."""
         self._use()
