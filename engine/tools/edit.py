@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from engine.components import PrimitiveKey
+from engine.render.camera import Camera
 from engine.render.silhouette import SILHOUETTE_CHANNELS
 
 __all__ = ["edit_command", "EDIT_ROLES", "SILHOUETTE_CHANNELS", "SurfaceSamples", "stroke_samples", "surface_edit",
@@ -394,7 +395,7 @@ def _camera(spec: Any, lo: np.ndarray, hi: np.ndarray) -> Any:
     radius = max(float(np.linalg.norm(hi - lo)) / 2, 1e-3)
     dist = float(np.linalg.norm(spec.eye - centre))
     near = max(1e-3, 0.5 * (dist - radius)) if dist > 2 * radius else max(1e-3, 0.01 * radius)
-    return spec.camera(near=near, far=max(near * 10, 3.0 * (dist + radius)))
+    return Camera.from_spec(spec, near=near, far=max(near * 10, 3.0 * (dist + radius)))
 
 
 def _region_indices(character: Any, stacks: dict[PrimitiveKey, Any]) -> dict[str, np.ndarray]:
