@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> None:
         (f"query 2 types + without, {n} entities", measure(iterate_without, args.repeat)),
         (f"query after invalidation (rebuild), {n}", measure(rebuild, args.repeat)),
         (f"world.get x {n}", measure(lookups, args.repeat)),
-        ("schedule.run_frame, 21 empty systems", measure(frame, args.repeat)),
+        (f"schedule.run_frame, {3 * len(Phase)} empty systems", measure(frame, args.repeat)),
     ]
     w = max(len(r[0]) for r in rows)
     print(device_line(None, f"{args.repeat} calls per row after one warm-up; spread = (p75 - p25) / p50"))

@@ -7,7 +7,7 @@ Every case runs the engine's frame through an :class:`engine.Session` (the demo'
 from the schedule's timings in frames where each system ends with a ``ctx.finish()``:
 
 ``anim``    ``animation_system`` + ``skeleton_system``: clip sampling of all N instances in one batch, batched FK;
-``deform``  ``extract_system``: skin matrices and the GPU deformer graph (LBS + skinned normals as one fused
+``deform``  ``deform_frame_system``: skin matrices and the GPU deformer graph (LBS + skinned normals as one fused
             dispatch) writing the vec4 buffers the renderer pulls, wall time to ``ctx.finish()``;
 ``gbuffer`` / ``compose``  wall time of the renderer's passes (``render(profile=True)``: GPU work finished
             around each pass; compose includes the contact shadows);
@@ -243,7 +243,7 @@ class Crowd:
         if last is None:
             raise ValueError("parts_ms needs a frame run first (the schedule has recorded none)")
         return {"anim": (last.system_ms("animation_system") + last.system_ms("skeleton_system")),
-                "deform": last.system_ms("extract_system"), "render": last.system_ms("render_system")}
+                "deform": last.system_ms("deform_frame_system"), "render": last.system_ms("render_system")}
 
     def sync(self, on: bool) -> None:
         ctx = self.session.ctx

@@ -6,8 +6,9 @@ layout, framed by the demo's camera) run ``--frames`` timed frames of one fixed 
 timed frames, milliseconds:
 
 ``anim`` ``skel`` ``deform`` ``render``  CPU time of the phases ANIMATION, SKELETON, DEFORM, RENDER from the
-            schedule's timings (RENDER = ``extract_system``: interpolation, skin matrices, the deformer graph's
-            pose upload and dispatch; + ``render_system``: the renderer's passes);
+            schedule's timings (DEFORM includes DEFORM_FRAME, which the timings charge to it:
+            ``deform_frame_system``: interpolation, skin matrices, the deformer graph's pose upload and dispatch;
+            RENDER = ``render_system``: the renderer's passes);
 ``cpu``     the schedule's whole frame (all phases);
 ``wait``    ``ctx.finish()`` after the frame: the GPU work still queued;
 ``wall``    the frame end to end;

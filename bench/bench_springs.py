@@ -9,7 +9,8 @@ initial skinning; "spring-pose" is the per-frame set-up before iterating (pose f
 Importing this module is enough for bench_reference to list the rows too.
 
 ``--family [N]`` prints issue 13's quality table instead: LBS, DQS and the springs (defaults) on the seeded
-family of N generated tubes (engine.assets.gen.family) over every pose of ``tube_poses()``.
+family of N generated tubes (engine.assets.gen.family) over every pose of ``tube_poses()``
+(engine.skinning.family).
 
 ``--accel [N]`` prints the iteration counts instead (issue 15 item 4): per member (N of the family) and pose, the
 iterations to the displacement tolerance (no iteration cap) of the defaults (damped semi-implicit steps), of the
@@ -78,7 +79,8 @@ def accel_table(n_members: int, betas: list[float], cap: int = 5000) -> str:
     """Text table of ``--accel``: iterations to the default displacement tolerance, distance to the equilibrium."""
     import numpy as np
 
-    from engine.assets.gen.family import MemberRig, tube_family, tube_poses
+    from engine.assets.gen.family import tube_family, tube_poses
+    from engine.skinning.family import MemberRig
     from engine.skinning.metrics import intersecting_pairs
 
     variants = [("default", SpringParams(max_iterations=cap)), ("research", RESEARCH.replace(max_iterations=cap))] + [
@@ -123,7 +125,8 @@ def warm_table(n_members: int, speeds: list[float], beta: float = 0.8, cap: int 
     """Text table of ``--warm`` (module docstring)."""
     import numpy as np
 
-    from engine.assets.gen.family import MemberRig, tube_family
+    from engine.assets.gen.family import tube_family
+    from engine.skinning.family import MemberRig
     from engine.skinning.metrics import intersecting_pairs
     from engine.skinning.springs import WARM_LIMIT
 
@@ -240,7 +243,8 @@ def warm_sweep(n_members: int, steps: list[float], cap: int = 5000) -> str:
     ratio of warm to usual-start iterations over the members and base poses."""
     import numpy as np
 
-    from engine.assets.gen.family import MemberRig, TubePose, tube_family
+    from engine.assets.gen.family import TubePose, tube_family
+    from engine.skinning.family import MemberRig
 
     bases = [(45.0, 15.0), (90.0, 30.0), (120.0, 0.0)]  # total bend, total twist (deg)
     plain = SpringParams(max_iterations=cap)
@@ -305,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args.accel is not None:
         print(accel_table(args.accel, _floats(args.momentum)))
     elif args.family is not None:
-        from engine.assets.gen.family import family_table, format_family_table, tube_family, tube_poses
+        from engine.assets.gen.family import tube_family, tube_poses
+        from engine.skinning.family import family_table, format_family_table
 
         print(format_family_table(family_table(tube_family(args.family), tube_poses())))
     else:

@@ -367,7 +367,6 @@ class Character:
             comp = SurfaceEdits()
             s.world.add(self.entity, comp)
         comp.stacks.setdefault(primitive, EditStack()).add(edit)
-        s._use_edits()
         s.mark_pose_changed()
         return edit
 

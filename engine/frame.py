@@ -3,7 +3,6 @@
 Every way of running the engine -- the demo window, the headless loop, ``export-frame``, ``render``,
 ``compare``, the benchmarks, and the editor to come -- runs this frame through :class:`engine.Session`:
 
-=========  ==============  ===========================================================================
 phase      runs            systems
 =========  ==============  ===========================================================================
 INPUT      once per frame  ``input_begin_system``: the events devices pushed into the session's EventQueue
@@ -21,11 +20,44 @@ RENDER     once per frame  ``extract_system``: the pose to draw, interpolated be
                            ``render_system``: G-buffer -> compose -> present (engine/render)
 UI         once per frame  (overlays: the profiler and editor panels add their systems here)
 =========  ==============  ===========================================================================
+=======
+============  ==============  ========================================================================
+phase         runs            systems
+============  ==============  ========================================================================
+INPUT         once per frame  ``input_begin_system``: the events devices pushed into the session's
+                              EventQueue become this frame's (``EventQueue.frame``); the editor and the
+                              demo's window add their systems after it (shortcuts, camera controls, strokes)
+TOOLS         once per frame  (tools consume strokes: posing, surface edits, UI actions)
+ANIMATION     per fixed step  ``animation_system``: advance each Animator by the fixed step, sample its
+                              pose
+SKELETON      per fixed step  ``skeleton_system``: forward kinematics batched per rig (placement
+                              included); keeps the previous step's matrices for interpolation
+DEFORM        per fixed step  ``surface_edit_step_system``: surface edits -> spring forces, for
+                              frame-dependent deformers; ``deform_step_system``: frame-dependent
+                              deformers (GPU feedback graphs) step with the pose of the step
+DEFORM_FRAME  once per frame  ``surface_edit_frame_system``: surface edits -> spring forces, for the
+                              others; ``deform_frame_system``: the pose to draw, interpolated between the
+                              last two fixed steps by the clock's alpha, handed to the deformer (skin
+                              matrices -> one dispatch per stage for all meshes; numpy on the cpu device)
+                              and node transforms
+RENDER        once per frame  ``render_system``: G-buffer -> compose -> present (engine/render)
+UI            once per frame  (overlays: the profiler and editor panels add their systems here)
+============  ==============  ========================================================================
 
 Frame-independent deformers (LBS, DQS, rigid, IRS, the springs in their default frame-independent mode) are
 functions of the pose, so deforming the interpolated pose once per displayed frame IS the interpolation, and
 costs one deformation per displayed frame however many fixed steps ran. A frame-dependent graph (its state
 carries over between frames) instead steps in DEFORM on the fixed step and is drawn as of the last step.
+
+DEFORM_FRAME is a phase of its own, after the fixed steps and before RENDER, because the deformation of the
+displayed frame runs once per frame but is deformation, not drawing: the timings charge it to DEFORM
+(``Phase.label``; its runs have ``step`` -1), so the profiler, the overlay and ``bench scene`` count every
+deformation under DEFORM and RENDER is the renderer alone.
+
+The surface-edit systems are in the table whether or not a character has edits: without edits they are one
+cached empty world query (no character holds ``SurfaceEdits``), so nothing registers systems lazily. Each runs
+where the deformer runs, right before it: the step one for frame-dependent deformers, the frame one for the
+others (the other one of the pair returns at once).
 
 Systems are plain functions over world queries; they reach the GPU owners through world resources
 (:class:`engine.scene.SceneMeshes`, :class:`View`), never through globals.
@@ -48,9 +80,11 @@ from engine.profile.stats import cpu_scope
 from engine.profile.timings import current_timings
 from engine.profile.trace import GRAPH_SCOPE
 from engine.scene import SceneMeshes
+from engine.skinning.edits import SurfaceEdits, edit_pose
 
 __all__ = ["View", "ENGINE_SYSTEMS", "input_begin_system", "build_schedule", "animation_system", "skeleton_system",
-           "deform_step_system", "extract_system", "render_system", "interpolate_matrices"]
+           "surface_edit_step_system", "deform_step_system", "surface_edit_frame_system", "deform_frame_system",
+           "render_system", "interpolate_matrices"]
 
 
 @dataclass
@@ -126,6 +160,44 @@ def skeleton_system(world: World) -> None:
             skel.previous, skel.globals = skel.globals, gi
 
 
+def _surface_edits(world: World, *, dependent: bool) -> None:
+    """Every character's surface edits reduced to spring forces (engine.skinning.edits.EditStack.terms) for its
+    current pose (the last fixed step's) and clip time, handed to the deformer graph (gpu device) or the numpy
+    reference (cpu device) before it runs. Runs where the deformer runs: ``dependent`` True in DEFORM
+    (frame-dependent deformers), False in DEFORM_FRAME (the others)."""
+    if not world.count(SurfaceEdits, SkeletonPose, Animator):  # no edits: the systems cost one cached query
+        return
+    meshes = world.resource(SceneMeshes)
+    if meshes.frame_dependent != dependent:
+        return
+    for e, (comp, skel, anim) in world.query(SurfaceEdits, SkeletonPose, Animator):
+        if not meshes.settings[e].takes_edits:  # kept for a switch back to springs, no forces to compute now
+            continue
+        rows = {i.key: i for i in meshes.instances.get(e, ())}
+        t = anim.playback.local_time if isinstance(anim.playback, Playback) else 0.0
+        cfg = meshes.settings[e].config
+        for key in list(comp.stacks):
+            stack = comp.stacks[key]
+            inst = rows.get(key)
+            if inst is None or inst.skinned is None:
+                continue
+            if not len(stack):
+                meshes.set_edits(inst, None)
+                del comp.stacks[key]
+                continue
+            sp = inst.skinned
+            binding = sp.binding(method=cfg.binding.method, smooth_passes=cfg.binding.smooth_passes)
+            kin = np.concatenate([e.kinematic for e in stack])  # decoded per frame: only the handles
+            attach, rot = edit_pose(binding, sp.bind_joints, skel.globals[sp.skin.joints], index=kin)
+            meshes.set_edits(inst, stack.terms(sp.topology().n_control, attach, rot, t))
+
+
+def surface_edit_step_system(world: World) -> None:
+    """Surface edits -> spring forces on the fixed step, before a frame-dependent deformer steps (see
+    :func:`_surface_edits`; nothing to do for frame-independent deformers or without edits)."""
+    _surface_edits(world, dependent=True)
+
+
 def deform_step_system(world: World) -> None:
     """Frame-dependent deformers step here, on the fixed step, with the pose of the step."""
     meshes = world.resource(SceneMeshes)
@@ -162,7 +234,13 @@ def _deform(world: World, meshes: SceneMeshes, alpha: float) -> None:
         meshes.run_graph()
 
 
-def extract_system(world: World) -> None:
+def surface_edit_frame_system(world: World) -> None:
+    """Surface edits -> spring forces once per displayed frame, before a frame-independent deformer deforms the
+    frame's pose (see :func:`_surface_edits`; nothing to do for frame-dependent deformers or without edits)."""
+    _surface_edits(world, dependent=False)
+
+
+def deform_frame_system(world: World) -> None:
     """The snapshot to draw: each character's pose interpolated by the clock's alpha, deformed (one graph run
     for every mesh) unless a frame-dependent deformer already stepped in DEFORM."""
     meshes = world.resource(SceneMeshes)
@@ -203,8 +281,10 @@ ENGINE_SYSTEMS: tuple[tuple[Phase, Callable[[World], None]], ...] = (
     (Phase.INPUT, input_begin_system),
     (Phase.ANIMATION, animation_system),
     (Phase.SKELETON, skeleton_system),
+    (Phase.DEFORM, surface_edit_step_system),
     (Phase.DEFORM, deform_step_system),
-    (Phase.RENDER, extract_system),
+    (Phase.DEFORM_FRAME, surface_edit_frame_system),
+    (Phase.DEFORM_FRAME, deform_frame_system),
     (Phase.RENDER, render_system),
 )
 
@@ -215,6 +295,7 @@ def build_schedule(*, strict: bool = False) -> Schedule:
     last: dict[Phase, str] = {}
     for phase, fn in ENGINE_SYSTEMS:
         # consecutive engine systems of one phase are chained explicitly: a system added later with only
-        # ``before=extract_system`` must not let the schedule's topological order lift render_system above it
+        # ``before=surface_edit_frame_system`` must not let the schedule's topological order lift
+        # deform_frame_system above it
         last[phase] = schedule.add_system(phase, fn, after=last.get(phase))
     return schedule

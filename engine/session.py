@@ -43,7 +43,7 @@ from engine.input.events import EventQueue
 from engine.scene import DeformSettings, LoadedAsset, SceneMeshes, load_asset
 from engine.skinning.config import DeformerConfig
 
-__all__ = ["Session", "Character", "placement_matrix", "GBUFFER_CHANNELS", "surface_edit_system"]
+__all__ = ["Session", "Character", "placement_matrix", "GBUFFER_CHANNELS"]
 
 #: The channels of :meth:`Session.gbuffer` (and of ``render --gbuffer``), in file order.
 GBUFFER_CHANNELS = ("position", "normal", "depth", "barycentric", "triangle", "node", "mesh", "primitive",
@@ -136,7 +136,6 @@ class Session:
         self.frame_ms: list[float] = []
         self._dirty = False  # a pose changed since the last frame deformed it
         self._marks: dict[tuple[int, PrimitiveKey], Any] = {}  # regions shown per (entity, primitive)
-        self._edit_systems = False  # the surface-edit systems are registered (Character.add_edit)
 
     # -- lifetime ----------------------------------------------------------------------------------------------
     def __enter__(self) -> Session:
@@ -407,20 +406,6 @@ class Session:
         r = self.require_renderer()
         return window_ray(x, y, r.width, r.height, self.camera.view, self.camera.projection_for(r.width / r.height))
 
-    # -- surface edits ---------------------------------------------------------------------------------------
-    def _use_edits(self) -> None:
-        """Register the surface-edit systems once (on the first edit): before the graph runs, in DEFORM for
-        frame-dependent deformers and in RENDER (before extract_system) for the others."""
-        if self._edit_systems:
-            return
-        self._edit_systems = True
-        self.add_system(Phase.DEFORM, lambda w: surface_edit_system(w, dependent=True), name="surface_edit_step",
-                        before="deform_step_system")
-        # before render_system too: the schedule's order keeps only declared constraints, and before
-        # extract_system alone let render_system move ahead of both (every edited frame drew the last one's mesh)
-        self.add_system(Phase.RENDER, lambda w: surface_edit_system(w, dependent=False), name="surface_edit_system",
-                        before=("extract_system", "render_system"))
-
     # -- surface queries -----------------------------------------------------------------------------------
     def pick(self, x: int, y: int, *, layer: str | None = None) -> Any:
         """What the last frame shows under window pixel (x, y) (row 0 = top): a SurfaceHit (entity, glTF
@@ -443,35 +428,3 @@ class Session:
         """Recompile every program whose shader files changed (a failed compile keeps the old program and is
         returned with its message)."""
         return [] if self.programs is None else self.programs.reload_changed()
-
-
-def surface_edit_system(world: World, *, dependent: bool = False) -> None:
-    """Every character's surface edits reduced to spring forces (engine.skinning.edits.EditStack.terms) for its
-    current pose (the last fixed step's) and clip time, handed to the deformer graph (gpu device) or the numpy
-    reference (cpu device) before it runs. Runs where the deformer runs: ``dependent`` True in DEFORM
-    (frame-dependent deformers), False in RENDER (the others)."""
-    from engine.skinning.edits import SurfaceEdits, edit_pose
-
-    meshes = world.resource(SceneMeshes)
-    if meshes.frame_dependent != dependent:
-        return
-    for e, (comp, skel, anim) in world.query(SurfaceEdits, SkeletonPose, Animator):
-        if not meshes.settings[e].takes_edits:  # kept for a switch back to springs, no forces to compute now
-            continue
-        rows = {i.key: i for i in meshes.instances.get(e, ())}
-        t = anim.playback.local_time if isinstance(anim.playback, Playback) else 0.0
-        cfg = meshes.settings[e].config
-        for key in list(comp.stacks):
-            stack = comp.stacks[key]
-            inst = rows.get(key)
-            if inst is None or inst.skinned is None:
-                continue
-            if not len(stack):
-                meshes.set_edits(inst, None)
-                del comp.stacks[key]
-                continue
-            sp = inst.skinned
-            binding = sp.binding(method=cfg.binding.method, smooth_passes=cfg.binding.smooth_passes)
-            kin = np.concatenate([e.kinematic for e in stack])  # decoded per frame: only the handles
-            attach, rot = edit_pose(binding, sp.bind_joints, skel.globals[sp.skin.joints], index=kin)
-            meshes.set_edits(inst, stack.terms(sp.topology().n_control, attach, rot, t))

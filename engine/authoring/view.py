@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from engine.render.camera import Camera
+
 __all__ = ["strokes_camera", "window_points", "unproject_point", "unproject_points", "pixels_to_metres"]
 
 #: clip-space w below which a point counts as behind the camera (or on its plane)
@@ -71,4 +73,4 @@ def strokes_camera(spec: Any, lo: np.ndarray, hi: np.ndarray) -> Any:
     radius = max(float(np.linalg.norm(hi - lo)) / 2, 1e-3)
     dist = float(np.linalg.norm(spec.eye - centre))
     near = max(1e-3, 0.5 * (dist - radius)) if dist > 2 * radius else max(1e-3, 0.01 * radius)
-    return spec.camera(near=near, far=max(near * 10, 3.0 * (dist + radius)))
+    return Camera.from_spec(spec, near=near, far=max(near * 10, 3.0 * (dist + radius)))

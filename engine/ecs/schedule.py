@@ -1,6 +1,7 @@
 """The schedule: the one place that says in which order systems run, with per-system CPU timing.
 
-Phases run in this order every frame (``Phase``): INPUT, TOOLS, ANIMATION, SKELETON, DEFORM, RENDER, UI.
+Phases run in this order every frame (``Phase``): INPUT, TOOLS, ANIMATION, SKELETON, DEFORM, DEFORM_FRAME, RENDER,
+UI.
 Within a phase, systems run in insertion order, adjusted by their ``before=`` / ``after=`` constraints: of
 the systems whose constraints are met, the earliest inserted runs next (the topological order that is
 lexicographically smallest by insertion index), so the order is deterministic. A constraint naming a system in
@@ -15,13 +16,17 @@ Two ways to run a frame:
   once (devices are polled and strokes turned into pose/surface edits once per displayed frame), then
   ``n = clock.tick(real_dt)`` and the fixed-step phases ANIMATION, SKELETON, DEFORM run ``n`` times, each
   after ``clock.advance()`` (so they see ``clock.sim_time`` of the state they compute and use ``clock.step``
-  as dt; the springs in DEFORM never see a variable dt), then RENDER and UI run once and interpolate with
-  ``clock.alpha``. ``n`` may be 0 (a frame faster than the step) or capped by ``clock.max_substeps``.
+  as dt; the springs in DEFORM never see a variable dt), then DEFORM_FRAME, RENDER and UI run once and
+  interpolate with ``clock.alpha``. ``n`` may be 0 (a frame faster than the step) or capped by
+  ``clock.max_substeps``. DEFORM_FRAME is the deformation of the displayed frame (the interpolated pose, see
+  engine/frame.py): a phase of its own because it runs once per frame, not per step, and its work is
+  deformation, so its timings are charged to DEFORM (``Phase.label``), with ``step`` -1 telling it apart from
+  the fixed-step runs.
   The clock is inserted as a world resource so systems find it with ``world.resource(Clock)``.
 
 Both end the frame with ``world.flush()`` (deferred despawns) and push a ``FrameTimings`` into ``history``,
 a ring buffer of the last ``history_size`` frames (default 600). Each system call is timed with
-``time.perf_counter_ns``; totals per system and per phase are kept (summed over fixed steps).
+``time.perf_counter_ns``; totals per system and per phase label are kept (summed over fixed steps).
 
 Errors: an exception in a system is logged once per (system, exception type) with its traceback, counted in
 ``error_counts`` and the frame's ``errors``, and the frame goes on with the next system (STYLE.md: an error
@@ -55,8 +60,15 @@ class Phase(enum.IntEnum):
     ANIMATION = 2
     SKELETON = 3
     DEFORM = 4
-    RENDER = 5
-    UI = 6
+    DEFORM_FRAME = 5
+    RENDER = 6
+    UI = 7
+
+    @property
+    def label(self) -> str:
+        """The phase name the timings charge its systems to: DEFORM_FRAME (the deformation of the displayed
+        frame) counts as DEFORM; every other phase is its own."""
+        return "DEFORM" if self is Phase.DEFORM_FRAME else self.name
 
 
 #: once per displayed frame, before the clock ticks
@@ -64,7 +76,7 @@ FRAME_PHASES_BEFORE: tuple[Phase, ...] = (Phase.INPUT, Phase.TOOLS)
 #: once per fixed simulation step (0..clock.max_substeps times per frame)
 FIXED_PHASES: tuple[Phase, ...] = (Phase.ANIMATION, Phase.SKELETON, Phase.DEFORM)
 #: once per displayed frame, after the fixed steps
-FRAME_PHASES_AFTER: tuple[Phase, ...] = (Phase.RENDER, Phase.UI)
+FRAME_PHASES_AFTER: tuple[Phase, ...] = (Phase.DEFORM_FRAME, Phase.RENDER, Phase.UI)
 
 
 @dataclass(frozen=True)
@@ -253,7 +265,7 @@ class Schedule:
     def _run_phase(self, world: World, frame: FrameTimings, phase: Phase, systems: list[System], step: int) -> None:
         if not systems:
             return
-        pname = phase.name
+        pname = phase.label
         clock = time.perf_counter_ns
         p0 = clock()
         for s in systems:

@@ -47,6 +47,15 @@ MAX_LIGHTS = 8
 MAX_LAYERS = 8
 """Most layers (meshes with their own G-buffer) the compositor takes besides the scene G-buffer."""
 
+# The silhouette filter (engine/render/silhouette.py on the GPU, engine/skinning/roi.py its numpy reference): both
+# sides read the channels and thresholds from here, so neither imports the other.
+SILHOUETTE_CHANNELS = ("normal", "depth", "position")
+"""The G-buffer channels the filter runs on (normal is the default)."""
+#: default thresholds per channel (normal: unit vectors; position: metres; depth: window depth)
+SILHOUETTE_THRESHOLDS = {"normal": 0.4, "position": 0.02, "depth": 0.002}
+#: the GLSL channel codes (u_sil_channel of include/silhouette.glsl), defines of every shader that includes it
+SILHOUETTE_DEFINES = {"SIL_NORMAL": 0, "SIL_DEPTH": 1, "SIL_POSITION": 2}
+
 GLSL_CONSTANTS: dict[str, int] = {
     "MAX_JOINTS": MAX_JOINTS,
     "LOCAL_SIZE": LOCAL_SIZE,

@@ -52,7 +52,8 @@ class StrokeFileError(ValueError):
 
 @dataclass(frozen=True)
 class CameraSpec:
-    """The camera of a strokes file: the ``render`` command's perspective camera and window size."""
+    """The camera of a strokes file: the ``render`` command's perspective camera and window size, as plain data
+    (input does not import render: :meth:`engine.render.camera.Camera.from_spec` makes the camera)."""
 
     eye: np.ndarray
     target: np.ndarray
@@ -64,14 +65,6 @@ class CameraSpec:
     @property
     def aspect(self) -> float:
         return self.width / self.height
-
-    def camera(self, *, near: float = 0.05, far: float = 200.0) -> Any:
-        """An :class:`engine.render.camera.Camera` for this spec (near/far are the caller's: fit them to the
-        scene for depth precision)."""
-        from engine.render.camera import Camera
-
-        return Camera(eye=self.eye.copy(), target=self.target.copy(), up=self.up.copy(), fov_y=self.fov,
-                      near=near, far=far, aspect=self.aspect)
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,9 @@ __all__ = ["TimingEvent", "FrameTimings", "TimingHistory", "current_timings", "u
 
 
 class TimingEvent(NamedTuple):
-    """One timed interval. ``kind`` is "system", "scope" or "gpu"; ``phase`` the schedule phase name (for
-    "gpu": the group, "render" or "deform"; "" for scopes). A named tuple: recording one is a tuple build."""
+    """One timed interval. ``kind`` is "system", "scope" or "gpu"; ``phase`` the schedule phase's label (its name;
+    DEFORM_FRAME counts as DEFORM) (for "gpu": the group, "render" or "deform"; "" for scopes). A named tuple:
+    recording one is a tuple build."""
 
     name: str
     kind: str
@@ -46,8 +47,8 @@ class FrameTimings:
     events: list[TimingEvent] = field(default_factory=list)
     systems: dict[str, int] = field(default_factory=dict)  # name -> total ns (summed over steps)
     calls: dict[str, int] = field(default_factory=dict)  # name -> number of calls
-    system_phase: dict[str, str] = field(default_factory=dict)  # name -> phase name
-    phases: dict[str, int] = field(default_factory=dict)  # phase name -> total ns
+    system_phase: dict[str, str] = field(default_factory=dict)  # name -> phase label
+    phases: dict[str, int] = field(default_factory=dict)  # phase label -> total ns
     scopes: dict[str, int] = field(default_factory=dict)  # cpu_scope name -> total ns
     depth: int = 0  # current nesting depth while recording
     #: GPU intervals placed on the CPU clock (kind "gpu"; filled by a profiler, see engine/profile/trace.py)
@@ -100,9 +101,8 @@ class FrameTimings:
         return self.systems.get(name, 0) / 1e6
 
     def phase_ms(self, phase: object) -> float:
-        """Total ms of a phase this frame; ``phase`` is a name or an enum member (0.0 when it did not run)."""
-        key = getattr(phase, "name", phase)
-        return self.phases.get(str(key), 0) / 1e6
+        """Total ms of a phase this frame; ``phase`` is a label or an enum member (0.0 when it did not run)."""
+        return self.phases.get(_phase_key(phase), 0) / 1e6
 
     def scope_ms(self, name: str) -> float:
         return self.scopes.get(name, 0) / 1e6
@@ -148,7 +148,7 @@ class TimingHistory:
         return [f.systems[name] / 1e6 for f in self._frames if name in f.systems]
 
     def phase_ms(self, phase: object) -> list[float]:
-        key = str(getattr(phase, "name", phase))
+        key = _phase_key(phase)
         return [f.phases[key] / 1e6 for f in self._frames if key in f.phases]
 
     def system_names(self) -> list[str]:
@@ -158,6 +158,12 @@ class TimingHistory:
             for n in f.systems:
                 seen.setdefault(n, None)
         return list(seen)
+
+
+def _phase_key(phase: object) -> str:
+    """The key of ``phase`` in ``FrameTimings.phases``: a Phase member's label (engine.ecs.schedule), another enum
+    member's name, or the string itself."""
+    return str(getattr(phase, "label", None) or getattr(phase, "name", phase))
 
 
 _CURRENT: contextvars.ContextVar[FrameTimings | None] = contextvars.ContextVar("engine_frame_timings", default=None)

@@ -1,10 +1,11 @@
 """Perfetto / chrome://tracing traces of the frame, and the profiler that fills the GPU side of the timings.
 
 :class:`Profiler` turns profiling on for a :class:`engine.Session` (``Profiler(session)``; ``detach()`` turns it
-off). It adds two systems to the one schedule and keeps every frame recorded while it is attached:
+off); it takes what it needs of a session through the :class:`ProfiledSession` interface. It adds two systems to
+the one schedule and keeps every frame recorded while it is attached:
 
-* ``profile_gpu_mark`` (RENDER, between ``extract_system`` and ``render_system``): a GL timestamp query where
-  the renderer's GPU work of the frame starts (engine/profile/gpuclock.py);
+* ``profile_gpu_mark`` (RENDER, before ``render_system``, after the frame's deformation in DEFORM_FRAME): a GL
+  timestamp query where the renderer's GPU work of the frame starts (engine/profile/gpuclock.py);
 * ``profile_collect`` (UI): puts the GPU intervals on the CPU clock into the frame's ``FrameTimings.gpu``:
   the renderer's passes (its timer-query readings, which describe the frame ``latency`` renders earlier, so
   they are placed at that frame's timestamp, one after another in pass order) and the deformer graph's stages
@@ -30,15 +31,18 @@ microseconds from the first event) that https://ui.perfetto.dev and chrome://tra
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.profile.gpuclock import GpuClock
 from engine.profile.timings import FrameTimings, TimingEvent, current_timings
 
-__all__ = ["Profiler", "trace_events", "write_trace", "phase_runs", "GRAPH_SCOPE", "CPU_TID", "GPU_TIDS",
-           "SPRING_COUNTER", "MEMORY_COUNTER"]
+if TYPE_CHECKING:
+    from engine.ecs import Phase, Schedule, World
+
+__all__ = ["Profiler", "ProfiledSession", "trace_events", "write_trace", "phase_runs", "GRAPH_SCOPE", "CPU_TID",
+           "GPU_TIDS", "SPRING_COUNTER", "MEMORY_COUNTER"]
 
 #: the cpu_scope engine/frame.py opens around the deformer graph's dispatch
 GRAPH_SCOPE = "deformer graph"
@@ -48,6 +52,34 @@ CPU_TID = 1
 #: GPU group -> (thread id, thread name)
 GPU_TIDS = {"render": (2, "GPU render passes"), "deform": (3, "GPU deformer stages")}
 _GPU_PREFIX = "gpu:"  # scopes engine.gpu.timers.record_gpu_timings writes at the frame start (not CPU work)
+
+
+class ProfiledSession(Protocol):
+    """What a :class:`Profiler` needs of a session (:class:`engine.Session` provides it): the schedule it adds its
+    systems to (``add_system``) and removes them from, the GL context for its timestamp queries, the renderer and
+    the view (``enabled``) whose passes it places, the scene meshes (``profile_graph``, ``instances``,
+    ``settings``, ``assets``) and the deformer graph (``last_timings``, ``gpu_bytes()``, ``spring_status()``) it
+    reads stage times, memory and spring iterations from."""
+
+    @property
+    def schedule(self) -> Schedule: ...
+
+    @property
+    def ctx(self) -> Any: ...  # moderngl.Context, or None without GL
+
+    @property
+    def renderer(self) -> Any: ...  # engine.render.renderer.SceneRenderer or None
+
+    @property
+    def view(self) -> Any: ...  # engine.frame.View
+
+    @property
+    def meshes(self) -> Any: ...  # engine.scene.SceneMeshes
+
+    @property
+    def graph(self) -> Any: ...  # engine.skinning.gpu.graph.DeformerGraph or None (cpu device)
+
+    def add_system(self, phase: Phase, fn: Callable[[World], None], **kwargs: Any) -> str: ...
 
 
 def phase_runs(frame: FrameTimings) -> list[TimingEvent]:
@@ -144,7 +176,7 @@ class Profiler:
     MARK = "profile_gpu_mark"
     COLLECT = "profile_collect"
 
-    def __init__(self, session: Any, *, deformer_stages: bool = True, spring_counters: bool = True,
+    def __init__(self, session: ProfiledSession, *, deformer_stages: bool = True, spring_counters: bool = True,
                  keep: int | None = None) -> None:
         if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
             raise ValueError(f"keep must be None or an int >= 1, got {keep!r}")
@@ -162,8 +194,8 @@ class Profiler:
         from engine.ecs import Phase
 
         renderer_systems = "render_system" in session.schedule
+        # in RENDER, so after the frame's deformation (DEFORM_FRAME) by the phase order
         session.add_system(Phase.RENDER, self._mark, name=self.MARK,
-                           after="extract_system" if "extract_system" in session.schedule else None,
                            before="render_system" if renderer_systems else None)
         session.add_system(Phase.UI, self._collect, name=self.COLLECT)
         session.meshes.profile_graph = self.deformer_stages
@@ -200,7 +232,7 @@ class Profiler:
         view = self.session.view
         return self.session.renderer if view.enabled else None
 
-    def _mark(self, world: Any) -> None:
+    def _mark(self, world: World) -> None:
         r = self._renderer()
         if r is None:
             return
@@ -208,7 +240,7 @@ class Profiler:
 
         self._marks[r.timers.frame] = (self.clock.mark(), time.perf_counter_ns())
 
-    def _collect(self, world: Any) -> None:
+    def _collect(self, world: World) -> None:
         frame = current_timings()
         if frame is None:
             return

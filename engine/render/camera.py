@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from engine.input.strokefile import CameraSpec
 
 _EPS = 1e-9
 
@@ -123,6 +127,13 @@ class Camera(_Perspective):
         except ValueError:
             raise ValueError(f"camera must look like 'EX,EY,EZ:TX,TY,TZ' (eye:target), got {text!r}") from None
         return cls(eye=np.array(eye), target=np.array(target), **kwargs)
+
+    @classmethod
+    def from_spec(cls, spec: CameraSpec, *, near: float = 0.05, far: float = 200.0) -> Camera:
+        """The camera of a strokes file's :class:`~engine.input.strokefile.CameraSpec` (near/far are the
+        caller's: fit them to the scene for depth precision)."""
+        return cls(eye=spec.eye.copy(), target=spec.target.copy(), up=spec.up.copy(), fov_y=spec.fov,
+                   near=near, far=far, aspect=spec.aspect)
 
     def fit(self, bounds_min, bounds_max, *, margin: float = 1.1) -> Camera:
         """Aim at the centre of a box and move the eye back along the current view direction until the

@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING, Any
 import moderngl
 import numpy as np
 
-from engine.gpu.layouts import GLSL_CONSTANTS, pack_mat4
+from engine.gpu.layouts import GLSL_CONSTANTS, SILHOUETTE_DEFINES, pack_mat4
 from engine.gpu.resources import GpuResources
 from engine.gpu.shaderlib import ProgramCache, uniform
 from engine.render.look import VIEWS
-from engine.render.silhouette import SILHOUETTE_DEFINES
 
 if TYPE_CHECKING:
     from engine.render.meshes import MeshHandle
@@ -132,7 +131,7 @@ class ProgramVariants:
             defines.update(_constants(*_COMPOSE_IMAGES))
         if view:
             defines["VIEW"] = view
-            if view == VIEWS.index("silhouette"):  # the filter's channel codes (engine/render/silhouette.py)
+            if view == VIEWS.index("silhouette"):  # the filter's channel codes (engine/gpu/layouts.py)
                 defines.update(SILHOUETTE_DEFINES)
         elif shadow_taps is not None:
             defines["SHADOW_TAPS"] = int(shadow_taps)

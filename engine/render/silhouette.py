@@ -16,7 +16,8 @@ threshold. The math is written once in GLSL (``shaders/include/silhouette.glsl``
 The numpy reference is :func:`engine.skinning.roi.laplacian_edges` / :func:`~engine.skinning.roi.silhouette_pixels`
 over ``Session.gbuffer()`` (the frame's channels as the queries decode them: normal and position 0, depth 1
 where no surface shows); tests compare the two on the cylinder and the humanoid. The channel names, their
-default thresholds and the GLSL channel codes are defined here, once.
+default thresholds and the GLSL channel codes are defined once in :mod:`engine.gpu.layouts` (below render and
+skinning, which both read them) and re-exported here.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine.gpu.layouts import GLSL_CONSTANTS, SILHOUETTE_CHANNELS, SILHOUETTE_DEFINES, SILHOUETTE_THRESHOLDS
 from engine.render.surface import decode_ids
 
 if TYPE_CHECKING:
@@ -37,12 +39,6 @@ if TYPE_CHECKING:
 __all__ = ["SILHOUETTE_CHANNELS", "SILHOUETTE_THRESHOLDS", "SILHOUETTE_DEFINES", "SilhouettePixels",
            "SilhouetteFilter", "check_filter"]
 
-SILHOUETTE_CHANNELS = ("normal", "depth", "position")
-"""The G-buffer channels the filter runs on (normal is the default)."""
-#: default thresholds per channel (normal: unit vectors; position: metres; depth: window depth)
-SILHOUETTE_THRESHOLDS = {"normal": 0.4, "position": 0.02, "depth": 0.002}
-#: the GLSL channel codes (u_sil_channel of include/silhouette.glsl), defines of every shader that includes it
-SILHOUETTE_DEFINES = {"SIL_NORMAL": 0, "SIL_DEPTH": 1, "SIL_POSITION": 2}
 #: the compute shader's storage buffer and image bindings (bound just before its dispatch)
 _BINDINGS = {"SIL_BINDING_MASK": 0, "SIL_BINDING_FOUND": 1, "SIL_IMAGE_EDGES": 0}
 _CHANNEL_CODES = {"normal": "SIL_NORMAL", "depth": "SIL_DEPTH", "position": "SIL_POSITION"}
@@ -98,8 +94,6 @@ class SilhouetteFilter:
     value image; :meth:`release` frees them."""
 
     def __init__(self, state: RenderState) -> None:
-        from engine.gpu.layouts import GLSL_CONSTANTS
-
         self.state = state
         self._defines = {**SILHOUETTE_DEFINES, **_BINDINGS,
                          "BINDING_SCREEN_RECTS": GLSL_CONSTANTS["BINDING_SCREEN_RECTS"]}
@@ -152,7 +146,6 @@ class SilhouetteFilter:
     def _dispatch(self, code: int, threshold: float, selected: bool, write_edges: bool) -> int:
         import moderngl
 
-        from engine.gpu.layouts import GLSL_CONSTANTS
         from engine.render.framegraph import HOST, STORAGE, barrier_bits
         from engine.render.programs import set_matrix, set_uniform
 

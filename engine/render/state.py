@@ -14,11 +14,11 @@ from typing import Any
 import moderngl
 import numpy as np
 
+from engine.gpu.layouts import SILHOUETTE_THRESHOLDS
 from engine.gpu.resources import GpuResources
 from engine.render.look import Lights, LookSettings
 from engine.render.meshes import MeshHandle, MeshRegistry
 from engine.render.programs import ProgramVariants, gl_flush_function
-from engine.render.silhouette import SILHOUETTE_THRESHOLDS
 from engine.render.targets import FrameTargets
 
 __all__ = ["RenderState", "Frame"]

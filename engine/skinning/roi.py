@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.render.silhouette import SILHOUETTE_THRESHOLDS
+from engine.gpu.layouts import SILHOUETTE_THRESHOLDS
 from engine.skinning.types import MeshTopology
 
 __all__ = ["DEFAULT_RINGS", "Region", "crossed_faces", "face_adjacency", "grow_rings", "grow_radius",

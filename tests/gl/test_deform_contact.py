@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.assets.gen.family import MemberRig, TubePose, tube_member
+from engine.assets.gen.family import TubePose, tube_member
+from engine.skinning.family import MemberRig
 from engine.skinning.gpu.graph import DeformerGraph
 from engine.skinning.gpu.plan import GraphConfig, default_config, plan
 from engine.skinning.metrics import intersecting_pairs

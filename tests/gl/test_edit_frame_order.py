@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from engine import Session
-from engine.ecs.schedule import Phase
 from engine.render.camera import Camera
 from engine.skinning.edits import SurfaceEdit
 
@@ -33,8 +32,9 @@ def test_first_frame_after_add_edit_draws_it(device):
         kin = np.flatnonzero((x[:, 0] > 0.09) & (np.abs(x[:, 1] - 0.5) < 0.1))
         attach, rot = ch.edit_frame(key)
         ch.add_edit(key, SurfaceEdit.from_world(kin, x[kin] + [0.05, 0.0, 0.0], attach, rot, stiffness=20.0))
-        order = s.schedule.order(Phase.RENDER)
-        assert order.index("surface_edit_system") < order.index("extract_system") < order.index("render_system")
+        order = s.schedule.order()
+        assert order.index("surface_edit_frame_system") < order.index("deform_frame_system") < \
+            order.index("render_system")
         s.render()
         first = right_outline()
         assert first >= before + 4  # 5 cm out at 1.2 m: about 8 px, drawn in this very frame

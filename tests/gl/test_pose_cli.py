@@ -12,6 +12,7 @@ from PIL import Image
 
 from engine import Session
 from engine.input.strokefile import parse_stroke_file
+from engine.render.camera import Camera
 from engine.scene import quiet_load
 from game.cli import run
 from game.commands.pose import BASELINE_RGB, OFFSET_RGB, ROLES
@@ -77,8 +78,8 @@ def test_world_strokes_export_frame_and_out_round_trip(tmp_path, capsys):
 
 
 def _pixels(points, spec):
-    cam = parse_stroke_file({"version": 1, "camera": spec, "brush_radius": 1, "strokes": []},
-                            roles=ROLES).camera.camera(near=0.1, far=10)
+    cam = Camera.from_spec(parse_stroke_file({"version": 1, "camera": spec, "brush_radius": 1, "strokes": []},
+                                             roles=ROLES).camera, near=0.1, far=10)
     m = cam.projection_for(spec["width"] / spec["height"]).astype(np.float64) @ cam.view.astype(np.float64)
     clip = np.c_[np.asarray(points, float), np.ones(len(points))] @ m.T
     ndc = clip[:, :2] / clip[:, 3:]

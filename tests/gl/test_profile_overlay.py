@@ -37,7 +37,7 @@ def test_overlay_numbers_are_the_schedule_history(gl_ctx):
         assert np.allclose(snap.gpu_ms, gpu)
         assert np.allclose(snap.cpu_pct, np.percentile(snap.cpu_ms, PERCENTILES))
         assert snap.systems == [(n, shown.system_phase[n], shown.system_ms(n)) for n in shown.systems]
-        assert {"animation_system", "extract_system", "render_system"} <= {n for n, _, _ in snap.systems}
+        assert {"animation_system", "deform_frame_system", "render_system"} <= {n for n, _, _ in snap.systems}
         assert {(g, n) for g, n, _ in snap.gpu} >= {("render", "gbuffer"), ("deform", "spring")}
         for group, name, ms in snap.gpu:
             assert ms == pytest.approx(shown.gpu_ms(group)[name])

@@ -35,7 +35,7 @@ def test_profiled_session_writes_a_nested_trace_with_gpu_tracks(gl_ctx, tmp_path
     assert assert_nested(ev) >= 4  # frame > phase > system > scope
     cpu = [e for e in ev if e["ph"] == "X" and e["tid"] == 1]
     names = {e["name"] for e in cpu}
-    assert {"ANIMATION", "SKELETON", "RENDER", "UI", "animation_system", "extract_system", "render_system",
+    assert {"ANIMATION", "SKELETON", "RENDER", "UI", "animation_system", "deform_frame_system", "render_system",
             GRAPH_SCOPE} <= names
     assert not any(n.startswith("gpu:") for n in names)
     threads = {e["tid"]: e["args"]["name"] for e in ev if e["name"] == "thread_name"}

@@ -18,13 +18,14 @@ def recorder(log: list, name: str):
 
 
 def test_phases_run_in_enum_order_regardless_of_insertion():
-    assert [p.name for p in Phase] == ["INPUT", "TOOLS", "ANIMATION", "SKELETON", "DEFORM", "RENDER", "UI"]
+    assert [p.name for p in Phase] == ["INPUT", "TOOLS", "ANIMATION", "SKELETON", "DEFORM", "DEFORM_FRAME", "RENDER",
+                                       "UI"]
     calls: list[str] = []
     s = Schedule(strict=True)
     for p in reversed(list(Phase)):
         s.add_system(p, recorder(calls, p.name.lower()))
     s.add_system(Phase.ANIMATION, recorder(calls, "anim2"))
-    expected = ["input", "tools", "animation", "anim2", "skeleton", "deform", "render", "ui"]
+    expected = ["input", "tools", "animation", "anim2", "skeleton", "deform", "deform_frame", "render", "ui"]
     assert s.order() == expected
     s.run(World())
     assert calls == expected
@@ -95,7 +96,7 @@ def test_timing_recorded_for_every_system_and_phase():
     assert len(s.history) == 4 and s.history.last is ft and ft.index == 5
     assert set(ft.systems) == set(names) | {"scoped"}
     assert all(ft.calls[n] == 1 for n in ft.systems)
-    assert set(ft.phases) == {p.name for p in Phase}
+    assert set(ft.phases) == {p.label for p in Phase}
     assert ft.systems["scoped"] >= ft.scopes["outer"] >= ft.scopes["inner"] > 0
     assert ft.total_ns >= sum(ft.phases.values())
     depth = {e.name: e.depth for e in ft.events}
@@ -152,7 +153,7 @@ def test_run_frame_fixed_phases_per_step_and_flush():
     ft = s.run_frame(world, clock, 0.025)  # 2 steps, alpha 0.5
     assert ft.steps == 2
     fixed = [p.name for p in FIXED_PHASES]
-    assert calls == ["INPUT", "TOOLS"] + fixed + fixed + ["RENDER", "UI"]
+    assert calls == ["INPUT", "TOOLS"] + fixed + fixed + ["DEFORM_FRAME", "RENDER", "UI"]
     assert seen_times == pytest.approx([0.01, 0.02])
     assert ft.calls["ANIMATION"] == 2 and ft.calls["RENDER"] == 1
     assert [ev.step for ev in ft.events if ev.name == "DEFORM"] == [0, 1]
@@ -161,5 +162,5 @@ def test_run_frame_fixed_phases_per_step_and_flush():
 
     calls.clear()
     ft = s.run_frame(world, clock, 0.001)  # lag 0.006: no step this frame
-    assert ft.steps == 0 and calls == ["INPUT", "TOOLS", "RENDER", "UI"]
+    assert ft.steps == 0 and calls == ["INPUT", "TOOLS", "DEFORM_FRAME", "RENDER", "UI"]
     assert "ANIMATION" not in ft.phases and ft.phase_ms(Phase.ANIMATION) == 0.0

@@ -46,7 +46,7 @@ def test_cpu_edit_is_the_reference_with_the_sessions_terms(cylinder):
     ch.add_edit(key, edit)
     s.settle(render=False)
     got = ch.vertices()[key]
-    # the reference, fed the terms decoded as surface_edit_system decodes them for the GPU graph
+    # the reference, fed the terms decoded as the surface-edit systems decode them for the GPU graph
     inst = next(i for i in s.meshes.instances[ch.entity] if i.key == key)
     sp, cfg = inst.skinned, ch.config
     binding = sp.binding(method=cfg.binding.method, smooth_passes=cfg.binding.smooth_passes)

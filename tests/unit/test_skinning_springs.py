@@ -754,7 +754,8 @@ def test_joint_blend_turns_both_sides_of_a_half_turn_the_same_way():
 def test_joint_blend_keeps_the_inner_side_of_a_180_deg_bend_unfolded():
     """The blended frames turn slower than 1 / r (JOINT_BLEND): along the inner side of even a 180 deg bend
     the rigid start moves forward in every vertex's own frame (1 - phi' r > 0), where per-bone frames fold."""
-    from engine.assets.gen.family import MemberRig, TubePose, tube_member
+    from engine.assets.gen.family import TubePose, tube_member
+    from engine.skinning.family import MemberRig
 
     m = tube_member("long", radius=0.2, length=4.0, rings=81, segments=16)
     rig = MemberRig(m)

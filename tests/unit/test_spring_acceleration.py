@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.assets.gen.family import MemberRig, tube_family, tube_poses
+from engine.assets.gen.family import tube_family, tube_poses
+from engine.skinning.family import MemberRig
 from engine.skinning.metrics import intersecting_pairs
 from engine.skinning.springs import SpringDeformer, SpringParams, integrate
 

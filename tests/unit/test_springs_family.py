@@ -15,15 +15,8 @@ import functools
 import numpy as np
 import pytest
 
-from engine.assets.gen.family import (
-    CONTACT_METHOD,
-    METHODS,
-    MemberRig,
-    family_table,
-    format_family_table,
-    tube_family,
-    tube_poses,
-)
+from engine.assets.gen.family import tube_family, tube_poses
+from engine.skinning.family import CONTACT_METHOD, METHODS, MemberRig, family_table, format_family_table
 from engine.skinning.springs import INITIAL_SKINNING, SpringParams
 
 POSES = ("bend0", "bend67.5", "bend90", "bend135", "bend150", "twist90", "twist180", "bend90+twist90", "stretch1.3")

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from engine.input.strokefile import StrokeFileError, load_stroke_file, parse_stroke_file
+from engine.render.camera import Camera
 
 ROLES = ("baseline", "offset")
 
@@ -42,7 +43,7 @@ def test_valid_file_parses_into_dataclasses():
     np.testing.assert_array_equal(base.times, [0, 0.1, 0.2])
     assert off.points.shape == (2, 2) and off.times is None and off.extra == {"rings": 3}
     assert off.where == "strokes[1]" and f.by_role("offset") == [off]
-    cam = f.camera.camera(near=0.1, far=10.0)
+    cam = Camera.from_spec(f.camera, near=0.1, far=10.0)
     np.testing.assert_allclose(cam.eye, [0, 1, 3])
     assert cam.fov_y == 40.0 and cam.aspect == pytest.approx(640 / 480)
 
