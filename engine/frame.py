@@ -3,24 +3,6 @@
 Every way of running the engine -- the demo window, the headless loop, ``export-frame``, ``render``,
 ``compare``, the benchmarks, and the editor to come -- runs this frame through :class:`engine.Session`:
 
-phase      runs            systems
-=========  ==============  ===========================================================================
-INPUT      once per frame  ``input_begin_system``: the events devices pushed into the session's EventQueue
-                           become this frame's (``EventQueue.frame``); the editor and the demo's window add
-                           their systems after it (shortcuts, camera controls, strokes)
-TOOLS      once per frame  (tools consume strokes: posing, surface edits, UI actions)
-ANIMATION  per fixed step  ``animation_system``: advance each Animator by the fixed step, sample its pose
-SKELETON   per fixed step  ``skeleton_system``: forward kinematics batched per rig (placement included);
-                           keeps the previous step's matrices for interpolation
-DEFORM     per fixed step  ``deform_step_system``: frame-dependent deformers (GPU feedback graphs) step
-                           with the pose of the step
-RENDER     once per frame  ``extract_system``: the pose to draw, interpolated between the last two fixed
-                           steps by the clock's alpha, handed to the deformer (skin matrices -> one
-                           dispatch per stage for all meshes; numpy on the cpu device) and node transforms;
-                           ``render_system``: G-buffer -> compose -> present (engine/render)
-UI         once per frame  (overlays: the profiler and editor panels add their systems here)
-=========  ==============  ===========================================================================
-=======
 ============  ==============  ========================================================================
 phase         runs            systems
 ============  ==============  ========================================================================
