@@ -305,7 +305,7 @@ class Character:
     def save_glb(self, path: str | Path) -> Path:
         """Write the character's asset as .glb with the keyed clips added (a keyed clip replaces an existing
         clip of the same name; the others are kept)."""
-        from engine.assets.save import save_with_poses
+        from engine.anim.save import save_with_poses
 
         self.require_alive()
         if self.asset.path is None:

@@ -69,6 +69,10 @@ class AccessorReader:
         self._view_role: dict[int, tuple[str, str]] = {}  # bufferView -> (role, who set it)
         self._vertex_view_users: dict[int, set[int]] = {}
 
+    def decoded(self, index: int) -> np.ndarray | None:
+        """Accessor ``index`` if it was decoded already (None otherwise): what the loader's checks look at."""
+        return self._cache.get(index)
+
     # ------------------------------------------------------------------------------------ structure
     def check_structure(self) -> None:
         """Check every bufferView and accessor against the declared lengths (no data needed)."""

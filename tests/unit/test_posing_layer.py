@@ -1,4 +1,4 @@
-"""Pose layers (engine/components.py PoseLayer, Character posing API, engine/assets/save.py): a pose is an
+"""Pose layers (engine/components.py PoseLayer, Character posing API, engine/anim/save.py): a pose is an
 additive layer over the playing clip, a still character does not compound it, undo restores the exact pose,
 keys go into a clip, and the saved .glb reads back through the loader with the same vertices and the other
 clips kept (also from a multi-buffer .gltf source)."""
@@ -9,7 +9,7 @@ import pytest
 
 from engine import Session
 from engine.anim import Pose
-from engine.assets.save import pose_channels, read_document, save_with_poses
+from engine.anim.save import pose_channels, read_document, save_with_poses
 from engine.math import quat
 from engine.scene import quiet_load
 from game.commands.export_frame import deformed_frame

@@ -55,8 +55,8 @@ from engine.assets.gltf.state import (
 from engine.assets.model import Asset
 from engine.assets.validate import validate_document
 
-__all__ = ["load", "DEFAULT_MAX_BYTES", "DEFAULT_MAX_NODES", "BUFFER_MIME", "IMAGE_MIME", "ATTR_FORMATS",
-           "ROTATION_FORMATS", "NORMALIZED_STEP", "UNIT_TOL"]
+__all__ = ["load", "uri_resolver", "DEFAULT_MAX_BYTES", "DEFAULT_MAX_NODES", "BUFFER_MIME", "IMAGE_MIME",
+           "ATTR_FORMATS", "ROTATION_FORMATS", "NORMALIZED_STEP", "UNIT_TOL"]
 
 
 def load(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES,
@@ -88,6 +88,12 @@ def load(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES,
     for message in asset.warnings:
         warnings.warn(message, AssetWarning, stacklevel=2)
     return asset
+
+
+def uri_resolver(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_BYTES) -> _Loader:
+    """An object whose ``resolve_uri(uri, where, mimes)`` reads the buffers and images of the glTF file at
+    ``path`` by the loader's rules (relative, inside the asset's folder; base64 ``data:`` URIs)."""
+    return _Loader(Path(path), max_bytes)
 
 
 class _Loader(NodeReader, MeshReader, AnimationReader, ImageReader):
@@ -151,7 +157,7 @@ class _Loader(NodeReader, MeshReader, AnimationReader, ImageReader):
     def _check_min_max(self) -> None:
         """Warn where an accessor's min/max metadata disagrees with its (decoded) data."""
         for i, acc in enumerate(self.doc.get("accessors", [])):
-            data = self.reader._cache.get(i)
+            data = self.reader.decoded(i)
             if data is None or data.size == 0 or ("min" not in acc and "max" not in acc):
                 continue
             # min/max list components in storage order: matrices column-major

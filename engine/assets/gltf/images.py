@@ -22,7 +22,7 @@ class ImageReader(SourceReader):
             where = f"images[{i}]"
             self.part = where
             if "uri" in img:
-                data = self._resolve_uri(img["uri"], f"{where}.uri", IMAGE_MIME)
+                data = self.resolve_uri(img["uri"], f"{where}.uri", IMAGE_MIME)
             else:
                 bv_index = int(img["bufferView"])
                 bv = self.doc["bufferViews"][bv_index]

@@ -64,7 +64,7 @@ class SourceReader(LoaderState):
                 continue
             if is_binary and uri.startswith("data:"):
                 self.warn(f"{where}.uri", "data: URI inside a GLB")
-            data = self._resolve_uri(uri, f"{where}.uri", BUFFER_MIME)
+            data = self.resolve_uri(uri, f"{where}.uri", BUFFER_MIME)
             if len(data) != declared:
                 raise AssetError(f"{where}.byteLength", f"byteLength {declared} does not match the data "
                                                         f"({len(data)} bytes)")
@@ -73,7 +73,9 @@ class SourceReader(LoaderState):
             self.warn("GLB BIN chunk", "present but no buffer refers to it")
         return out
 
-    def _resolve_uri(self, uri: str, where: str, mimes: tuple[str, ...]) -> bytes:
+    def resolve_uri(self, uri: str, where: str, mimes: tuple[str, ...]) -> bytes:
+        """The bytes a buffer or image URI names, by the loader's rules: a base64 ``data:`` URI of one of
+        ``mimes``, or a relative path inside the asset's folder (AssetError naming ``where`` otherwise)."""
         if uri.startswith("data:"):
             m = _DATA_URI_RE.match(uri)
             if m is None or not m.group(3):

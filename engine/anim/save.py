@@ -58,7 +58,7 @@ def read_document(path: str | Path) -> tuple[dict, bytes | None]:
     """The glTF JSON of ``path`` and its one binary chunk: a GLB as it is; a .gltf with every buffer and image
     that has a ``uri`` (data URI or a file beside it) moved into the binary chunk."""
     from engine.assets.glb import is_glb, parse_glb
-    from engine.assets.gltf import BUFFER_MIME, IMAGE_MIME, _Loader
+    from engine.assets.gltf import BUFFER_MIME, IMAGE_MIME, uri_resolver
 
     p = Path(path)
     raw = p.read_bytes()
@@ -67,8 +67,8 @@ def read_document(path: str | Path) -> tuple[dict, bytes | None]:
         return json.loads(parts.json), parts.bin
     doc = json.loads(raw)
     buffers = doc.get("buffers", [])
-    resolver = _Loader(p, 1 << 31)  # the loader's URI rules: relative, inside the asset's folder
-    blobs = [resolver._resolve_uri(b["uri"], f"buffers[{i}].uri", BUFFER_MIME) if "uri" in b else b""
+    resolver = uri_resolver(p, max_bytes=1 << 31)  # the loader's URI rules: relative, inside the asset's folder
+    blobs = [resolver.resolve_uri(b["uri"], f"buffers[{i}].uri", BUFFER_MIME) if "uri" in b else b""
              for i, b in enumerate(buffers)]
     binary = bytearray()
     starts = []
@@ -81,7 +81,7 @@ def read_document(path: str | Path) -> tuple[dict, bytes | None]:
         view["buffer"] = 0
     for i, img in enumerate(doc.get("images", [])):
         if "uri" in img:
-            data = resolver._resolve_uri(img["uri"], f"images[{i}].uri", IMAGE_MIME)
+            data = resolver.resolve_uri(img["uri"], f"images[{i}].uri", IMAGE_MIME)
             mime = img.get("mimeType") or ("image/png" if data[:4] == b"\x89PNG" else "image/jpeg")
             img.pop("uri")
             img["bufferView"] = _embed(doc, binary, data)
