@@ -52,9 +52,9 @@ def run_case(ctx, w: int, h: int, n: int, still: bool, frames: int) -> dict[str,
     if still:
         for i, ch in enumerate(crowd.characters):
             ch.play(0, time=PHASE_S * i, speed=0.0)
-    comp = crowd.renderer._compose
+    comp = crowd.renderer.compose_pass
     blobs = comp.blobs
-    after = (blobs.cached, blobs.note, comp._uniforms)
+    after = (blobs.cached, blobs.note, comp.uniforms)
     before = (lambda key: False, lambda key: False, _WriteAlways())
     out: dict[str, list[float]] = {"before": [], "after": [], "before_cpu": [], "after_cpu": []}
     for _ in range(4):
@@ -62,7 +62,7 @@ def run_case(ctx, w: int, h: int, n: int, still: bool, frames: int) -> dict[str,
         ctx.finish()
     for _ in range(frames):
         for name, (cached, note, uniforms) in (("before", before), ("after", after)):
-            blobs.cached, blobs.note, comp._uniforms = cached, note, uniforms
+            blobs.cached, blobs.note, comp.uniforms = cached, note, uniforms
             crowd.frame()  # settle: the cache fills on the second frame with an unchanged key
             ctx.finish()
             t0, c0 = time.perf_counter(), time.process_time()
@@ -70,7 +70,7 @@ def run_case(ctx, w: int, h: int, n: int, still: bool, frames: int) -> dict[str,
             ctx.finish()
             out[name].append((time.perf_counter() - t0) * 1e3)
             out[name + "_cpu"].append((time.process_time() - c0) * 1e3)
-    blobs.cached, blobs.note, comp._uniforms = after
+    blobs.cached, blobs.note, comp.uniforms = after
     out["hits"] = [float(blobs.cache_hits)]
     crowd.release()
     return out

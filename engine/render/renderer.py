@@ -111,6 +111,11 @@ class SceneRenderer:
         self._state.look = look
 
     @property
+    def compose_pass(self) -> ComposePass:
+        """The compose pass (lighting, ground, contact shadows) of the frame graph."""
+        return self._compose
+
+    @property
     def meshes(self) -> dict[int, MeshHandle]:
         """The registered meshes by id."""
         return self._meshes.meshes

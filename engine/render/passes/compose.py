@@ -227,7 +227,9 @@ class ComposePass:
     def __init__(self, resources: GpuResources, shadow: ShadowPass) -> None:
         self.shadow = shadow
         self.blobs = ContactShadows(resources)
-        self._uniforms = _UniformCache()
+        #: the per-frame uniform writer (writes on change); ``bench/bench_fixed_cost.py`` swaps in one that
+        #: writes every call, to measure what it saves
+        self.uniforms: _UniformCache = _UniformCache()
 
     def spec(self, state: RenderState) -> PassSpec:
         layers = list(state.targets.layers)
@@ -277,8 +279,8 @@ class ComposePass:
             set_uniform(prog, "u_backdrop_depth_copy", 3 * n + 1)
             set_uniform(prog, "u_shadow_map", 3 * n + 2)
             set_uniform(prog, "u_depth", 1.0 - 1e-6)
-            self._uniforms.reset(prog)
-        u = self._uniforms
+            self.uniforms.reset(prog)
+        u = self.uniforms
         u.matrix(prog, "u_inv_view_proj", state.inv_view_proj)  # (vertex stage: view rays; fragment: unprojection)
         u.set(prog, "u_inv_size", (1.0 / state.width, 1.0 / state.height))
         u.set(prog, "u_eye", tuple(float(x) for x in state.eye))
