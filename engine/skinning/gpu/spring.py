@@ -21,7 +21,8 @@ from engine.skinning.binding import nearest_bone
 from engine.skinning.gpu import layouts as L
 from engine.skinning.skinning import bend_refs as _bend_refs
 from engine.skinning.skinning import dual_quat_parts, irs_weights
-from engine.skinning.springs import SpringParams, build_rest, volume_acts
+from engine.skinning.springs.params import SpringParams
+from engine.skinning.springs.rest import build_rest, volume_acts
 from engine.skinning.types import Binding, MeshTopology, bone_endpoints
 
 
