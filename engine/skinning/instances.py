@@ -70,7 +70,7 @@ class SkinnedPrimitive:
         """Attachment binding of the control points (computed once per method and smoothing)."""
         key = ("binding", method, smooth_passes)
         if key not in self._cache:
-            from engine.skinning.binding import bind
+            from engine.skinning.binding.pipeline import bind
 
             kw: dict[str, Any] = {}
             if method == "weights":

@@ -103,7 +103,9 @@ def bone_endpoints(bones: Bones, joints: np.ndarray) -> tuple[np.ndarray, np.nda
 
 def joint_rotations(bind_joints: np.ndarray, posed_joints: np.ndarray) -> np.ndarray:
     """Rotation of every joint relative to bind, (J,3,3): the polar (closest rotation) factor of the 3x3 block
-    of posed @ inv(bind), so joint scale does not leak into the scale vectors."""
+    of posed @ inv(bind), so joint scale does not leak into the scale vectors. (The springs, radial, edits and
+    ARAP use this one; engine.skinning.skinning.joint_rotations, the reference skinners' own, takes the 3x3 blocks
+    with shape checks and agrees to ~1e-16: two paths kept apart so that neither one's numbers change.)"""
     m = np.asarray(posed_joints, np.float64) @ np.linalg.inv(np.asarray(bind_joints, np.float64))
     u, _, vt = np.linalg.svd(m[:, :3, :3])
     d = np.sign(np.linalg.det(u @ vt))

@@ -7,7 +7,8 @@ steps in float32.
 The forces, joint blending, step limiting and the GPU contract are described in docs/springs.md. Modules:
 params (parameters, ranges, constants), editterms (the edits as the solver sees them), rest (bind-time rest state
 and volume regions), frames (per-frame attachment frames, joint blending, carrying), limits (Gershgorin bounds,
-step limiting, safe ranges), forces (the force terms and one iteration), solver (`SpringDeformer`).
+step limiting, safe ranges), forces (the force terms and one iteration), solver (`SpringDeformer`), vec
+(small vector helpers).
 """
 from engine.skinning.springs.editterms import EditSource, EditTerms
 from engine.skinning.springs.forces import integrate, release_held, spring_forces, spring_step

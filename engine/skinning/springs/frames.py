@@ -43,7 +43,6 @@ class PoseFrame:
         return self.rot if self.bone_rot is None else self.bone_rot
 
 
-
 def rotation_share(rel: np.ndarray, f: np.ndarray) -> np.ndarray:
     """(V,3,3) rotations by the share f (V,) (any sign) of the rotations rel (V,3,3): rel's unit quaternion
     (w >= 0, Shepperd's method, exact near a half turn) as axis and angle, the angle times f, by Rodrigues'
@@ -73,7 +72,6 @@ def blend_rotations(own: np.ndarray, other: np.ndarray, w: np.ndarray, own_first
     rel = np.where(first[:, None, None], fwd, np.transpose(fwd, (0, 2, 1)))
     share = 1.0 - np.asarray(w, np.float64)
     return rotation_share(rel, np.where(first, share, -share))
-
 
 
 def pose_frame(binding: Binding, bind_joints: np.ndarray, posed_joints: np.ndarray, rest: SpringRest,

@@ -36,7 +36,6 @@ def _lambda_coefficients(rest: SpringRest, edit: EditTerms | None) -> dict[str, 
     return out
 
 
-
 def lambda_per_vertex(rest: SpringRest, params: SpringParams, edit: EditTerms | None = None) -> np.ndarray:
     """(V,) lambda_i = sum_p k_p c_p,i: the Gershgorin bound of vertex i's row of the force Jacobian for the
     current stiffnesses (switches applied), with k_e K_i of active surface edits."""
@@ -99,7 +98,6 @@ def safe_range(rest: SpringRest, params: SpringParams, edit: EditTerms | None = 
     out["shortest_edge"] = float(shortest_edge if shortest_edge is not None else
                                  (rest.rest_len.min() if rest.rest_len.size else 0.0))
     return out
-
 
 
 # -- spring parameter ranges derived from the mesh (research 8.2: "automated safe parameter range settings") --

@@ -89,7 +89,6 @@ _NUMERIC_RANGES.update({"contact_thickness": (0.0, 2.0, False, True, False),
                         "contact_passes": (1, CONTACT_MAX_PASSES, True, True, True)})
 
 
-
 def _range_text(lo: float, hi: float, lo_inc: bool, hi_inc: bool) -> str:
     return f"{'[' if lo_inc else '('}{lo:g}, {hi:g}{']' if hi_inc else ')'}"
 

@@ -75,7 +75,6 @@ class SpringRest:
         return int(self.r.shape[0])
 
 
-
 def csr_slots(adj_offset: np.ndarray, adj_count: np.ndarray, adj_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Flatten CSR adjacency into slot arrays (rows, cols): slot h is vertex rows[h] seeing cols[h]."""
     count = np.asarray(adj_count, np.int64)
@@ -241,7 +240,6 @@ def joint_blend_weights(binding: Binding, bind_joints: np.ndarray, r: np.ndarray
     return other, end, w
 
 
-
 def lambda_columns(rest: SpringRest) -> np.ndarray:
     """(V,4) per-vertex Gershgorin bounds of the force Jacobian per unit stiffness (linearised at bind), one
     column per group of LAMBDA_COLUMNS: edge/length springs 2 deg_i (each neighbour adds k on the diagonal and
@@ -254,7 +252,6 @@ def lambda_columns(rest: SpringRest) -> np.ndarray:
     tor = rest.w_t * (1.0 / sref[rest.rows] ** 2 + 1.0 / (sref[rest.rows] * sref[rest.cols]))
     return np.stack([deg2, np.bincount(rest.rows, weights=tor, minlength=n), (rest.r / sref) ** 2,
                      np.ones(n)], 1)
-
 
 
 def volume_acts(params: SpringParams) -> bool:

@@ -72,7 +72,6 @@ def _weights_skinner(topology: MeshTopology, bind_joints: np.ndarray, joints: np
     return skin
 
 
-
 class SpringDeformer:
     """Spring-based skinning of one mesh's control points.
 
