@@ -24,8 +24,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from engine.skinning.laplacian import edge_weights, fit_rotations, index_set, kabsch, laplacian_matrix
-from engine.skinning.springs import joint_rotations
-from engine.skinning.types import Binding, MeshTopology, bone_endpoints
+from engine.skinning.types import Binding, MeshTopology, bone_endpoints, joint_rotations
 
 __all__ = ["ArapSolver", "ScaleArap", "arap_rhs"]
 

@@ -33,19 +33,17 @@ import tomli_w
 from engine.skinning import registry
 from engine.skinning.laplacian import WEIGHTS
 from engine.skinning.radial import PROFILES
-from engine.skinning.springs import SpringParams, SpringRest, safe_range
+from engine.skinning.springs.limits import FLOAT32_STEP, check_spring_ranges, spring_advice, spring_ranges
+from engine.skinning.springs.params import SpringParams
 
 __all__ = ["SKINNING", "IrsConfig", "BindingConfig", "ArapConfig", "LaplacianConfig", "RadialConfig",
-           "DeformerConfig", "load_config", "loads_config", "read_table", "OVERRIDE_ALIASES", "FLOAT32_STEP",
-           "spring_ranges", "check_spring_ranges", "spring_advice"]
+           "DeformerConfig", "load_config", "loads_config", "read_table", "OVERRIDE_ALIASES",
+           # the mesh-derived spring ranges live with the springs (engine.skinning.springs.limits); kept
+           # importable from here
+           "FLOAT32_STEP", "spring_ranges", "check_spring_ranges", "spring_advice"]
 
 #: methods a deformer config may name: every GPU row of the deformer table (engine/skinning/registry.py)
 SKINNING = registry.names(device="gpu", public_only=False)
-#: The smallest relative change float32 holds (2**-23). A spring step below this fraction of the stable step
-#: moves no float32 position; a stiffness this many times past its stable value leaves every other force
-#: below float32 resolution (and overflows long before 3e38). Both bound the mesh-derived ranges below.
-FLOAT32_STEP = 2.0 ** -23
-_STIFFNESSES = ("k_s", "k_l", "k_t", "k_b", "k_r", "k_e", "k_v")
 OVERRIDE_ALIASES = {"spring_iterations": "spring.max_iterations", "spring_dt": "spring.dt"}
 
 
@@ -268,61 +266,3 @@ def load_config(path: str | Path) -> DeformerConfig:
         return DeformerConfig.from_dict(data)
     except ValueError as exc:
         raise ValueError(f"{p}: {exc}") from None
-
-
-# -- spring parameter ranges derived from the mesh (research 8.2: "automated safe parameter range settings") --
-def spring_ranges(params: SpringParams, rest: SpringRest) -> dict[str, tuple[float, float]]:
-    """The ranges float32 can integrate on this mesh: ``"dt"`` -> (smallest dt whose step float32 can still
-    hold, the stable dt for the current stiffnesses), and each active stiffness ``"k_*"`` -> (0, the largest
-    value at the current dt, 2**23 times its own stable value). From :func:`engine.skinning.springs.safe_range`
-    (Gershgorin bound lambda_max of the force Jacobian): a step moves vertices by about dt * lambda (explicit)
-    or dt^2 * lambda / 2 (semi-implicit) of their distance to rest, which must stay within [2**-23, 2**23]."""
-    explicit = params.integrator == "explicit"
-    full = safe_range(rest, params)
-    out: dict[str, tuple[float, float]] = {}
-    lam = float(full["lambda_max"])
-    if lam > 0.0:
-        low = FLOAT32_STEP / lam if explicit else math.sqrt(2.0 * FLOAT32_STEP / lam)
-        out["dt"] = (low, float(full["dt"]))
-    for name in _STIFFNESSES:
-        if not params.stiffness(name):
-            continue
-        # lambda is linear in each stiffness: its coefficient is lambda_max with only this force on, at 1
-        alone = params.replace(**{f"use_{p[2:]}": p == name for p in _STIFFNESSES}, **{name: 1.0})
-        coef = float(safe_range(rest, alone)["lambda_max"])
-        if coef > 0.0:
-            # divided in turn: a product of an absurdly small dt with itself underflows to 0
-            high = 1.0 / FLOAT32_STEP / coef / params.dt if explicit else \
-                2.0 / FLOAT32_STEP / coef / params.dt / params.dt
-            out[name] = (0.0, high)
-    return out
-
-
-def check_spring_ranges(params: SpringParams, rest: SpringRest) -> None:
-    """Raise ValueError for absurd spring parameters on this mesh (:func:`spring_ranges`): a stiffness far above
-    its stable bound, or a dt below what float32 can step; the message gives the valid range."""
-    ranges = spring_ranges(params, rest)
-    for name in _STIFFNESSES:
-        if name in ranges and params.stiffness(name) > ranges[name][1]:
-            raise ValueError(f"spring.{name} = {getattr(params, name):g} is far above the stable bound on this "
-                             f"mesh; valid: [0, {ranges[name][1]:.4g}] at dt = {params.dt:g} (2**23 x its "
-                             f"stable value)")
-    if "dt" in ranges and params.dt < ranges["dt"][0]:
-        low, stable = ranges["dt"]
-        raise ValueError(f"spring.dt = {params.dt:g} is below what float32 can step on this mesh; valid: "
-                         f"[{low:.4g}, 10] (stable below {stable:.4g})")
-
-
-def spring_advice(params: SpringParams, rest: SpringRest) -> str:
-    """What to change after a divergence: dt and the stiffness furthest past its safe value, with their safe
-    bounds (the form of the CPU solver's warning)."""
-    rng = safe_range(rest, params)
-    active = [p for p in _STIFFNESSES if params.stiffness(p)]
-    if not active:
-        return f"lower `dt` (now {params.dt:g})"
-    worst = max(active, key=lambda p: params.stiffness(p) / rng[p] if rng[p] > 0 else math.inf)
-    if rng[worst] > 0:
-        other = f"`{worst}` (now {getattr(params, worst):g}, safe < {rng[worst]:.4g})"
-    else:
-        other = f"`{worst}` (now {getattr(params, worst):g}; at this dt no value of it alone is enough)"
-    return f"lower `dt` (now {params.dt:g}, safe < {rng['dt']:.4g}) or {other}"

@@ -57,6 +57,9 @@ from typing import Any
 
 import numpy as np
 
+from engine.skinning.springs.editterms import EditTerms
+from engine.skinning.types import bone_endpoints, joint_rotations
+
 __all__ = ["SurfaceEdit", "EditTerms", "EditStack", "encode_targets", "decode_targets", "EASINGS", "PROFILE_TYPES",
            "DIRECTIONS", "Profile", "offset_targets", "edit_pose", "EDITS_FORMAT", "EDITS_VERSION", "SurfaceEdits",
            "edits_document", "parse_edits_document"]
@@ -204,9 +207,6 @@ def edit_pose(binding: Any, bind_joints: np.ndarray, posed_joints: np.ndarray, *
     (the spring deformer's `pose_frame` before its joint blend: ``plain_attach`` and ``bone_rot``; an edit
     follows its vertex's own bone rigidly, also near a joint). ``index``: only these rows are computed (the
     others are zero), e.g. the kinematic vertices of the edits, per frame."""
-    from engine.skinning.springs import joint_rotations
-    from engine.skinning.types import bone_endpoints
-
     posed = np.asarray(posed_joints, np.float64)
     p, c = bone_endpoints(binding.bones, posed)
     bone = np.asarray(binding.bone)
@@ -425,42 +425,6 @@ class SurfaceEdit:
                    static=d.get("static", []), stiffness=d.get("stiffness", 5.0),
                    keys=d.get("keys", []), name=str(d.get("name", "")), profile=profile,
                    param=d.get("param"), direction_local=dirs)
-
-
-@dataclass
-class EditTerms:
-    """Per-frame reduction of an edit stack: the F_e input of one spring iteration.
-
-    stiffness (V,) K_i = sum k_e w_e; weighted_target (V,3) C_i = sum k_e w_e v'_i; q (V,) sum k_e w_e |v'_i|^2.
-    F_e(i) = C_i - K_i v_i; energy = 0.5 sum_i (K_i |v_i|^2 - 2 C_i . v_i + Q_i) >= 0.
-    held (V,) bool or None: vertices the solver holds in place (static in an edit, not kinematic or passive in
-    any; see the module docstring). None holds nothing.
-    """
-
-    stiffness: np.ndarray
-    weighted_target: np.ndarray
-    q: np.ndarray
-    held: np.ndarray | None = None
-
-    @classmethod
-    def empty(cls, n_vertices: int) -> EditTerms:
-        return cls(np.zeros(n_vertices), np.zeros((n_vertices, 3)), np.zeros(n_vertices))
-
-    @property
-    def any_held(self) -> bool:
-        return self.held is not None and bool(np.any(self.held))
-
-    @property
-    def active(self) -> np.ndarray:
-        """(V,) bool: vertices that are kinematic in at least one edit with non-zero weight x stiffness."""
-        return self.stiffness > 0.0
-
-    def force(self, x: np.ndarray) -> np.ndarray:
-        return self.weighted_target - self.stiffness[:, None] * x
-
-    def energy(self, x: np.ndarray) -> float:
-        e = self.stiffness * np.einsum("ij,ij->i", x, x) - 2.0 * np.einsum("ij,ij->i", self.weighted_target, x) + self.q
-        return 0.5 * float(np.sum(np.maximum(e, 0.0)))
 
 
 class EditStack:

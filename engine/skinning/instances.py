@@ -70,7 +70,7 @@ class SkinnedPrimitive:
         """Attachment binding of the control points (computed once per method and smoothing)."""
         key = ("binding", method, smooth_passes)
         if key not in self._cache:
-            from engine.skinning.binding import bind
+            from engine.skinning.binding.pipeline import bind
 
             kw: dict[str, Any] = {}
             if method == "weights":
@@ -119,7 +119,7 @@ class SkinnedPrimitive:
                        influence=(cfg.irs.parent_influence, cfg.irs.child_influence),
                        length_correction=cfg.irs.length_correction, blend=cfg.irs.blend)
         if method == "spring":
-            from engine.skinning.springs import SpringDeformer
+            from engine.skinning.springs.solver import SpringDeformer
 
             key = ("spring", id(binding), repr(cfg.spring))
             if key not in self._cache:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.math.numerics import quiet_underflow
-from engine.skinning.binding import nearest_bone
+from engine.skinning.binding.project import nearest_bone
 from engine.skinning.types import Bones, bone_endpoints
 
 __all__ = [

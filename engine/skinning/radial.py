@@ -22,8 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.skinning.springs import joint_rotations
-from engine.skinning.types import Binding, bone_endpoints
+from engine.skinning.types import Binding, bone_endpoints, joint_rotations
 
 __all__ = ["PROFILES", "profile", "length_multiplier", "RadialEncoding", "encode", "radial_deform"]
 

@@ -38,7 +38,9 @@ import numpy as np
 from engine.math import quat as Q
 from engine.math.numerics import quiet_underflow
 from engine.skinning import registry
-from engine.skinning.binding import joint_location_groups, nearest_bone, per_control
+from engine.skinning.binding.bones import joint_location_groups
+from engine.skinning.binding.pipeline import per_control
+from engine.skinning.binding.project import nearest_bone
 from engine.skinning.types import Binding, Bones, MeshTopology, bone_endpoints
 
 __all__ = [

@@ -10,6 +10,8 @@ Pose inputs every deformer takes:
   posed_joints (J,4,4)  joint world matrices of the current pose (from engine.anim FK)
   skin_mats    (J,4,4)  posed_joints @ inverse_bind (identity at bind)
   parents      (J,)     parent joint of each joint within the skin, -1 for roots
+
+`bone_endpoints` and `joint_rotations` read these: where the bones are, and how each joint turned since bind.
 """
 from __future__ import annotations
 
@@ -97,3 +99,15 @@ def bone_endpoints(bones: Bones, joints: np.ndarray) -> tuple[np.ndarray, np.nda
     has_child = bones.child_joint >= 0
     c = np.where(has_child[:, None], joints[np.maximum(bones.child_joint, 0), :3, 3], tip)
     return p.astype(np.float32), c.astype(np.float32)
+
+
+def joint_rotations(bind_joints: np.ndarray, posed_joints: np.ndarray) -> np.ndarray:
+    """Rotation of every joint relative to bind, (J,3,3): the polar (closest rotation) factor of the 3x3 block
+    of posed @ inv(bind), so joint scale does not leak into the scale vectors. (The springs, radial, edits and
+    ARAP use this one; engine.skinning.skinning.joint_rotations, the reference skinners' own, takes the 3x3 blocks
+    with shape checks and agrees to ~1e-16: two paths kept apart so that neither one's numbers change.)"""
+    m = np.asarray(posed_joints, np.float64) @ np.linalg.inv(np.asarray(bind_joints, np.float64))
+    u, _, vt = np.linalg.svd(m[:, :3, :3])
+    d = np.sign(np.linalg.det(u @ vt))
+    u[:, :, 2] *= d[:, None]
+    return u @ vt

@@ -5,9 +5,6 @@ import numpy as np
 import pytest
 
 from engine.skinning.binding import (
-    _reproject,
-    _skeleton_tree,
-    _tree_coords,
     bind,
     bind_from_weights,
     bind_planar,
@@ -19,6 +16,7 @@ from engine.skinning.binding import (
     segment_projection,
     smooth_binding,
 )
+from engine.skinning.binding.smooth import _reproject, _skeleton_tree, _tree_coords
 from engine.skinning.meshprep import prepare_mesh
 from engine.skinning.types import Bones, bone_endpoints
 

@@ -18,7 +18,7 @@ from engine.skinning.gpu.plan import NodeConfig
 from engine.skinning.gpu.pools import Batch
 from engine.skinning.gpu.stages import contact as contact_stage
 from engine.skinning.gpu.stages import spring as spring_stage
-from engine.skinning.springs import volume_acts
+from engine.skinning.springs.rest import volume_acts
 
 
 def _static(batch: Batch, pairs: tuple[tuple[str, str], ...]) -> tuple[tuple[moderngl.Buffer, str], ...]:

@@ -32,7 +32,7 @@ and memory barriers follow from that. :class:`DeformerGraph` runs such graphs fo
   once; nothing is read back on the per-frame path but the springs' status (32 bytes per instance, copied on
   the GPU and read :data:`engine.skinning.gpu.status.LAG` frames later, so it never waits): a divergence is
   warned about once per mesh like the CPU solver (:mod:`engine.skinning.gpu.status`); ``download`` reads for
-  export and tests. Spring parameters absurd for the mesh (``engine.skinning.config.check_spring_ranges``)
+  export and tests. Spring parameters absurd for the mesh (``engine.skinning.springs.limits.check_spring_ranges``)
   are refused by ``add_mesh`` / ``set_spring``.
 
 Every stage has its numpy reference (engine.skinning.meshprep / skinning / springs); tests/gl compare them.
@@ -60,7 +60,6 @@ from engine.gpu.resources import GpuResources
 from engine.gpu.shaderlib import ProgramCache
 from engine.math.mesh import csr
 from engine.skinning import registry
-from engine.skinning.config import check_spring_ranges, spring_advice
 from engine.skinning.gpu import layouts as L
 from engine.skinning.gpu import records as R
 from engine.skinning.gpu import spring as gpu_spring
@@ -71,7 +70,8 @@ from engine.skinning.gpu.pools import Batch
 from engine.skinning.gpu.pose import upload_dual_quats
 from engine.skinning.gpu.records import DeformHandle, Instance, padded_lists
 from engine.skinning.gpu.status import SpringStatusReader
-from engine.skinning.springs import SpringRest, build_rest
+from engine.skinning.springs.limits import check_spring_ranges, spring_advice
+from engine.skinning.springs.rest import SpringRest, build_rest
 from engine.skinning.types import Binding, MeshTopology
 
 __all__ = ["DeformerGraph", "DeformHandle", "GraphConfig", "default_config", "plan", "METHODS",

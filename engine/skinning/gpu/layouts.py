@@ -33,7 +33,7 @@ import functools
 import numpy as np
 
 from engine.gpu.layouts import LOCAL_SIZE, MAX_JOINTS, Std430Struct
-from engine.skinning.springs import STEP_SAFETY, VOLUME_LAMBDA
+from engine.skinning.springs.params import STEP_SAFETY, VOLUME_LAMBDA
 
 MAX_INFLUENCES = 4
 """Skin influences per vertex (glTF JOINTS_0/WEIGHTS_0)."""

@@ -14,11 +14,11 @@ import moderngl
 import numpy as np
 
 from engine.gpu.layouts import pack_mat4
-from engine.skinning import springs
 from engine.skinning.gpu import layouts as L
 from engine.skinning.gpu import spring as gpu_spring
 from engine.skinning.gpu.records import Instance
 from engine.skinning.skinning import joint_rotations
+from engine.skinning.springs.frames import pose_motion, warm_scale, warm_start_allowed
 from engine.skinning.types import Bones, bone_endpoints
 
 
@@ -109,7 +109,7 @@ class PoseStack:
             self.parents_all = np.concatenate(
                 [np.where(i.asset.parents >= 0, i.asset.parents.astype(np.int64) + i.joint_base, -1)
                  for i in instances]) if instances else np.zeros(0, np.int64)
-            self.warm_scales = np.array([springs.warm_scale(i.asset.arrays["vstatic"][:, 3]) for i in instances])
+            self.warm_scales = np.array([warm_scale(i.asset.arrays["vstatic"][:, 3]) for i in instances])
         # bones of every instance with a binding, joint indices shifted into the stacked pose arrays
         boned = [i for i in instances if i.asset.binding is not None and i.asset.n_bones]
         if not (boned and self.needs.bones):
@@ -188,11 +188,11 @@ class PoseStack:
             self.warm_flags, self.warm_prev = flags, None
             return
         if self.warm_prev is not None:
-            angle, offset = springs.pose_motion(self.bind, self.parents_all, self.warm_prev, self.posed)
+            angle, offset = pose_motion(self.bind, self.parents_all, self.warm_prev, self.posed)
             a = np.maximum.reduceat(angle, self.joint_starts)
             o = np.maximum.reduceat(offset, self.joint_starts)
             for k in np.nonzero(wanted)[0]:
-                flags[k] = springs.warm_start_allowed(params[k], a[k:k + 1], o[k:k + 1], self.warm_scales[k])
+                flags[k] = warm_start_allowed(params[k], a[k:k + 1], o[k:k + 1], self.warm_scales[k])
         self.warm_flags = flags
         self.warm_prev = np.array(self.posed)
 

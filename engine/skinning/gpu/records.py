@@ -25,7 +25,7 @@ import numpy as np
 from engine.gpu.layouts import LOCAL_SIZE
 from engine.skinning.gpu import layouts as L
 from engine.skinning.gpu import spring as gpu_spring
-from engine.skinning.springs import edited_regions
+from engine.skinning.springs.rest import edited_regions
 from engine.skinning.types import Binding, MeshTopology
 
 

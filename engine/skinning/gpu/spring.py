@@ -17,11 +17,12 @@ from typing import Any
 import numpy as np
 
 from engine.math.quat import from_matrix as quat_from_matrix
-from engine.skinning.binding import nearest_bone
+from engine.skinning.binding.project import nearest_bone
 from engine.skinning.gpu import layouts as L
 from engine.skinning.skinning import bend_refs as _bend_refs
 from engine.skinning.skinning import dual_quat_parts, irs_weights
-from engine.skinning.springs import SpringParams, build_rest, volume_acts
+from engine.skinning.springs.params import SpringParams
+from engine.skinning.springs.rest import build_rest, volume_acts
 from engine.skinning.types import Binding, MeshTopology, bone_endpoints
 
 

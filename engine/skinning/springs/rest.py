@@ -1,0 +1,281 @@
+"""Rest state of the spring deformer, recorded once at bind (the research's "initialisation step").
+
+`build_rest` flattens the CSR adjacency into slots (`csr_slots`) and records per slot and per vertex the bind
+lengths, angles and torsion coefficients the springs return to, the Gershgorin coefficients of step limiting
+(`lambda_columns`), the joint-blend weights (`joint_blend_weights`, per mesh piece: `mesh_islands`) and the
+volume term's bone regions (`volume_rest`: bind volume and area per region, `fan_volumes`, `region_volumes`;
+which points it acts on per frame: `volume_points`). See docs/springs.md.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+from engine.skinning.springs.editterms import EditTerms
+from engine.skinning.springs.params import JOINT_BLEND, S_FLOOR, VOLUME_MIN_RATIO, SpringParams
+from engine.skinning.springs.vec import _angle, _norm, _unit
+from engine.skinning.types import Binding, MeshTopology, bone_endpoints
+
+__all__ = [
+    "SpringRest", "csr_slots", "build_rest", "slot_third_corners", "fan_volumes", "region_volumes", "volume_rest",
+    "mesh_islands", "joint_blend_weights", "lambda_columns", "volume_acts", "edited_regions", "volume_points",
+]
+
+
+@dataclass
+class SpringRest:
+    """Rest state recorded at bind (the spring deformer's "initialisation step"), all float64.
+
+    rows, cols (H,)  CSR slots: vertex rows[h] sees neighbour cols[h] (rows sorted; H = sum adj_count)
+    rest_len   (H,)  bind edge length |v_j - v_i|
+    rest_dlen  (H,)  bind |s_i| - |s_j|
+    rest_angle (H,)  bind angle between s_i and s_j (radians, [0, pi])
+    w_t        (H,)  torsion pair coefficient min(r_i, r_j)^2
+    r          (V,)  bind |s_i|
+    bone_angle (V,)  bind angle between s_i and its bone direction (cone mode); frame mode uses 0
+    s_dir      (V,3) bind unit scale vectors (frame mode reference, carried by the bone rotation)
+    s_floor    (V,)  floor of |s_i| in denominators
+    degree     (V,)  neighbour count
+    lam_cols   (V,4) Gershgorin coefficients per unit stiffness, columns as LAMBDA_COLUMNS (`lambda_columns`)
+    blend_other (V,) joint blending: the bone across the nearer interior joint, -1 for none
+    blend_end   (V,) 0 when that joint is the parent end of the vertex's bone, 1 the child end
+    blend_w     (V,) own weight in [1/2, 1] (1: no blending)
+    vol_third   (H,) volume term: the third corner m of the face (rows[h], cols[h], m) in winding order, -1 none
+    vol_region  (V,) volume term: the vertex's bone region (its binding bone), -1 where the region is off
+    vol_v0      (R,) bind skeleton-relative volume of each bone region (`fan_volumes` summed)
+    vol_s0      (R,) bind surface area of each bone region (3 sum |G_i|, `fan_volumes`)
+    """
+
+    rows: np.ndarray
+    cols: np.ndarray
+    rest_len: np.ndarray
+    rest_dlen: np.ndarray
+    rest_angle: np.ndarray
+    w_t: np.ndarray
+    r: np.ndarray
+    bone_angle: np.ndarray
+    s_dir: np.ndarray
+    s_floor: np.ndarray
+    degree: np.ndarray
+    tiny: float
+    lam_cols: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
+    blend_other: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    blend_end: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    blend_w: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    vol_third: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    vol_region: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    vol_v0: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    vol_s0: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    @property
+    def n_vertices(self) -> int:
+        return int(self.r.shape[0])
+
+
+def csr_slots(adj_offset: np.ndarray, adj_count: np.ndarray, adj_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Flatten CSR adjacency into slot arrays (rows, cols): slot h is vertex rows[h] seeing cols[h]."""
+    count = np.asarray(adj_count, np.int64)
+    rows = np.repeat(np.arange(count.shape[0], dtype=np.int64), count)
+    start = np.cumsum(count) - count
+    local = np.arange(rows.shape[0], dtype=np.int64) - np.repeat(start, count)
+    flat = np.asarray(adj_offset, np.int64)[rows] + local
+    return rows, np.asarray(adj_index, np.int64)[flat]
+
+
+def build_rest(topology: MeshTopology, binding: Binding, bind_joints: np.ndarray) -> SpringRest:
+    """Record the bind-pose rest state: edge lengths, scale-vector lengths and angles, bone angles."""
+    x = np.asarray(topology.positions, np.float64)
+    s = np.asarray(binding.scale, np.float64)
+    diag = float(np.linalg.norm(x.max(0) - x.min(0))) if x.shape[0] else 1.0
+    tiny = 1e-12 * max(diag, 1e-30)
+    rows, cols = csr_slots(topology.adj_offset, topology.adj_count, topology.adj_index)
+    shat, r, nz = _unit(s, tiny)
+    theta, _, _ = _angle(shat[rows], shat[cols])
+    p, c = bone_endpoints(binding.bones, np.asarray(bind_joints, np.float64))
+    bdir, _, _ = _unit((c - p).astype(np.float64), tiny)
+    bone_angle, _, _ = _angle(shat, bdir[binding.bone])
+    rmin = np.minimum(r[rows], r[cols])
+    rest = SpringRest(
+        rows=rows, cols=cols,
+        rest_len=_norm(x[cols] - x[rows]),
+        rest_dlen=r[rows] - r[cols],
+        rest_angle=theta,
+        w_t=rmin * rmin,
+        r=r,
+        bone_angle=np.where(nz, bone_angle, 0.0),
+        s_dir=shat,
+        s_floor=np.maximum(S_FLOOR * r, tiny),
+        degree=np.asarray(topology.adj_count, np.int64),
+        tiny=tiny,
+    )
+    rest.lam_cols = lambda_columns(rest)
+    rest.blend_other, rest.blend_end, rest.blend_w = joint_blend_weights(binding, bind_joints, r,
+                                                                         mesh_islands(topology))
+    volume_rest(rest, topology, binding)
+    return rest
+
+
+def slot_third_corners(topology: MeshTopology, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """(H,) per CSR slot (i, j): the third corner m of the face (i, j, m) in winding order, -1 where no face has
+    the directed edge i -> j (a boundary, or a face of the other winding). Each face appears once per corner, so
+    summing over a vertex's slots visits each of its faces once; a directed edge shared by two faces (non-manifold
+    or inconsistent winding) keeps the first."""
+    tri = np.asarray(topology.triangles, np.int64).reshape(-1, 3)
+    n = int(topology.n_control)
+    out = np.full(rows.shape[0], -1, np.int64)
+    if tri.shape[0] == 0 or rows.shape[0] == 0:
+        return out
+    i = np.concatenate([tri[:, 0], tri[:, 1], tri[:, 2]])
+    j = np.concatenate([tri[:, 1], tri[:, 2], tri[:, 0]])
+    m = np.concatenate([tri[:, 2], tri[:, 0], tri[:, 1]])
+    ok = (i != j) & (j != m) & (i != m)
+    key = i[ok] * n + j[ok]
+    keys = rows * n + cols
+    order = np.argsort(keys, kind="stable")
+    pos = np.searchsorted(keys[order], key)
+    pos = np.minimum(pos, keys.shape[0] - 1)
+    hit = keys[order][pos] == key
+    slot = order[pos[hit]]
+    third = m[ok][hit]
+    first = np.unique(slot, return_index=True)[1]  # the first face of each directed edge
+    out[slot[first]] = third[first]
+    return out
+
+
+def fan_volumes(x: np.ndarray, attach: np.ndarray, rest: SpringRest) -> tuple[np.ndarray, np.ndarray]:
+    """Per vertex i (V_i, G_i): its share of its bone region's skeleton-relative volume, V_i = sum over its faces
+    (i, j, m) of det(x_i - a_i, x_j - a_i, x_m - a_i) / 18 (the tetrahedra from its own attachment a_i; each face
+    is counted by its three corners, hence 18 = 6 x 3), and G_i = dV_i / dx_i = sum (x_j - a_i) x (x_m - a_i) / 18,
+    whose direction is the vertex's outward normal and 3 |G_i| its share of the surface area."""
+    n = x.shape[0]
+    h = rest.vol_third >= 0
+    i, j, m = rest.rows[h], rest.cols[h], rest.vol_third[h]
+    ai = attach[i]
+    c = np.cross(x[j] - ai, x[m] - ai)
+    det = np.einsum("ij,ij->i", x[i] - ai, c)
+    v = np.bincount(i, weights=det, minlength=n) / 18.0
+    g = np.stack([np.bincount(i, weights=c[:, k], minlength=n) for k in range(3)], 1) / 18.0
+    return v, g
+
+
+def region_volumes(x: np.ndarray, attach: np.ndarray, rest: SpringRest) -> np.ndarray:
+    """(R,) skeleton-relative volume of every bone region at positions x (0 for the regions that are off)."""
+    v, _ = fan_volumes(x, attach, rest)
+    on = rest.vol_region >= 0
+    return np.bincount(rest.vol_region[on], weights=v[on], minlength=rest.vol_v0.shape[0])
+
+
+def volume_rest(rest: SpringRest, topology: MeshTopology, binding: Binding) -> None:
+    """Set up the volume term in `rest`: slot third corners, bind volume and area per bone region, and which
+    regions take part (|V0_r| > VOLUME_MIN_RATIO S0_r^1.5)."""
+    rest.vol_third = slot_third_corners(topology, rest.rows, rest.cols)
+    n = rest.n_vertices
+    bone = np.asarray(binding.bone, np.int64)
+    n_reg = int(binding.bones.count) if n else 0
+    rest.vol_region = np.full(n, -1, np.int64)
+    rest.vol_v0 = np.zeros(n_reg)
+    rest.vol_s0 = np.zeros(n_reg)
+    if n == 0 or n_reg == 0:
+        return
+    x = np.asarray(topology.positions, np.float64)
+    v, g = fan_volumes(x, np.asarray(binding.attach, np.float64), rest)
+    rest.vol_v0 = np.bincount(bone, weights=v, minlength=n_reg)
+    rest.vol_s0 = 3.0 * np.bincount(bone, weights=_norm(g), minlength=n_reg)
+    on = (rest.vol_s0 > 0.0) & (np.abs(rest.vol_v0) > VOLUME_MIN_RATIO * rest.vol_s0 ** 1.5)
+    rest.vol_region = np.where(on[bone], bone, -1)
+
+
+def mesh_islands(topology: MeshTopology) -> np.ndarray:
+    """(V,) label of the connected piece (over the mesh edges) every control point belongs to."""
+    v = topology.n_control
+    e = np.asarray(topology.edges, np.int64).reshape(-1, 2)
+    graph = coo_matrix((np.ones(e.shape[0], np.int8), (e[:, 0], e[:, 1])), shape=(v, v))
+    return np.asarray(connected_components(graph, directed=False)[1], np.int64)
+
+
+def joint_blend_weights(binding: Binding, bind_joints: np.ndarray, r: np.ndarray, island: np.ndarray | None = None
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per vertex (other bone or -1, joint end 0 = parent / 1 = child, own weight) of joint blending.
+
+    The nearer end of a vertex's bone is an interior joint when another bone ends there (parent end: a bone whose
+    child joint is this bone's parent joint; child end: exactly one bone starting at the child joint). A vertex at
+    distance d from that joint along its bone, with rho = min(JOINT_BLEND r_i, half the bone), gets the own
+    weight w = 1/2 + 1/2 smoothstep(d / rho) (1 at and past rho).
+
+    island (V,): mesh piece labels (`mesh_islands`). A vertex blends only when its piece also has points bound to
+    the bone across the joint: a separate piece bound to one bone (a rigid panel, a shell ending before the
+    joint) follows its bone rigidly, as LBS keeps it, instead of being bent by a joint it does not span."""
+    bones = binding.bones
+    nb = bones.count
+    p, c = bone_endpoints(bones, np.asarray(bind_joints, np.float64))
+    length = _norm((c - p).astype(np.float64))
+    pj, cj = np.asarray(bones.parent_joint), np.asarray(bones.child_joint)
+    parent_bone = np.full(nb, -1, np.int64)
+    child_bone = np.full(nb, -1, np.int64)
+    for k in range(nb):  # set-up only, per bone
+        m = np.nonzero((cj == pj[k]) & (cj >= 0))[0]
+        if m.size:
+            parent_bone[k] = m[0]
+        if cj[k] >= 0:
+            m = np.nonzero(pj == cj[k])[0]
+            if m.size == 1:
+                child_bone[k] = m[0]
+    b = np.asarray(binding.bone, np.int64)
+    t = np.asarray(binding.t, np.float64)
+    end = (t >= 0.5).astype(np.int64)
+    other = np.where(end == 0, parent_bone[b], child_bone[b])
+    d = np.where(end == 0, t, 1.0 - t) * length[b]
+    rho = np.minimum(JOINT_BLEND * np.asarray(r, np.float64), 0.5 * length[b])
+    u = np.clip(d / np.where(rho > 0, rho, 1.0), 0.0, 1.0)
+    spans = other >= 0
+    if island is not None:  # the vertex's piece has points on the other bone
+        lab = np.asarray(island, np.int64)
+        present = np.unique(lab * nb + b)
+        spans &= np.isin(lab * nb + np.where(other >= 0, other, 0), present)
+    w = np.where(spans & (rho > 0), 0.5 + 0.5 * u * u * (3.0 - 2.0 * u), 1.0)
+    other = np.where(w < 1.0, other, -1)
+    return other, end, w
+
+
+def lambda_columns(rest: SpringRest) -> np.ndarray:
+    """(V,4) per-vertex Gershgorin bounds of the force Jacobian per unit stiffness (linearised at bind), one
+    column per group of LAMBDA_COLUMNS: edge/length springs 2 deg_i (each neighbour adds k on the diagonal and
+    k off it), torsion sum_j w_ij (1/r_i^2 + 1/(r_i r_j)), bone (r_i / max(r_i, s_floor_i))^2 (1, or 0 for a
+    vertex on its bone), radial 1 (r_i: bind |s_i| floored like the force denominators). The surface-edit term
+    k_e K_i changes per frame and is added by `lambda_per_vertex`."""
+    n = rest.n_vertices
+    sref = np.maximum(rest.r, rest.s_floor)
+    deg2 = 2.0 * rest.degree.astype(np.float64)
+    tor = rest.w_t * (1.0 / sref[rest.rows] ** 2 + 1.0 / (sref[rest.rows] * sref[rest.cols]))
+    return np.stack([deg2, np.bincount(rest.rows, weights=tor, minlength=n), (rest.r / sref) ** 2,
+                     np.ones(n)], 1)
+
+
+def volume_acts(params: SpringParams) -> bool:
+    """Whether the volume term runs: k_v on and not the energy scheme (the term is a pressure with no energy to
+    descend; that scheme accepts descending steps only)."""
+    return bool(params.stiffness("k_v")) and params.convergence != "energy"
+
+
+def edited_regions(region: np.ndarray, stiffness: np.ndarray, held: np.ndarray | None) -> np.ndarray:
+    """Volume regions (sorted, unique) holding a surface-edit handle (K_i > 0) or a held vertex: the volume term
+    leaves them alone (an edit changes the volume on purpose: a bulge, a breathing chest; the pressure would
+    deflate the rest of the region to undo it). region (V,) as SpringRest.vol_region."""
+    touched = np.asarray(stiffness) > 0.0
+    if held is not None:
+        touched = touched | (np.asarray(held) > 0)
+    return np.unique(region[touched & (region >= 0)])
+
+
+def volume_points(rest: SpringRest, params: SpringParams, edit: EditTerms | None) -> np.ndarray:
+    """(V,) bool: the points the volume term acts on (their region takes part and no acting edit touches it)."""
+    region = rest.vol_region if rest.vol_region.shape[0] == rest.n_vertices else np.full(rest.n_vertices, -1)
+    on = region >= 0
+    if not volume_acts(params):
+        return np.zeros_like(on)
+    if edit is not None and params.stiffness("k_e"):
+        on &= ~np.isin(region, edited_regions(region, edit.stiffness, edit.held))
+    return on
