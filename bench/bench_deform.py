@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
                 ctx.finish()
                 walls.append((time.perf_counter() - t0) * 1e3)
             med = {k: float(np.median(v)) for k, v in parts.items()}
-            n_steps = len(next(iter(graph._batches.values())).plan.steps)
+            n_steps = len(graph.plans[0].steps)
             graph.release()
             wall = Spread.of(walls)
             print(f"{n:>4}{normals:>9}{'yes' if fuse else 'no':>6}{n * topo.n_display:>11}{n_steps:>10}"

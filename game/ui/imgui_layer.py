@@ -339,6 +339,7 @@ class ImGuiLayer:
     def _backdrop(self, cmd_list: Any) -> Rect | None:
         """The opaque backdrop (GL rectangle: the whole pixels inside the window) of a top-level window's
         draw list; None for other lists (background, foreground, child windows) and off-screen windows."""
+        # ``_owner_name`` is imgui's own field (ImDrawList::_OwnerName) as imgui-bundle names it, not ours
         window = imgui.internal.find_window_by_name(cmd_list._owner_name)
         if window is None or window.flags & imgui.WindowFlags_.child_window or window.hidden:
             return None

@@ -334,6 +334,11 @@ class DeformerGraph:
             batch.layout()
 
     @property
+    def plans(self) -> list[Any]:
+        """The plan of every batch (one per graph configuration in use): its stages in dispatch order."""
+        return [b.plan for b in self._batches.values()]
+
+    @property
     def handles(self) -> list[DeformHandle]:
         return [i.handle for i in self._instances.values()]
 
