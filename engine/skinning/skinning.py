@@ -41,7 +41,7 @@ from engine.skinning import registry
 from engine.skinning.binding.bones import joint_location_groups
 from engine.skinning.binding.pipeline import per_control
 from engine.skinning.binding.project import nearest_bone
-from engine.skinning.types import Binding, Bones, MeshTopology, bone_endpoints
+from engine.skinning.types import Binding, Bones, MeshTopology, bone_endpoints, joint_rotations
 
 __all__ = [
     "lbs",
@@ -51,7 +51,6 @@ __all__ = [
     "rigid",
     "irs",
     "skin_control_points",
-    "joint_rotations",
     "dual_quat_parts",
     "polar_rotations",
     "bend_refs",
@@ -134,17 +133,6 @@ def _polar(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     a = np.asarray(a, np.float64)
     r = _svd_rotations(a)
     return r, _stretch(r, a)
-
-
-@quiet_underflow
-def joint_rotations(bind_joints: np.ndarray, posed_joints: np.ndarray) -> np.ndarray:
-    """Rotation part (J,3,3) float64 of every joint's bind->pose transform posed @ inv(bind)."""
-    bj = np.asarray(bind_joints, np.float64)
-    pj = np.asarray(posed_joints, np.float64)
-    if bj.shape != pj.shape or bj.ndim != 3 or bj.shape[1:] != (4, 4):
-        raise ValueError(f"bind_joints and posed_joints must both be (J,4,4), got {bj.shape} and {pj.shape}")
-    rel = pj[:, :3, :3] @ np.linalg.inv(bj[:, :3, :3])
-    return _polar(rel)[0]
 
 
 def _check_influences(positions: np.ndarray, joints: np.ndarray, weights: np.ndarray, skin_mats: np.ndarray):

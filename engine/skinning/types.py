@@ -102,12 +102,16 @@ def bone_endpoints(bones: Bones, joints: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 def joint_rotations(bind_joints: np.ndarray, posed_joints: np.ndarray) -> np.ndarray:
-    """Rotation of every joint relative to bind, (J,3,3): the polar (closest rotation) factor of the 3x3 block
-    of posed @ inv(bind), so joint scale does not leak into the scale vectors. (The springs, radial, edits and
-    ARAP use this one; engine.skinning.skinning.joint_rotations, the reference skinners' own, takes the 3x3 blocks
-    with shape checks and agrees to ~1e-16: two paths kept apart so that neither one's numbers change.)"""
-    m = np.asarray(posed_joints, np.float64) @ np.linalg.inv(np.asarray(bind_joints, np.float64))
-    u, _, vt = np.linalg.svd(m[:, :3, :3])
-    d = np.sign(np.linalg.det(u @ vt))
-    u[:, :, 2] *= d[:, None]
-    return u @ vt
+    """Rotation of every joint relative to bind, (J,3,3) float64: the polar (closest rotation) factor of the
+    3x3 block of posed @ inv(bind), so joint scale does not leak into the scale vectors. The one copy: the
+    springs, radial, edits, ARAP and the GPU pose upload use it."""
+    bj = np.asarray(bind_joints, np.float64)
+    pj = np.asarray(posed_joints, np.float64)
+    if bj.shape != pj.shape or bj.ndim != 3 or bj.shape[1:] != (4, 4):
+        raise ValueError(f"bind_joints and posed_joints must both be (J,4,4), got {bj.shape} and {pj.shape}")
+    with np.errstate(under="ignore"):  # tiny singular values of a degenerate joint are not an error
+        m = pj @ np.linalg.inv(bj)
+        u, _, vt = np.linalg.svd(m[:, :3, :3])
+        d = np.sign(np.linalg.det(u @ vt))
+        u[:, :, 2] *= d[:, None]
+        return u @ vt

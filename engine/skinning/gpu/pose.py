@@ -17,9 +17,8 @@ from engine.gpu.layouts import pack_mat4
 from engine.skinning.gpu import layouts as L
 from engine.skinning.gpu import spring as gpu_spring
 from engine.skinning.gpu.records import Instance
-from engine.skinning.skinning import joint_rotations
 from engine.skinning.springs.frames import pose_motion, warm_scale, warm_start_allowed
-from engine.skinning.types import Bones, bone_endpoints
+from engine.skinning.types import Bones, bone_endpoints, joint_rotations
 
 
 @dataclass(frozen=True)
