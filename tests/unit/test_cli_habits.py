@@ -146,6 +146,15 @@ def test_python_dash_m_game_runs_the_cli():
     assert r.returncode == 0 and r.stdout.strip() == f"skinengine {cli.version()}", r.stderr
 
 
+def test_python_dash_m_engine_says_where_the_command_line_is():
+    # the engine is a library and never imports the application: one error line, exit 2, no traceback
+    r = subprocess.run([sys.executable, "-m", "engine", "--version"], capture_output=True, text=True, cwd=ROOT,
+                       timeout=120)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:"), r.stderr
+    assert "python -m game" in lines[0] and r.stdout == ""
+
+
 def test_closed_pipe_ends_quietly():
     """`main.py inspect X | head -1`: the reader is gone before the command writes; no internal error."""
     read_end, write_end = os.pipe()
