@@ -1,7 +1,7 @@
 """Contact term of the spring deformer (research 8.2, "collisions" as future work): numpy reference.
 
-Past about 135 deg the straight parts of a bent limb meet beyond the joint blend (springs.py, module
-docstring) and their inner sides pass through each other. The contact term pushes such surface points apart
+Past about 135 deg the straight parts of a bent limb meet beyond the joint blend (docs/springs.md, "Joint blending
+and why") and their inner sides pass through each other. The contact term pushes such surface points apart
 after the spring iterations (`SpringParams.contact`), in Jacobi passes (every pass reads the last pass's
 positions only):
 

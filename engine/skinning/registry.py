@@ -16,7 +16,7 @@ lbs                linear blend skinning (engine/skinning/skinning.py ``lbs``)
 dqs                dual-quaternion skinning (``dqs``)
 rigid              rigid attachment skinning: attachment points on the bones + scale vectors (``rigid``)
 irs                incremental rotation skinning (``irs``)
-spring             the spring deformer iterated from rigid skinning (engine/skinning/springs.py)
+spring             the spring deformer iterated from rigid skinning (engine/skinning/springs/)
 spring-feedback    the frame-dependent spring loop (GPU only): each frame starts from the last
 arap               as-rigid-as-possible on scale vectors (engine/skinning/arap.py, CPU only)
 =================  ==========================================================================================

@@ -1,5 +1,5 @@
 """The editor window: a pyglet window whose input goes through the one event model (engine/input/events.py)
-into the editor's systems (engine/editor), and the real-time replay of a recording.
+into the editor's systems (game/editor/), and the real-time replay of a recording.
 
 ``python main.py --record FILE`` opens it on the humanoid (or ``--asset``), recording the session to FILE;
 ``python main.py replay FILE`` (with a display) plays a recording back in it. Controls (game/editor/systems.py

@@ -8,7 +8,7 @@ meshes use world(node) @ v. Results must agree within 1e-4 of the bounding-box d
 
 Two sources feed the engine side: ``raw`` builds the engine.assets.model.Asset in this file from the same
 decoded JSON (so these tests check engine.anim even while the loader is unfinished), and ``loader`` uses
-engine.assets.load (it fails until engine/assets/gltf.py lands).
+engine.assets.load (engine/assets/gltf/).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Spring deformer (engine/skinning/springs.py): each force on hand-worked 2-4 point cases, energy gradient,
+"""Spring deformer (engine/skinning/springs/): each force on hand-worked 2-4 point cases, energy gradient,
 fixed point at bind, integrators, convergence schemes, stability range and divergence handling, per-vertex
 step limiting (a fan with a 128-valent pole where the plain update diverges), and the research's headline
 behaviour on a two-bone tube (twist without collapse, bend volume vs LBS, initialisations reaching the same
