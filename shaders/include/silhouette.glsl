@@ -6,7 +6,7 @@
 //   bool surface_at(ivec2 p, out uvec4 ids, out float depth)   the frame's surface at pixel p (ids texel,
 //                                                               window depth); false where it shows none
 //   vec3 world_at(vec2 frag, float depth)                       the world point of window point frag at depth
-// and the uniform u_sil_channel: SIL_NORMAL, SIL_DEPTH or SIL_POSITION (defines from engine.render.silhouette).
+// and the uniform u_sil_channel: SIL_NORMAL, SIL_DEPTH or SIL_POSITION (defines from engine/gpu/layouts.py).
 // Channel values where no surface shows are the reference's: normal 0, depth 1, position 0.
 #include "gbuffer_codec.glsl"
 
