@@ -169,6 +169,8 @@ def run_window(session: Any, frames: int | None = None, *, overlay: Any = None,
             elif name == "quit":
                 state["quit"] = True
 
+    if "desktop_controls" in session.schedule:  # a second window loop on the session takes over the controls
+        session.schedule.remove_system("desktop_controls")
     session.add_system(Phase.INPUT, desktop_controls, name="desktop_controls", after="input_begin_system")
 
     def on_frame(dt: float) -> bool:
