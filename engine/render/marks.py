@@ -1,7 +1,8 @@
 """Vertex marks: sets of a mesh's vertices drawn as coloured points over the frame (regions of interest).
 
 A surface edit's region (engine/skinning/roi.py) is three vertex sets, shown as in the research (Fig. 34):
-kinematic green, passive blue, static red. :class:`VertexMarks` draws them in the renderer's ``ui`` pass, pulling
+kinematic green, passive blue, static red; each mark an opaque rim around a translucent disc, so the bulge the
+region describes stays visible under it. :class:`VertexMarks` draws them in the renderer's ``ui`` pass, pulling
 each vertex from the mesh's DEFORMED positions buffer on the GPU (the range the G-buffer pass reads), so the marks
 follow the animation and the deformers with no read-back; a mark is hidden where the drawn surface lies in front
 of it (the frame depth target). Indices are glTF display vertices of the mesh.
@@ -92,7 +93,10 @@ class VertexMarks:
         self._buffer.bind_to_storage_buffer(GLSL_CONSTANTS["BINDING_MARKS"])
         ctx.enable(moderngl.PROGRAM_POINT_SIZE)
         ctx.disable(moderngl.DEPTH_TEST)
+        ctx.enable(moderngl.BLEND)  # the discs are translucent (marks.frag)
+        ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
         self._vao.render(moderngl.POINTS, vertices=self.count)
+        ctx.disable(moderngl.BLEND)
         ctx.disable(moderngl.PROGRAM_POINT_SIZE)
 
     def release(self) -> None:
