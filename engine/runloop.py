@@ -7,12 +7,12 @@ frame with it (fixed steps as due, the pose drawn interpolated by the clock's al
 framebuffer, and every half second recompiles shaders whose files changed (a failed compile keeps the previous
 program; the error is printed and shown in the window title).
 
-``run_window(session, frames=None)`` is the demo's host over it (:data:`CONTROLS` is the help text): left-drag
-orbit, right/middle-drag pan, wheel zoom (engine/controls.py, as the editor's camera); Space play/pause, ``.``
-one fixed step while paused, ``[`` / ``]`` halve / double the time scale, W wireframe, V cycles the G-buffer
-debug views, Esc quits; with an overlay (game/ui/overlay.py): P shows the profiler, F freezes it, H shows the
-controls help. The caller may add keys (``keys={name: (help, fn)}`` with event key names; the demo's deformer
-switch); the overlay's imgui windows take the mouse first.
+``run_window(session, frames=None)`` is the demo's host over it (:data:`CONTROLS` is the help text): the
+controls every window shares (engine/controls.py: right-drag orbit, middle or Shift+right-drag pan, wheel zoom;
+Space, ``.``, ``[`` / ``]``, W, V; with an overlay (game/ui/overlay.py) Shift+P the profiler, Shift+F freezes
+it, H the help), plus left-drag orbiting (the demo has no stroke tools) and Esc to quit. The caller may add
+keys (``keys={name: (help, fn)}`` with event key names; the demo's deformer switch); the overlay's imgui
+windows take the mouse first.
 """
 from __future__ import annotations
 
@@ -22,22 +22,19 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["run_headless", "run_window", "window_loop", "HOT_RELOAD_INTERVAL", "CONTROLS", "OVERLAY_CONTROLS"]
+from engine.controls import VIEW_HELP
+
+__all__ = ["run_headless", "run_window", "window_loop", "HOT_RELOAD_INTERVAL", "CONTROLS", "QUIT_HELP"]
 
 log = logging.getLogger(__name__)
 
 #: seconds between two checks of the shader files in the window loop
 HOT_RELOAD_INTERVAL = 0.5
 
-#: the window's controls, as the help overlay lists them
-CONTROLS = (
-    "left drag  orbit      right drag  pan      wheel  zoom",
-    "Space  play/pause     .  one step (paused)",
-    "[ ]  time scale       W  wireframe      V  G-buffer view",
-    "Esc  quit",
-)
-#: the overlay's keys (run_window with an overlay)
-OVERLAY_CONTROLS = ("P  profiler           F  freeze profiler", "H  this help")
+#: the demo window's controls, as the help overlay lists them: the shared ones (engine/controls.py), then the
+#: caller's keys, then Esc
+CONTROLS = ("left-drag orbits too (no tools here)", *VIEW_HELP)
+QUIT_HELP = "Esc  quit"
 
 
 def run_headless(session: Any, frames: int) -> list[float]:
@@ -132,9 +129,9 @@ def run_window(session: Any, frames: int | None = None, *, overlay: Any = None,
     ``overlay``: a game.ui.overlay.SessionOverlay (P / F / H keys, mouse to imgui first); ``keys``: extra key
     name (an event key name: ``"c"``, ``"1"``) -> (help line, action), checked before the built-in keys (an
     empty help line is not listed: one line may describe several keys)."""
-    from engine.controls import camera_controls, clock_action
+    from engine.controls import CLOCK_ACTIONS, camera_controls, clock_action, shortcut, view_action
     from engine.ecs import Phase
-    from engine.input.events import Buttons, KeyDown
+    from engine.input.events import KeyDown, Modifiers
     from engine.render.camera import OrbitCamera
 
     if session.gl.window is None:
@@ -144,30 +141,31 @@ def run_window(session: Any, frames: int | None = None, *, overlay: Any = None,
     renderer = session.renderer
     state: dict[str, Any] = {"quit": False, "pointer": None}
     extra = dict(keys or {})
-    toggles = {"p": "profiler", "f": "freeze", "h": "help"}
+    toggles = {"profiler": "profiler", "freeze_profiler": "freeze", "help": "help"}
 
     def desktop_controls(world: Any) -> None:
         events = session.events.frame
-        state["pointer"] = camera_controls(events, session.camera, renderer.height, orbit=Buttons.LEFT,
-                                           pan=Buttons.RIGHT | Buttons.MIDDLE, pointer=state["pointer"])
+        state["pointer"] = camera_controls(events, session.camera, renderer.height, left_orbits=True,
+                                           pointer=state["pointer"])
         for e in events:
             if not isinstance(e, KeyDown):
                 continue
-            name = DESKTOP_KEYS.get(e.key)
-            if e.key in extra:
+            bound = shortcut(e.key, e.modifiers)
+            if e.key in extra and e.modifiers == Modifiers.NONE:
                 extra[e.key][1]()
-            elif overlay is not None and e.key in toggles:
-                toggle_overlay(overlay, toggles[e.key])
-            elif name in ("toggle_pause", "step"):
-                clock_action(session.clock, name)
-            elif name in ("time_scale_down", "time_scale_up"):
-                clock_action(session.clock, "time_scale", {"factor": 0.5 if name == "time_scale_down" else 2.0})
-            elif name == "wireframe":
-                renderer.wireframe = not renderer.wireframe
-            elif name == "view":  # debug views: colour, albedo, normal, position, depth, triangle, barycentric, mesh
-                print(f"view: {renderer.cycle_view()}")
-            elif name == "quit":
+            elif e.key == "escape":
                 state["quit"] = True
+            elif bound is None:
+                continue
+            elif bound[0] in CLOCK_ACTIONS:
+                clock_action(session.clock, *bound)
+            elif bound[0] in toggles:
+                if overlay is not None:
+                    toggle_overlay(overlay, toggles[bound[0]])
+            else:
+                shown = view_action(renderer, bound[0])
+                if shown is not None:
+                    print(f"view: {shown}")
 
     if "desktop_controls" in session.schedule:  # a second window loop on the session takes over the controls
         session.schedule.remove_system("desktop_controls")
@@ -178,7 +176,7 @@ def run_window(session: Any, frames: int | None = None, *, overlay: Any = None,
         return not state["quit"]
 
     if overlay is not None:
-        overlay.help_lines = list(CONTROLS) + list(OVERLAY_CONTROLS) + [h for h, _fn in extra.values() if h]
+        overlay.help_lines = [*CONTROLS, *(h for h, _fn in extra.values() if h), QUIT_HELP]
     return window_loop(session, on_frame, frames=frames,
                        attach=overlay.attach_window if overlay is not None else None)  # imgui on top: first
 

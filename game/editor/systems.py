@@ -2,14 +2,16 @@
 
 1. ``input_begin_system`` (the engine's first system, engine/frame.py): this frame's events become
    ``EventQueue.frame``.
-2. :func:`shortcut_system`: keys -> editor commands (Ctrl+Z undo, Ctrl+Shift+Z / Ctrl+Y redo, Space pause,
-   ``.`` one step, ``[`` / ``]`` time scale, O orbit tool, P pose tool, B bulge tool, S silhouette tool,
-   ``=`` / ``-`` the surface height, R / Shift+R the surface rings, Esc drops the strokes) and
+2. :func:`shortcut_system`: keys -> editor commands (the keys every window shares, engine/controls.py:
+   Space pause, ``.`` one step, ``[`` / ``]`` time scale, W wireframe, V G-buffer view; Shift+P, Shift+F
+   and H are carried out by the window; then Ctrl+Z undo, Ctrl+Shift+Z / Ctrl+Y redo, O orbit tool, P pose
+   tool, B bulge tool, S silhouette tool, ``=`` / ``-`` the surface height, R / Shift+R the surface rings,
+   Esc drops the strokes) and
    :class:`Action` events from panels and scripts (``tool``, ``set``, ``end_edit``, ``surface_nudge``,
    ``undo``, ``redo``, ``clear_strokes``, ``pause``, ``play``, ``step``, ``time_scale``, ``select``) -> the
    same commands.
-3. :func:`camera_system`: right-drag orbits (left-drag too in the orbit tool), middle-drag pans, the wheel
-   zooms; a Resize resizes the frame.
+3. :func:`camera_system`: the shared camera controls (engine/controls.py: right-drag orbits, left-drag too in
+   the orbit tool, middle or Shift+right-drag pans, the wheel zooms); a Resize resizes the frame.
 4. :func:`stroke_input_system`: left-button down/move/up in a stroke tool -> the samples of the stroke
    being drawn -> on release a fitted :class:`engine.input.strokes.Stroke` (RDP epsilon scaled to the frame
    height) in ``EditorState.finished``; an unusable stroke is refused with a message, never an exception.
@@ -24,7 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from engine.controls import CLOCK_ACTIONS, camera_controls, clock_action
+from engine.controls import (
+    CLOCK_ACTIONS,
+    SHORTCUT_MODIFIERS,
+    VIEW_KEYS,
+    camera_controls,
+    clock_action,
+    view_action,
+)
 from engine.ecs import Clock, World
 from engine.frame import View
 from engine.input.events import (
@@ -45,15 +54,13 @@ from game.editor.undo import CommandStack
 __all__ = ["KEY_BINDINGS", "CHARACTER_ACTIONS", "shortcut_system", "apply_action", "camera_system",
            "stroke_input_system"]
 
-#: (key, modifiers) -> (action name, args): the help overlay lists this table.
+#: (key, modifiers) -> (action name, args): the keys every window shares (engine/controls.py VIEW_KEYS: time,
+#: view, profiler, help) and the editor's own; the help overlay lists this table.
 KEY_BINDINGS: dict[tuple[str, Modifiers], tuple[str, dict[str, Any]]] = {
+    **VIEW_KEYS,
     ("z", Modifiers.CTRL): ("undo", {}),
     ("z", Modifiers.CTRL | Modifiers.SHIFT): ("redo", {}),
     ("y", Modifiers.CTRL): ("redo", {}),
-    ("space", Modifiers.NONE): ("toggle_pause", {}),
-    ("period", Modifiers.NONE): ("step", {}),
-    ("bracketleft", Modifiers.NONE): ("time_scale", {"factor": 0.5}),
-    ("bracketright", Modifiers.NONE): ("time_scale", {"factor": 2.0}),
     ("o", Modifiers.NONE): ("tool", {"name": "orbit"}),
     ("p", Modifiers.NONE): ("tool", {"name": "pose"}),
     ("b", Modifiers.NONE): ("tool", {"name": "bulge"}),
@@ -66,7 +73,8 @@ KEY_BINDINGS: dict[tuple[str, Modifiers], tuple[str, dict[str, Any]]] = {
 }
 #: Actions on the selected character, run by the Editor (it holds the Character handles), not here.
 CHARACTER_ACTIONS = ("deformer", "config", "clip", "scrub", "speed")
-_SHORTCUT_MODS = Modifiers.CTRL | Modifiers.SHIFT | Modifiers.ALT | Modifiers.SUPER
+#: the view's overlay toggles: the editor window carries them out (game/editor/window.py), not the systems
+_WINDOW_ACTIONS = ("profiler", "freeze_profiler", "help")
 
 
 def apply_action(world: World, name: str, args: dict[str, Any]) -> None:
@@ -99,6 +107,13 @@ def apply_action(world: World, name: str, args: dict[str, Any]) -> None:
             state.knot_drag = None
         elif name in CLOCK_ACTIONS:
             clock_action(clock, name, args)
+        elif name in ("wireframe", "cycle_view"):
+            view = world.try_resource(View)
+            shown = view_action(view.renderer if view is not None else None, name)
+            if shown is not None:
+                state.say(f"view: {shown}")
+        elif name in _WINDOW_ACTIONS:
+            pass
         elif name == "select":
             entity = args.get("entity")
             if entity is not None and not world.is_alive(entity):
@@ -117,7 +132,7 @@ def shortcut_system(world: World) -> None:
         return
     for e in queue.frame:
         if isinstance(e, KeyDown):
-            bound = KEY_BINDINGS.get((e.key, e.modifiers & _SHORTCUT_MODS))
+            bound = KEY_BINDINGS.get((e.key, e.modifiers & SHORTCUT_MODIFIERS))
             if bound is not None:
                 apply_action(world, *bound)
         elif isinstance(e, Action):
@@ -141,10 +156,9 @@ def camera_system(world: World) -> None:
         if isinstance(e, Resize) and view.renderer is not None \
                 and (e.width, e.height) != (view.renderer.width, view.renderer.height):
             view.renderer.resize(e.width, e.height)
-    orbit = Buttons.RIGHT | (Buttons.LEFT if state.settings.tool == "orbit" else Buttons.NONE)
     height = view.renderer.height if view.renderer is not None else max(queue.state.height, 1)
-    state.pointer = camera_controls(queue.frame, _orbit_camera(world), height, orbit=orbit, pan=Buttons.MIDDLE,
-                                    pointer=state.pointer)
+    state.pointer = camera_controls(queue.frame, _orbit_camera(world), height,
+                                    left_orbits=state.settings.tool == "orbit", pointer=state.pointer)
 
 
 def _frame_height(world: World) -> int:

@@ -15,10 +15,14 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from engine.controls import VIEW_HELP
+from game.ui.colours import BASELINE_RGB, JOINT_RGB, OFFSET_RGB, rgba
+
 __all__ = ["run_editor", "run_editor_window", "replay_window", "EditorUI", "HELP_LINES",
            "select_at"]
 
-#: The help overlay (H): every key and mouse control of the editor window.
+#: The help overlay (H): every key and mouse control of the editor window: its tools, then the controls every
+#: window shares (engine/controls.py), then its Esc (the demo's help has the same layout).
 HELP_LINES = (
     "P  pose tool: left-drag a baseline",
     "   along a limb, then an offset stroke",
@@ -29,14 +33,11 @@ HELP_LINES = (
     "   then drag the stroke to move it",
     "S  silhouette tool: left-drag beside an",
     "   outline (view from the side)",
-    "O  orbit tool (left-drag orbits)",
+    "O  orbit tool (left-drag orbits too)",
     "click a character to select it",
-    "right-drag orbit, middle pan, wheel zoom",
     "Ctrl+Z undo, Ctrl+Shift+Z redo",
-    "Space play/pause, . step, [ ] speed",
+    *VIEW_HELP,
     "Esc drop strokes (quit when none)",
-    "Shift+P profiler, Shift+F freeze it",
-    "H  this help",
 )
 #: seconds between two refreshes of the profiler panel in the editor (its numbers stay readable, and the
 #: cached UI layer redraws it only then)
@@ -51,9 +52,8 @@ _CONVERGENCE = ("iterations", "displacement", "force", "energy")
 _INTEGRATORS = ("semi_implicit", "explicit")  # the default first; "explicit" is the research's eq. 23
 #: how often (Hz) the character panel's clip time readout changes while the clip plays
 TIME_READOUT_HZ = 10.0
-_COLOURS = {"baseline": (0.20, 0.55, 1.0, 1.0), "offset": (1.0, 0.55, 0.10, 1.0), "drawing": (1.0, 1.0, 1.0, 0.9),
-            "brush": (1.0, 1.0, 1.0, 0.5), "joint": (0.95, 0.2, 0.3, 1.0),
-            "plane": (0.6, 0.9, 0.6, 0.45)}
+_COLOURS = {"baseline": rgba(BASELINE_RGB), "offset": rgba(OFFSET_RGB), "drawing": (1.0, 1.0, 1.0, 0.9),
+            "brush": (1.0, 1.0, 1.0, 0.5), "joint": rgba(JOINT_RGB), "plane": (0.6, 0.9, 0.6, 0.45)}
 
 
 class EditorUI:
@@ -315,6 +315,7 @@ class EditorUI:
         g = self.editor.selected.joints()[self.editor.posing.last.selected, :3, 3]
         for x, y in self._memoised("joints", (g.tobytes(), self._view_key()), lambda: self._project(g)) or []:
             dl.add_circle_filled(imgui.ImVec2(x, y), 5.0, colour)
+            dl.add_circle(imgui.ImVec2(x, y), 5.5, 0xFF000000, 16, 1.0)  # a dark rim: white dots on light skin
 
     def release(self) -> None:
         self.overlay.release()

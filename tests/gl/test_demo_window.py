@@ -25,9 +25,9 @@ with Session(window=True, width=192, height=108, deformer="lbs") as s:
     panel = CastPanel(lambda: scene.characters, choices=SWITCH_DEFORMERS)
     overlay.panels.append(panel.draw)
     window = s.gl.window
-    presses = [key.P, key.H, key._2]
+    presses = [(key.P, key.MOD_SHIFT), (key.H, 0), (key._2, 0)]  # Shift+P: the profiler in every window
     def press(dt):
-        window.dispatch_event("on_key_press", presses.pop(0), 0)
+        window.dispatch_event("on_key_press", *presses.pop(0))
         if not presses:  # the loop ends after the last key, however fast the frames are
             pyglet.clock.schedule_once(lambda dt: pyglet.app.exit(), 0.05)
     for i in range(len(presses)):
@@ -48,7 +48,7 @@ def test_demo_window_keys_under_xvfb():
     lines = dict(line.split(" ", 1) for line in r.stdout.splitlines() if line.startswith(("state", "help", "mode")))
     assert lines["state"] == "True True ['dqs', 'dqs']"
     help_lines = lines["help"].split("|")
-    assert any(h.startswith("P  profiler") for h in help_lines)
+    assert "Shift+P profiler, Shift+F freeze it" in help_lines and help_lines[-1] == "Esc  quit"
     assert "1-5  all: lbs dqs rigid irs spring" in help_lines
     assert any(h.startswith("C  comparison mode") for h in help_lines)
     assert "" not in help_lines

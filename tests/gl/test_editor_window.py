@@ -115,9 +115,9 @@ def test_the_editor_window_poses_the_arm_from_pointer_events(tmp_path):
     # the UI: the Tools panel at the top left is imgui's dark window colour, not the sky
     panel = img[40:120, 20:120]
     assert (panel.max(axis=2) < 90).mean() > 0.5
-    # the strokes: the offset's orange and the baseline's blue are drawn over the scene
+    # the strokes in the README's colours (game/ui/colours.py): the baseline's green and the offset's blue
     r_, g_, b_ = img[..., 0], img[..., 1], img[..., 2]
-    assert ((r_ > 200) & (g_ > 100) & (g_ < 180) & (b_ < 80)).sum() > 30
+    assert ((g_ > 200) & (r_ < 90) & (b_ < 130)).sum() > 30
     assert ((b_ > 200) & (r_ < 90) & (g_ > 100) & (g_ < 180)).sum() > 30
 
 
