@@ -4,7 +4,9 @@
 2 (``-vv``) debug, -1 (``-q``) errors only and no progress bars. Records print as one line each on stderr,
 ``level: message`` like the command line's ``error:`` lines. Library code only calls ``logging.getLogger``.
 
-``progress(...)`` wraps tqdm: the bar goes to stderr, only when stderr is a terminal, and never under ``-q``.
+``progress(...)`` wraps tqdm: the bar goes to stderr, only when stderr is a terminal (or always with
+``--progress``: ``configure(verbosity, force_progress=True)``, for logs), and never under ``-q``. Anything that
+can take longer than ~2 s shows one: first-use generation, baking, replay, compare.
 
     from engine.log import progress
     for item in progress(items, desc="binding"):
@@ -25,7 +27,7 @@ __all__ = ["LEVELS", "configure", "progress", "progress_enabled"]
 LEVELS = {-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG}
 
 _HANDLER_NAME = "skinengine-cli"
-_state = {"progress": True}
+_state = {"progress": True, "force": False}
 
 
 class _LineFormatter(logging.Formatter):
@@ -36,9 +38,9 @@ class _LineFormatter(logging.Formatter):
         return f"{record.levelname.lower()}: {text}"
 
 
-def configure(verbosity: int = 0) -> int:
+def configure(verbosity: int = 0, *, force_progress: bool = False) -> int:
     """Set up the root logger once for a command-line run; returns the level used. Calling it again replaces
-    the handler it installed (no duplicate lines)."""
+    the handler it installed (no duplicate lines). ``force_progress``: bars also when stderr is no terminal."""
     if isinstance(verbosity, bool) or not isinstance(verbosity, int):
         raise TypeError(f"verbosity must be an int, got {verbosity!r}")
     level = LEVELS[max(min(verbosity, max(LEVELS)), min(LEVELS))]
@@ -51,6 +53,7 @@ def configure(verbosity: int = 0) -> int:
     root.addHandler(handler)
     root.setLevel(level)
     _state["progress"] = verbosity >= 0
+    _state["force"] = bool(force_progress)
     return level
 
 
@@ -63,5 +66,8 @@ def progress(iterable: Iterable[Any] | None = None, *, enabled: bool = True, **k
     """A tqdm bar on stderr, shown only when stderr is a terminal, ``enabled`` and not quiet. Use as an iterable
     wrapper or as a context manager with ``update()``; ``kwargs`` go to tqdm (desc, total, unit, ...)."""
     show = enabled and progress_enabled()
+    if show and _state["force"]:  # --progress: into a log too, a line every few seconds
+        kwargs.setdefault("mininterval", 2.0)
+        return tqdm(iterable, file=sys.stderr, disable=False, leave=True, ascii=True, **kwargs)
     # disable=None: tqdm turns itself off when the stream is not a terminal
     return tqdm(iterable, file=sys.stderr, disable=None if show else True, leave=False, **kwargs)

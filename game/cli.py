@@ -133,6 +133,8 @@ def _add_verbosity(p: argparse.ArgumentParser, *, default: Any) -> None:
                    help="more log output (-v info, -vv debug)")
     p.add_argument("-q", "--quiet", action="store_true", default=default,
                    help="errors only: no warnings, no progress bars")
+    p.add_argument("--progress", action="store_true", default=default,
+                   help="progress bars also when stderr is not a terminal (logs)")
 
 
 def _add_clip_time(p: argparse.ArgumentParser, *, clip_default: str | None) -> None:
@@ -320,6 +322,7 @@ def parse(argv: Sequence[str] | None = None, *, prog: str = "main.py") -> argpar
         args.top_options = tuple(top) if command is None else ()
     args.verbose = int(args.verbose or 0)
     args.quiet = bool(args.quiet)
+    args.progress = bool(getattr(args, "progress", False))
     return args
 
 
@@ -423,7 +426,7 @@ def run(argv: Sequence[str] | None = None, *, prog: str = "main.py") -> int:
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    configure(-1 if args.quiet else args.verbose)
+    configure(-1 if args.quiet else args.verbose, force_progress=args.progress)
     warnings.showwarning = _cli_warning
     try:
         _check_outputs(args)

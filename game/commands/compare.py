@@ -108,6 +108,7 @@ def compare_metrics(asset, clip, time: float, deformers: list[str], config=None,
     the normal measure centres on)) for the ``primitive``-th skinned primitive of ``asset``, each deformer
     run through a Session on the numpy reference (``session``: one to reuse, device cpu)."""
     from engine import Session
+    from engine.log import progress
     from engine.skinning.metrics import deformation_metrics, quality_report
 
     own = session is None
@@ -125,7 +126,7 @@ def compare_metrics(asset, clip, time: float, deformers: list[str], config=None,
         metrics, positions = {}, {}
         posed = joint = None
         rim = open_boundary(topo.triangles, topo.n_control)
-        for d in deformers:
+        for d in progress(deformers, desc=f"comparing primitive {primitive}", unit="method"):
             base, cfg = _variant(d, config)
             ch = s.spawn(loaded, clip=clip, time=time, speed=0.0, mode="clamp", deformer=base, config=cfg)
             try:

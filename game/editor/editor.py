@@ -273,8 +273,10 @@ def replay(rec: Recording, editor: Editor, *, interpolate: bool = False,
            on_frame: Callable[[int], None] | None = None) -> int:
     """Run every recorded frame through the editor's session: its events into the queue, then one frame of
     its recorded dt (drawn as of its last fixed step unless ``interpolate``). Returns the frame count."""
+    from engine.log import progress
+
     s = editor.session
-    for i, f in enumerate(rec.frames):
+    for i, f in enumerate(progress(rec.frames, desc="replaying", unit="frame", enabled=len(rec.frames) > 120)):
         editor.queue.extend(f.events)
         s.frame(f.dt, interpolate=interpolate)
         if on_frame is not None:

@@ -38,6 +38,7 @@ def _restore_logging():
     root.setLevel(level)
     warnings.showwarning = showwarning
     log._state["progress"] = True
+    log._state["force"] = False
 
 
 def _one_error_line(capsys, argv: list[str]) -> str:
@@ -218,6 +219,17 @@ def test_progress_bars_only_on_a_terminal(monkeypatch):
     configure(-1)
     with progress(total=3) as bar:
         assert bar.disable  # -q: never
+
+
+def test_progress_switch_forces_bars_into_logs(capsys):
+    # stderr is captured (no terminal): a bar only with --progress, never with -q
+    argv = ["compare", "cylinder", "--clip", "bend90", "--time", "0", "--deformers", "lbs,dqs"]
+    assert cli.run(argv) == 0
+    assert "comparing primitive" not in capsys.readouterr().err
+    assert cli.run([*argv, "--progress"]) == 0
+    assert "comparing primitive 0: 100%" in capsys.readouterr().err
+    assert cli.run([*argv, "--progress", "-q"]) == 0
+    assert "comparing" not in capsys.readouterr().err
 
 
 def test_data_folders_and_cache_in_a_checkout(monkeypatch, tmp_path):
