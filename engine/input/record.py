@@ -15,9 +15,12 @@ Format, version 1 (one JSON object per line, UTF-8):
 
   ``camera`` is the orbit camera (target, yaw, pitch, distance, vertical fov); ``eye`` and ``up`` are there for
   other readers (and are enough on their own: without ``yaw`` the orbit is computed from eye and target).
-  ``assets`` are the characters in spawn order: a generated character's name or a .gltf/.glb path (relative
-  paths are tried beside the file first). ``editor`` holds the editor settings at the start (every key
-  optional; game.editor.EditorSettings lists them). ``step`` is the fixed simulation step in seconds.
+  ``assets`` are the characters in spawn order: ``source`` a generated character's name or a .gltf/.glb path
+  as it was given; for a file also ``path`` (its absolute path when recorded) and ``sha256`` (of its bytes).
+  ``replay`` looks for the file beside the recording first, then as given, then at ``path``, then by its
+  name beside the recording, and warns when the file found has another hash. ``editor`` holds the editor
+  settings at the start (every key optional; game.editor.EditorSettings lists them). ``step`` is the fixed
+  simulation step in seconds.
 * then, in order, device events and tool/UI actions, each an :mod:`engine.input.events` dict
   (``{"type": "pointer_down", "t": 12.5, "x": 640.0, "y": 360.0, "button": 1, ...}``; ``t`` seconds on one
   monotonic clock, never decreasing), and after each displayed frame's events a frame line
@@ -55,7 +58,7 @@ __all__ = ["FORMAT", "VERSION", "RecordError", "RecordHeader", "RecordedFrame", 
 FORMAT = "skinengine-session"
 VERSION = 1
 _HEADER_KEYS = {"format", "version", "engine", "window", "step", "camera", "assets", "editor"}
-_ASSET_KEYS = {"source", "clip", "time", "speed", "position", "yaw", "deformer"}
+_ASSET_KEYS = {"source", "clip", "time", "speed", "position", "yaw", "deformer", "path", "sha256"}
 
 
 class RecordError(ValueError):
@@ -145,6 +148,9 @@ class RecordHeader:
             for k in ("time", "speed", "yaw"):
                 if k in a:
                     _num(a, k, where)
+            for k in ("path", "sha256"):
+                if k in a and not isinstance(a[k], str):
+                    raise ValueError(f"{where}.{k} must be a string, got {type(a[k]).__name__}")
         editor = d.get("editor", {})
         if not isinstance(editor, dict):
             raise ValueError("header.editor must be an object")

@@ -149,3 +149,32 @@ def test_replay_command_saves_the_posed_asset(tmp_path):
 
     asset = load(out)
     assert "pose" in [c.name for c in asset.clips]
+
+
+def test_a_recording_finds_its_asset_from_another_folder(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    src = tmp_path / "work" / "hero.glb"
+    src.parent.mkdir()
+    shutil.copy(Path(__file__).resolve().parents[2] / "assets" / "cylinder.glb", src)
+    rec_path = tmp_path / "work" / "session.jsonl"
+    monkeypatch.chdir(src.parent)
+    with Session(width=64, height=48, strict=True) as s:
+        ed = Editor(s)
+        ed.spawn("hero.glb", clip=0)  # relative to the folder it was recorded in
+        ed.record(rec_path)
+        s.step(2)
+        ed.stop_recording()
+    header = json.loads(rec_path.read_text().splitlines()[0])["assets"][0]
+    assert header["source"] == "hero.glb" and header["path"] == str(src.resolve()) and len(header["sha256"]) == 64
+    moved = tmp_path / "elsewhere" / "session.jsonl"  # the recording moves away from the asset
+    moved.parent.mkdir()
+    shutil.move(rec_path, moved)
+    monkeypatch.chdir(tmp_path)
+    assert run(["replay", str(moved), "--headless"]) == 0  # found through the recorded absolute path
+    capsys.readouterr()
+    src.unlink()
+    assert run(["replay", str(moved), "--headless"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "header.assets[0]: asset 'hero.glb' not found (looked at:" in err[0]
+    assert str(src.resolve()) in err[0]
