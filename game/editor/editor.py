@@ -85,6 +85,8 @@ class Editor:
         self.queue = session.events  # the session's one event queue
         self.state = EditorState(settings if settings is not None else EditorSettings())
         self.undo = CommandStack(limit=undo_limit)
+        self.saved_mark = self.undo.mark()  # the state of the last save (unsaved: the stack moved since)
+        self.save_path: Path | None = None
         w = session.world
         for r in (self.state, self.undo):
             w.insert_resource(r)
@@ -146,6 +148,37 @@ class Editor:
             if ch.entity == self.state.selected:
                 return ch
         return chars[0] if chars else None
+
+    @property
+    def selected_name(self) -> str:
+        """The selected character's name ("" with none): the window title shows it."""
+        ch = self.selected
+        return "" if ch is None else str(ch.name)
+
+    @property
+    def unsaved(self) -> bool:
+        """Edits were done (or undone) since the last :meth:`save` (or since the editor opened)."""
+        return self.undo.mark() != self.saved_mark
+
+    def save(self, path: str | Path | None = None) -> list[Path]:
+        """Save the work on the selected character: its asset with the current pose keyed into the clip
+        ``pose`` as .glb at ``path`` (default: the last path saved to, else ``<name>_edited.glb`` in the current
+        folder), and its surface edits, when it has any, beside it as ``<stem>.edits.json``. The undo stack's
+        state becomes the saved one. Returns the files written; ValueError (nothing written) for a bad path."""
+        from engine.paths import check_writable
+
+        ch = self.selected
+        if ch is None:
+            raise ValueError("no character to save")
+        target = Path(path) if path is not None else (self.save_path or Path.cwd() / f"{ch.name}_edited.glb")
+        check_writable("save", target, suffix=".glb", makes_parents=True)
+        written = [self.save_asset(target)]
+        if any(len(st) for st in ch.edits.values()):
+            written.append(ch.save_edits(target.with_suffix(".edits.json"), clip="pose", time=0.0))
+        self.save_path = target
+        self.saved_mark = self.undo.mark()
+        self.state.say(f"saved {', '.join(p.name for p in written)}")
+        return written
 
     def save_asset(self, path: str | Path, *, clip: str = "pose") -> Path:
         """Key the selected character's current pose at t = 0 into ``clip`` and write its asset as .glb."""

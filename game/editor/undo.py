@@ -106,6 +106,12 @@ class CommandStack:
         self._open = command.merge_key is not None
         return command
 
+    def mark(self) -> tuple[int, int]:
+        """A token of the state the stack stands at (the cursor and the command under it): equal tokens mean
+        the same edits are done (the editor compares it with the one of its last save)."""
+        top = self._commands[self._cursor - 1] if self._cursor else None
+        return self._cursor, id(top)
+
     def close(self) -> None:
         """End the continuous edit: the next command starts a new undo step."""
         self._open = False

@@ -74,6 +74,10 @@ class EditorUI:
         # computed from (root / joints, camera, settings, window size) stays the same: (key, points)
         self._memo: dict[str, tuple[Any, Any]] = {}
         self._scrubbing = False  # the time slider is being dragged: it shows the exact time
+        #: the unsaved-changes prompt is open; the choice made in it ("save", "discard", "cancel"), read by the
+        #: window loop
+        self.confirm_quit = False
+        self.quit_choice: str | None = None
 
     def act(self, action: str, /, **args: Any) -> None:
         """Push an Action (recorded and replayed like any event)."""
@@ -87,6 +91,27 @@ class EditorUI:
         self._tools()
         self._character()
         self._history()
+        if self.confirm_quit:
+            self._unsaved_prompt()
+
+    def _unsaved_prompt(self) -> None:
+        """Save / discard / cancel before quitting with unsaved edits (keys S, D, Esc do the same)."""
+        from imgui_bundle import imgui
+
+        r = self.editor.session.renderer
+        imgui.set_next_window_pos(imgui.ImVec2(r.width / 2.0, r.height / 2.0), imgui.Cond_.always,
+                                  imgui.ImVec2(0.5, 0.5))
+        flags = imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_resize | imgui.WindowFlags_.no_collapse | \
+            imgui.WindowFlags_.always_auto_resize
+        imgui.begin("Unsaved changes", None, flags)
+        target = self.editor.save_path.name if self.editor.save_path else "a new .glb in this folder"
+        imgui.text(f"The edits are not saved. Save them to {target}?")
+        for label, choice in (("Save (S)", "save"), ("Discard (D)", "discard"), ("Cancel (Esc)", "cancel")):
+            if imgui.button(label):
+                self.quit_choice = choice
+            imgui.same_line()
+        imgui.new_line()
+        imgui.end()
 
     def _window(self, title: str, x: float, y: float, w: float) -> bool:
         """Begin a panel; False (and nothing more to draw, the window ended) when it is collapsed."""
@@ -337,14 +362,33 @@ def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
     panels = EditorUI(ed) if ui else None
     count = {"n": 0, "quit": False}
 
-    def on_key_press(symbol: int, modifiers: int) -> None:
+    def on_key_press(symbol: int, modifiers: int) -> bool | None:
+        if panels is not None and panels.confirm_quit:  # the unsaved-changes prompt takes the keys
+            panels.quit_choice = {key.S: "save", key.D: "discard", key.C: "cancel", key.ESCAPE: "cancel"}.get(
+                symbol, panels.quit_choice)
+            return True
+        if symbol == key.S and modifiers & key.MOD_CTRL:
+            _save(ed)
+            return True
         if symbol == key.ESCAPE and not (ed.state.strokes or ed.state.drawing):
-            count["quit"] = True
+            ask_or_quit()
         elif symbol == key.H and panels is not None:
             panels.overlay.show_help = not panels.overlay.show_help
         elif symbol in (key.P, key.F) and modifiers & key.MOD_SHIFT and panels is not None:
             # the demo's P / F; in the editor plain P is the pose tool. A view toggle, like H: not an edit
             toggle_overlay(panels.overlay, "profiler" if symbol == key.P else "freeze")
+        return None
+
+    def ask_or_quit() -> None:
+        """Quit, or with unsaved edits ask first (save / discard / cancel): work is never lost unasked."""
+        if ed.unsaved and panels is not None:
+            panels.confirm_quit, panels.quit_choice = True, None
+        else:
+            count["quit"] = True
+
+    def on_close() -> bool:  # the window's close button: like Esc with no strokes
+        ask_or_quit()
+        return True  # handled: the loop ends by itself when it quits
 
     press: dict[str, Any] = {}
 
@@ -359,20 +403,38 @@ def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
         if panels is not None:
             panels.overlay.attach_window(window)
         window.push_handlers(on_key_press=on_key_press, on_mouse_press=on_mouse_press,
-                             on_mouse_release=on_mouse_release)
+                             on_mouse_release=on_mouse_release, on_close=on_close)
 
     def on_frame(dt: float) -> bool:
         if before_frame is not None:
             before_frame(count["n"], window)
+        if panels is not None and panels.quit_choice is not None:
+            choice, panels.quit_choice, panels.confirm_quit = panels.quit_choice, None, False
+            if choice == "discard" or (choice == "save" and _save(ed)):
+                count["quit"] = True
         s.frame(dt)
+        title = f"skinengine editor - {ed.save_path.name if ed.save_path else ed.selected_name}" + \
+            (" *" if ed.unsaved else "")
+        if window.caption != title:
+            window.set_caption(title)
         count["n"] += 1
         return not count["quit"] and (frames is None or count["n"] < frames)
 
     try:
-        return window_loop(s, on_frame, title="skinengine editor", attach=attach)
+        return window_loop(s, on_frame, attach=attach)
     finally:
         if panels is not None:
             panels.release()
+
+
+def _save(ed: Any) -> bool:
+    """Ctrl+S (and the prompt's Save): the editor's save; a refusal becomes a message, never a crash."""
+    try:
+        ed.save()
+    except (ValueError, OSError) as exc:
+        ed.state.say(f"save refused: {exc}")
+        return False
+    return True
 
 
 def select_at(ed: Any, x: float, y: float, window: Any = None) -> Any:
