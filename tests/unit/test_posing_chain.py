@@ -188,3 +188,17 @@ def test_a_window_pair_poses_like_the_world_pair_it_projects():
     for k in world_verts:
         np.testing.assert_allclose(win_verts[k], world_verts[k], atol=1e-5)
     assert not np.allclose(world.targets, p[arm], atol=0.1)  # it did pose
+
+
+def test_unprojection_reduces_in_metres_and_keeps_a_dragged_strokes_knots():
+    """Window samples are reduced after unprojection (0.01 m, as world strokes are); a stroke fitted without
+    reduction (the editor's stroke after a knot drag: its samples are its knots) keeps every knot."""
+    cam = Camera(**ARM_CAMERA)
+    plane = posing_plane(np.array([0.0, 0.97, 0.0]), cam)
+    wobbly = np.c_[np.linspace(200, 400, 41), 240 + 1.5 * np.sin(np.linspace(0, 6 * np.pi, 41))]  # < 1 cm
+    drawn = unproject_stroke(Stroke.fit(wobbly, window_height=480), cam, 640, 480, plane.pyrr)
+    assert len(drawn.knots) == 2 and drawn.epsilon == pytest.approx(0.01)
+    knots = np.array([[200.0, 240.0], [300.0, 241.0], [400.0, 240.0]])
+    dragged = unproject_stroke(Stroke.fit(knots, epsilon=0.0), cam, 640, 480, plane.pyrr)
+    assert len(dragged.knots) == 3
+    np.testing.assert_allclose((dragged.knots - plane.point) @ plane.normal, 0, atol=1e-9)
