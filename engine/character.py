@@ -245,7 +245,8 @@ class Character:
                              reference: Sequence[float] | np.ndarray | None = None,
                              joints: Sequence[int] | None = None) -> Any:
         """Pose by a baseline and an offset stroke (research 7.2): both world-space :class:`Stroke` objects or
-        (N,3) point lists in metres; ``brush_radius`` metres selects the joints near the baseline;
+        (N,3) point lists in metres; the baseline selects the joint chain it follows, ``brush_radius`` metres
+        deciding which (:func:`engine.anim.posing.select_chain`);
         ``reference``: the strokes' common frame normal (e.g. the posing plane's); ``joints``: the nodes that
         may be selected (default: the skin joints). The change is added to the pose layer, the pose updated at
         once; returns the :class:`engine.anim.posing.LineOfAction` (selection, targets, deltas)."""

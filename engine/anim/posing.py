@@ -1,8 +1,12 @@
 """Line-of-action posing (research 7.2, Fig. 29-31): a baseline stroke selects joints, an offset stroke says
 where they go; the result is a local rotation delta per joint (bone lengths kept).
 
-* Selection: the skin joints within ``brush_radius`` of the baseline ``b``; joint ``j`` gets ``t_j`` (the arc
-  parameter of its closest stroke point) and ``d_j = j - b(t_j)``.
+* Selection (:func:`select_chain`): a joint chain, the joints along the one path of the skeleton that the
+  baseline ``b`` follows. Among the skin joints within ``brush_radius`` of ``b`` (the brush only decides which
+  chain), the joint nearest ``b``'s start point and the joint nearest its end point are the chain's ends; the
+  chain is the tree path between them (through their lowest common ancestor when they lie on two branches),
+  ordered root-outwards. Each selected joint ``j`` gets ``t_j`` (the arc parameter of its closest stroke point)
+  and ``d_j = j - b(t_j)``.
 * Targets: ``R_j = F(o, t_j) F(b, t_j)^-1`` from the strokes' rotation-minimising frames
   (:meth:`engine.input.strokes.Stroke.frames`) and ``target_j = o(t_j) + R_j d_j``; both strokes are read at the
   same arc-length fraction. So that the two frames are comparable, both start from one reference normal: the
@@ -31,8 +35,8 @@ from engine.anim.rig import Rig
 from engine.input.strokes import Stroke
 from engine.math import quat
 
-__all__ = ["LineOfAction", "skin_joints", "select_joints", "common_normal", "stroke_rotations",
-           "solve_line_of_action", "apply_rotation_deltas", "world_rotations"]
+__all__ = ["LineOfAction", "skin_joints", "select_joints", "tree_path", "select_chain", "common_normal",
+           "stroke_rotations", "solve_line_of_action", "apply_rotation_deltas", "world_rotations"]
 
 
 @dataclass
@@ -82,6 +86,49 @@ def select_joints(positions: np.ndarray, candidates: np.ndarray, baseline: Strok
         return np.zeros(0, np.intp), np.zeros(0), np.zeros(0)
     idx, t, dist = zip(*keep)
     return np.asarray(idx, np.intp), np.asarray(t, np.float64), np.asarray(dist, np.float64)
+
+
+def tree_path(parents: np.ndarray, a: int, b: int) -> np.ndarray:
+    """The nodes on the path between nodes ``a`` and ``b`` of the tree ``parents`` (-1 for roots): ``a`` up to
+    their lowest common ancestor, then down to ``b``, both ends included. ValueError when they lie in two
+    trees (no common ancestor)."""
+    up_a = [int(a)]
+    while parents[up_a[-1]] >= 0:
+        up_a.append(int(parents[up_a[-1]]))
+    rank = {n: k for k, n in enumerate(up_a)}
+    up_b = [int(b)]
+    while up_b[-1] not in rank:
+        p = int(parents[up_b[-1]])
+        if p < 0:
+            raise ValueError(f"nodes {a} and {b} lie in two separate trees: no path joins them")
+        up_b.append(p)
+    return np.asarray(up_a[:rank[up_b[-1]] + 1] + up_b[-2::-1], np.intp)
+
+
+def select_chain(rig: Rig, positions: np.ndarray, candidates: np.ndarray, baseline: Stroke,
+                 brush_radius: float) -> tuple[np.ndarray, np.ndarray]:
+    """The joint chain the baseline follows: (node indices root-outwards (by depth, then index), their ``t``).
+
+    Among the ``candidates`` within ``brush_radius`` of ``baseline``, the one nearest the baseline's start point
+    and the one nearest its end point (ties: the shallower, then the lower index) are the chain's ends; every
+    candidate on the tree path between them is selected (a non-candidate on the path, e.g. a node given as a
+    matrix, is skipped: its joints' rotations carry past it). One joint when both ends are the same joint.
+    Empty when no candidate lies within the brush."""
+    near, _t, _dist = select_joints(positions, candidates, baseline, brush_radius)
+    if near.size == 0:
+        return near, np.zeros(0)
+    pos = np.asarray(positions, np.float64)[near]
+
+    def nearest(point: np.ndarray) -> int:
+        gap = np.linalg.norm(pos - point, axis=1)
+        return int(near[np.lexsort((near, rig.depth[near], gap))[0]])
+
+    first, last = nearest(baseline.point(0.0)), nearest(baseline.point(1.0))
+    path = tree_path(rig.parents, first, last)
+    sel = path[np.isin(path, candidates)]
+    sel = sel[np.lexsort((sel, rig.depth[sel]))]
+    t = np.asarray([baseline.closest(np.asarray(positions[j], np.float64))[0] for j in sel], np.float64)
+    return sel, t
 
 
 def common_normal(*strokes: Stroke) -> np.ndarray | None:
@@ -156,8 +203,8 @@ def solve_line_of_action(rig: Rig, pose: Pose, baseline: Stroke, offset: Stroke,
                          reference: np.ndarray | None = None) -> LineOfAction:
     """Pose ``rig`` (currently at local ``pose``, placed by the 4x4 ``placement``) by a baseline and an offset
     stroke, both 3D in world metres. ``joints``: the nodes that may be selected (default :func:`skin_joints`);
-    ``reference``: the frames' reference normal (e.g. the posing plane's normal). Raises ValueError when the
-    baseline selects nothing."""
+    ``reference``: the frames' reference normal (e.g. the posing plane's normal). The selection is the joint
+    chain the baseline follows (:func:`select_chain`). Raises ValueError when the baseline selects nothing."""
     if not isinstance(baseline, Stroke) or not isinstance(offset, Stroke):
         raise TypeError(f"baseline and offset must be Strokes, got {type(baseline).__name__} and "
                         f"{type(offset).__name__}")
@@ -171,14 +218,12 @@ def solve_line_of_action(rig: Rig, pose: Pose, baseline: Stroke, offset: Stroke,
         raise ValueError("the asset has no skin joints to pose")
     g0 = _globals(rig, pose, place)
     pos0 = g0[:, :3, 3]
-    sel, t, _dist = select_joints(pos0, candidates, baseline, brush_radius)
+    sel, t = select_chain(rig, pos0, candidates, baseline, brush_radius)
     if sel.size == 0:
         gaps = [(baseline.closest(pos0[j])[1], int(j)) for j in candidates]
         gap, near = min(gaps)
         raise ValueError(f"the baseline selects no joint: none lies within brush_radius {brush_radius:g} m of it "
                          f"(closest: {rig.names[near]!r} at {gap:.3g} m)")
-    order = np.lexsort((sel, rig.depth[sel]))  # root-outwards: by depth, then node index
-    sel, t = sel[order], t[order]
     d = pos0[sel] - baseline.point(t).reshape(-1, 3)
     rot = stroke_rotations(baseline, offset, t, reference)
     targets = offset.point(t).reshape(-1, 3) + np.einsum("kij,kj->ki", rot, d)

@@ -4,8 +4,8 @@ command line: inputs are strokes, window points, cameras and characters of a :cl
 
 * :mod:`engine.authoring.view`: window <-> world: world points to window pixels, window points unprojected
   onto a plane (the one ray-plane unprojection), pixels to metres at a depth.
-* :mod:`engine.authoring.posing`: the posing plane (through the skeleton's root, facing the camera, moved and
-  turned by the editor's settings), the skeleton's root, window strokes lifted onto the plane.
+* :mod:`engine.authoring.posing`: the posing plane (through the skeleton's root, parallel to the image plane,
+  moved and turned by the editor's settings), the skeleton's root, window strokes lifted onto the plane.
 * :mod:`engine.authoring.surface`: surface samples from window points (G-buffer queries), the surface-edit
   builder (region of interest + profile or offset stroke).
 * :mod:`engine.authoring.silhouette`: silhouette pixels of a character and the silhouette-edit builder.

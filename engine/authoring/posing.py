@@ -2,9 +2,15 @@
 window strokes lifted onto the plane. The solver itself is engine/anim/posing.py, reached through
 :meth:`engine.session.Character.apply_line_of_action`.
 
-The default posing plane passes through the skeleton's root (its top-most skin joint) and faces the camera;
-the editor moves it along its normal and turns and tilts it (``offset``, ``turn``, ``tilt``). A window stroke's
-kept samples (after the RDP reduction) are unprojected onto the plane and refit in metres.
+The default posing plane passes through the skeleton's root (its top-most skin joint) parallel to the image
+plane: its normal is the camera's viewing direction (turned back towards the camera), not the direction from
+the root to the eye, so a point drawn anywhere on screen lands at the root's depth. The editor moves it along
+its normal and turns and tilts it (``offset``, ``turn``, ``tilt``).
+
+Window and world strokes take one path after unprojection, so that identical geometry poses identically: every
+sample of a window stroke is unprojected onto the plane and the 3D points are reduced and fitted as a world
+stroke is (RDP at 0.01 m, :meth:`engine.input.strokes.Stroke.fit`); the brush radius in pixels becomes metres at
+the plane's depth; and both get the frames' reference normal from :func:`frame_reference`.
 """
 from __future__ import annotations
 
@@ -13,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from engine.authoring.view import unproject_points
+from engine.authoring.view import pixels_to_metres, unproject_points
 from engine.input.rays import facing_plane
 from engine.input.strokes import Stroke
 
-__all__ = ["PosingPlane", "posing_plane", "skeleton_root", "unproject_stroke"]
+__all__ = ["PosingPlane", "posing_plane", "skeleton_root", "unproject_stroke", "brush_metres", "frame_reference"]
 
 
 @dataclass(frozen=True)
@@ -48,14 +54,15 @@ def _rotate(v: np.ndarray, axis: np.ndarray, degrees: float) -> np.ndarray:
 
 def posing_plane(root: np.ndarray, camera: Any, *, offset: float = 0.0, turn: float = 0.0,
                  tilt: float = 0.0) -> PosingPlane:
-    """The posing plane: through ``root`` facing the camera, turned ``turn`` degrees about the world's up
-    axis, tilted ``tilt`` degrees about the camera's horizontal axis, then moved ``offset`` metres along its
+    """The posing plane: through ``root`` parallel to the image plane (normal: the camera's viewing direction
+    ``target - eye``, pointing back towards the camera), turned ``turn`` degrees about the world's up axis,
+    tilted ``tilt`` degrees about the camera's horizontal axis, then moved ``offset`` metres along its
     normal."""
     root = np.asarray(root, np.float64)
-    n = np.asarray(camera.eye, np.float64) - root
+    n = np.asarray(camera.eye, np.float64) - np.asarray(camera.target, np.float64)
     length = float(np.linalg.norm(n))
     if not length > 1e-9:
-        raise ValueError("the camera eye lies on the skeleton's root: no facing plane")
+        raise ValueError("the camera's eye and target coincide: no viewing direction for the posing plane")
     n /= length
     world_up = np.array([0.0, 1.0, 0.0])
     right = np.cross(world_up, n)
@@ -81,12 +88,29 @@ def skeleton_root(character: Any) -> np.ndarray:
 
 
 def unproject_stroke(stroke: Stroke, camera: Any, width: int, height: int, plane: np.ndarray) -> Stroke:
-    """A window stroke's kept samples (the 2D reduction's) unprojected onto ``plane`` (a pyrr plane) through
-    ``camera``: the 3D stroke, refit in metres. ValueError naming the first sample that misses the plane."""
+    """A window stroke's samples unprojected onto ``plane`` (a pyrr plane) through ``camera`` and fitted as a
+    world stroke is (reduced at the 3D default, 0.01 m), so that the projection of a world stroke lying on the
+    plane gives that world stroke back. A stroke fitted without reduction (epsilon 0: the editor's stroke with
+    a dragged knot, whose samples are its knots) keeps every point. ValueError naming the first sample that
+    misses the plane."""
     if stroke.dim != 2:
         raise ValueError(f"unproject_stroke takes a window (2D) stroke, got {stroke.dim}D")
-    hits = np.zeros((len(stroke.samples), 3))
-    kept = np.asarray(stroke.kept)
-    hits[kept] = unproject_points(np.asarray(stroke.samples)[kept], camera, width, height, plane,
-                                  plane_name="the posing plane")
-    return stroke.lifted(hits)
+    hits = unproject_points(np.asarray(stroke.samples), camera, width, height, plane, plane_name="the posing plane")
+    return Stroke.fit(hits, stroke.times, epsilon=0.0 if stroke.epsilon == 0 else None)
+
+
+def brush_metres(pixels: float, camera: Any, height: int, plane: PosingPlane) -> float:
+    """A brush radius of ``pixels`` window pixels in metres on the posing plane (at its centre's depth), for
+    window strokes unprojected onto it."""
+    return pixels_to_metres(pixels, camera, height, plane.point)
+
+
+def frame_reference(baseline: Stroke, offset: Stroke, plane: PosingPlane) -> np.ndarray:
+    """The reference normal of a pair's rotation-minimising frames: the normal of the plane the two (3D)
+    strokes span, else (all on one line) the posing plane's normal. Strokes on the posing plane get its normal
+    either way (the frames' rotations do not depend on the normal's sign), whether they were drawn in the
+    window or given in the world."""
+    from engine.anim.posing import common_normal
+
+    n = common_normal(baseline, offset)
+    return plane.normal.copy() if n is None else n

@@ -4,9 +4,11 @@
 The strokes file (engine/input/strokefile.py) holds ``baseline`` and ``offset`` strokes; they are used in pairs,
 in file order: each baseline is followed by its offset, and the pairs are layered one after the other. World
 points are metres; window points are pixels (row 0 at the top) unprojected with the file's camera onto the
-default posing plane: through the skeleton's root (the top-most skin joint), facing the camera. A pair's
-``brush_radius`` is metres when its baseline is in world space, pixels when it is in window space (converted to
-metres at the root's depth).
+default posing plane: through the skeleton's root (the top-most skin joint), parallel to the image plane. A
+pair's ``brush_radius`` is metres when its baseline is in world space, pixels when it is in window space
+(converted to metres at the root's depth). After unprojection both spaces take one path (engine.authoring.posing):
+the baseline selects the joint chain it follows, so the projection of a world pair lying on the posing plane
+poses exactly as that pair does.
 
 The character is spawned holding ``--clip`` at ``--time`` (default: the rest pose), posed through
 :meth:`engine.session.Character.apply_line_of_action` and then:
@@ -32,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.authoring.posing import posing_plane, skeleton_root, unproject_stroke
-from engine.authoring.view import pixels_to_metres, window_points
+from engine.authoring.posing import brush_metres, frame_reference, posing_plane, skeleton_root, unproject_stroke
+from engine.authoring.view import window_points
 from engine.input.strokefile import CameraSpec, StrokeFile, StrokeFileError, StrokeSpec, load_stroke_file
 from engine.input.strokes import Stroke, StrokeError
 from engine.paths import check_writable
@@ -77,8 +79,9 @@ def pair_strokes(sf: StrokeFile) -> list[StrokePair]:
 
 
 def lift_window_stroke(spec: StrokeSpec, camera: Any, width: int, height: int, plane: np.ndarray) -> Stroke:
-    """Fit a window-space stroke (RDP epsilon scaled to the window height) and unproject it onto ``plane``
-    through ``camera`` (engine.authoring.posing): a 3D stroke in metres; errors name the stroke's place."""
+    """Check a window-space stroke (it must fit) and unproject its points onto ``plane`` through ``camera``
+    (engine.authoring.posing): a 3D stroke in metres, reduced as world strokes are; errors name the stroke's
+    place."""
     stroke = _fit(spec, window_height=height)
     try:
         return unproject_stroke(stroke, camera, width, height, plane)
@@ -156,15 +159,13 @@ def pose_command(args: argparse.Namespace) -> int:
         drawn: list[tuple[Stroke, Stroke]] = []
         selected: list[int] = []
         for pair in pairs:
-            root = skeleton_root(ch)
-            plane = posing_plane(root, cam).pyrr
-            world = [lift_window_stroke(sp, cam, width, height, plane) if sp.space == "window" else _fit(sp)
+            plane = posing_plane(skeleton_root(ch), cam)
+            world = [lift_window_stroke(sp, cam, width, height, plane.pyrr) if sp.space == "window" else _fit(sp)
                      for sp in (pair.baseline, pair.offset)]
             radius = float(sf.brush_radius or 0.0)
             if pair.baseline.space == "window":
-                radius = pixels_to_metres(radius, cam, height, root)
-            windowed = "window" in (pair.baseline.space, pair.offset.space)
-            reference = np.asarray(cam.eye, np.float64) - root if windowed else None
+                radius = brush_metres(radius, cam, height, plane)
+            reference = frame_reference(world[0], world[1], plane)
             try:
                 res = ch.apply_line_of_action(world[0], world[1], brush_radius=radius, reference=reference)
             except ValueError as e:

@@ -1,12 +1,13 @@
 """The posing tool (TOOLS phase): two window strokes -> a line of action on the selected character.
 
 The first finished stroke of the pose tool is the baseline, the second the offset (research 7.2). Both are
-unprojected onto the posing plane -- through the skeleton's root (its top-most skin joint), facing the camera,
-then moved and turned by the editor settings ``plane_offset``, ``plane_turn``, ``plane_tilt`` -- and handed to
-the line-of-action solver (engine/anim/posing.py through ``Character.apply_line_of_action``), with the brush
-radius converted from window pixels to metres at the plane's centre and the plane's normal as the strokes'
-common frame reference (the plane, the root, the unprojection and the pixel-to-metre conversion are the
-authoring kit's, engine/authoring/, shared with the ``pose`` command). The change to the character's pose
+unprojected onto the posing plane -- through the skeleton's root (its top-most skin joint), parallel to the
+image plane, then moved and turned by the editor settings ``plane_offset``, ``plane_turn``, ``plane_tilt`` -- and
+handed to the line-of-action solver (engine/anim/posing.py through ``Character.apply_line_of_action``), with
+the brush radius converted from window pixels to metres at the plane's centre and the frames' reference normal
+of the authoring kit (the plane, the root, the unprojection, the pixel-to-metre conversion and the reference are
+engine/authoring/'s, shared with the ``pose`` command, so a pair poses the same from either). The baseline
+selects the joint chain it follows; the brush only decides which chain. The change to the character's pose
 layer is one undoable command (:class:`game.editor.undo.SnapshotCommand` over the layer's rotations), so
 undo restores the exact pose.
 
@@ -21,8 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from engine.authoring.posing import PosingPlane, posing_plane, skeleton_root, unproject_stroke
-from engine.authoring.view import pixels_to_metres
+from engine.authoring.posing import (
+    PosingPlane,
+    brush_metres,
+    frame_reference,
+    posing_plane,
+    skeleton_root,
+    unproject_stroke,
+)
 from engine.ecs import World
 from engine.frame import View
 from engine.input.strokes import Stroke
@@ -93,8 +100,8 @@ class PosingTool:
         cam = view.camera
         plane = self.plane(ch, cam, state)
         b3, o3 = (unproject_stroke(s, cam, w, h, plane.pyrr) for s in (baseline, offset))
-        radius = pixels_to_metres(state.settings.brush_radius, cam, h, plane.point)
-        return ch.apply_line_of_action(b3, o3, brush_radius=radius, reference=plane.normal)
+        radius = brush_metres(state.settings.brush_radius, cam, h, plane)
+        return ch.apply_line_of_action(b3, o3, brush_radius=radius, reference=frame_reference(b3, o3, plane))
 
     @staticmethod
     def plane(ch: Any, camera: Any, state: EditorState) -> PosingPlane:

@@ -205,10 +205,14 @@ def test_the_posing_plane_moves_and_turns_and_strokes_land_on_it():
     from game.editor.posing import posing_plane, unproject_stroke
 
     root = np.array([0.0, 1.0, 0.0])
-    cam = SimpleNamespace(eye=np.array([0.0, 1.0, 4.0]))
+    cam = SimpleNamespace(eye=np.array([0.0, 1.0, 4.0]), target=np.array([0.0, 1.0, 0.0]))
     p = posing_plane(root, cam)
     np.testing.assert_allclose(p.normal, [0, 0, 1], atol=1e-12)
     np.testing.assert_allclose(p.point, root)
+    # parallel to the image plane: the normal is the viewing direction even when the root is off the view's axis
+    aside = posing_plane(root, SimpleNamespace(eye=np.array([2.0, 3.0, 4.0]), target=np.array([2.0, 3.0, 0.0])))
+    np.testing.assert_allclose(aside.normal, [0, 0, 1], atol=1e-12)
+    np.testing.assert_allclose(aside.point, root)
     moved = posing_plane(root, cam, offset=0.5, turn=90.0)
     np.testing.assert_allclose(moved.normal, [1, 0, 0], atol=1e-12)  # turned about +Y
     np.testing.assert_allclose(moved.point, root + [0.5, 0, 0], atol=1e-12)

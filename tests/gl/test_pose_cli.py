@@ -112,6 +112,41 @@ def test_screenshot_without_camera_uses_the_default_view(tmp_path):
     assert Image.open(png).size == (1280, 720)
 
 
+def test_the_projection_of_a_world_pair_on_the_posing_plane_poses_like_it(tmp_path, capsys):
+    """A world pair on the default posing plane (the camera looks from a little above and aside) and the same
+    pair as window pixels, each in its own strokes file: the same joint chain, the same vertices."""
+    from engine.authoring.posing import brush_metres, posing_plane, skeleton_root
+
+    spec = {"eye": [0.9, 1.5, 2.5], "target": [0.3, 1.2, 0.0], "up": [0, 1, 0], "fov": 35, "width": 400,
+            "height": 300}
+    cam = Camera(eye=spec["eye"], target=spec["target"], fov_y=spec["fov"], aspect=4 / 3)
+    with Session(device="cpu", render=False) as s:
+        ch = s.spawn("humanoid", clip=None)
+        arm = [ch.loaded.rig.node_index(n) for n in ("shoulder_L", "upper_arm_L", "forearm_L", "hand_L")]
+        joints = ch.joints()[arm, :3, 3].astype(np.float64)
+        plane = posing_plane(skeleton_root(ch), cam)
+    on = joints - np.outer((joints - plane.point) @ plane.normal, plane.normal)
+    base = np.vstack([a + np.linspace(0, 1, 10, endpoint=False)[:, None] * (b - a)
+                      for a, b in zip(on[:-1], on[1:])] + [on[-1:]])
+    arc = np.radians(np.linspace(0.0, 120.0, 25))
+    off = on[0] + 0.55 * (np.outer(np.sin(arc), plane.right) + np.outer(1 - np.cos(arc), plane.up))
+    world = _write(tmp_path, [{"role": "baseline", "space": "world", "points": base.tolist()},
+                              {"role": "offset", "space": "world", "points": off.tolist()}],
+                   camera=spec, radius=0.15, name="world.json")
+    window = _write(tmp_path, [{"role": "baseline", "space": "window", "points": _pixels(base, spec)},
+                               {"role": "offset", "space": "window", "points": _pixels(off, spec)}],
+                    camera=spec, radius=0.15 / brush_metres(1.0, cam, spec["height"], plane), name="window.json")
+    out = {}
+    for f in (world, window):
+        npz = tmp_path / f"{f.stem}.npz"
+        assert _pose("humanoid", "--strokes", f, "--export-frame", npz) == 0
+        assert "4 joint(s) (shoulder_L, upper_arm_L, forearm_L, hand_L)" in capsys.readouterr().out
+        out[f.stem] = np.load(npz)
+    assert out["world"].files == out["window"].files
+    for k in out["world"].files:
+        np.testing.assert_allclose(out["window"][k], out["world"][k], atol=1e-5)
+
+
 BAD = [
     ({"strokes": [{"role": "offset", "space": "world", "points": UP}]}, "no 'baseline' stroke"),
     ({"strokes": [{"role": "baseline", "space": "world", "points": UP}]}, "needs an offset stroke after it"),

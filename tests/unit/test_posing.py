@@ -159,28 +159,33 @@ def test_apply_rotation_deltas(cylinder):
 
 
 def test_a_joint_with_several_selected_children_turns_them_together():
-    """Baseline up the humanoid's spine, offset the same line tilted 30 degrees: the chest's three selected
-    children (neck, both shoulders) are fitted at once (Kabsch) and the upper body turns rigidly about the
-    spine; the hips (11 cm below the baseline's start) and the legs stay."""
+    """Baseline from the humanoid's left hand over the shoulders to its right hand, offset the same stroke turned
+    30 degrees about the chest: the chain runs through the chest (the two hands' lowest common ancestor), whose
+    two selected children (both clavicles) are fitted at once (Kabsch), so the arms and the chest turn as one
+    rigid piece about the chest; the neck and head follow the chest, the spine, hips and legs stay."""
     rig = quiet_load("humanoid").rig
     pose = Pose.rest(rig)
     p0 = _all_positions(rig, pose)
-    spine, head = p0[1], p0[4]
-    tilt = np.radians(30.0)
-    tilted = spine + np.linalg.norm(head - spine) * np.array([np.sin(tilt), np.cos(tilt), 0.0])
-    res = solve_line_of_action(rig, pose, _line(spine, head), _line(spine, tilted), 0.06)
+    chest = p0[2]
+    corners = p0[[8, 6, 10, 12]].copy()  # hand_L, upper_arm_L, upper_arm_R, hand_R
+    corners[:, 2] = -0.015  # one plane (the arms' depth)
+    pts = np.vstack([a + np.linspace(0, 1, 12, endpoint=False)[:, None] * (b - a)
+                     for a, b in zip(corners[:-1], corners[1:])] + [corners[-1:]])
+    turn = quat.to_matrix(quat.from_axis_angle(np.array([0.0, 0, 1]), np.radians(30.0)))
+    base, off = Stroke.fit(pts), Stroke.fit(chest + (pts - chest) @ turn.T)
+    res = solve_line_of_action(rig, pose, base, off, 0.06)
     names = [rig.names[i] for i in res.selected]
-    assert names[:3] == ["spine", "chest", "neck"] and {"shoulder_L", "shoulder_R", "head"} <= set(names)
-    assert "hips" not in names
+    assert names == ["chest", "shoulder_L", "shoulder_R", "upper_arm_L", "upper_arm_R", "forearm_L", "forearm_R",
+                     "hand_L", "hand_R"]  # the tree path between the hands, root-outwards (not the neck)
+    np.testing.assert_allclose(res.targets, chest + (p0[res.selected] - chest) @ turn.T, atol=1e-5)
     p1 = _all_positions(rig, res.pose)
-    upper = list(range(1, 13))  # spine, chest, neck, head, both arms
-    d0 = np.linalg.norm(p0[upper][:, None] - p0[upper][None], axis=-1)
-    d1 = np.linalg.norm(p1[upper][:, None] - p1[upper][None], axis=-1)
-    np.testing.assert_allclose(d1, d0, atol=2e-4)  # turned as one rigid piece
-    assert _angle(p1[4] - p1[1], p0[4] - p0[1]) == pytest.approx(30.0, abs=2.0)
-    legs = [0, *range(13, 21)]
-    np.testing.assert_array_equal(p1[legs], p0[legs])
-    np.testing.assert_allclose(res.deltas[legs], [[0, 0, 0, 1]] * len(legs), atol=0)
+    upper = list(range(2, 13))  # chest, neck, head, both arms
+    np.testing.assert_allclose(p1[upper], chest + (p0[upper] - chest) @ turn.T, atol=1e-5)
+    axis, angle = quat.to_axis_angle(res.deltas[2].astype(np.float64))
+    assert np.degrees(angle) == pytest.approx(30.0, abs=1e-3) and axis[2] == pytest.approx(1, abs=1e-6)
+    rest = [0, 1, *range(13, 21)]
+    np.testing.assert_array_equal(p1[rest], p0[rest])
+    np.testing.assert_allclose(res.deltas[[0, 1, *range(3, 21)]], [[0, 0, 0, 1]] * 20, atol=1e-5)
 
 
 def _all_positions(rig, pose) -> np.ndarray:
