@@ -57,7 +57,7 @@ def ray_box_hit(r: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray | N
 
 
 def facing_plane(point: np.ndarray, eye: np.ndarray) -> np.ndarray:
-    """A pyrr plane through ``point`` facing the camera at ``eye`` (the default posing plane)."""
+    """A pyrr plane through ``point`` facing the camera at ``eye`` (its normal towards the eye)."""
     n = np.asarray(eye, np.float64) - np.asarray(point, np.float64)
     length = np.linalg.norm(n)
     if not length > 1e-12:

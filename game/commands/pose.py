@@ -39,13 +39,12 @@ from engine.authoring.view import window_points
 from engine.input.strokefile import CameraSpec, StrokeFile, StrokeFileError, StrokeSpec, load_stroke_file
 from engine.input.strokes import Stroke, StrokeError
 from engine.paths import check_writable
+from game.ui.colours import BASELINE_RGB, OFFSET_RGB
 
 __all__ = ["ROLES", "POSE_CLIP", "StrokePair", "pair_strokes", "lift_window_stroke", "pose_command"]
 
 ROLES = ("baseline", "offset")
 POSE_CLIP = "pose"
-BASELINE_RGB = (40, 220, 90)
-OFFSET_RGB = (60, 140, 255)
 
 
 @dataclass(frozen=True)
@@ -131,7 +130,7 @@ def _draw_overlay(image: np.ndarray, strokes: list[tuple[Stroke, Stroke]], joint
                 draw.rectangle([k[0] - width, k[1] - width, k[0] + width, k[1] + width], outline=rgb)
     r = width + 1
     for x, y in _front(window_points(camera, w, h, joints)).tolist() if len(joints) else []:
-        draw.ellipse([x - r, y - r, x + r, y + r], fill=(255, 255, 255), outline=(0, 0, 0))
+        draw.ellipse([x - r, y - r, x + r, y + r], fill=JOINT_RGB, outline=(0, 0, 0))
     return img
 
 

@@ -44,7 +44,7 @@ _INTEGERS = ("surface_rings",)
 class EditorSettings:
     """``tool`` (one of :data:`TOOLS`), ``brush_radius`` (window pixels at the baseline: which joints a
     line of action selects), ``epsilon_px`` (Ramer-Douglas-Peucker tolerance at 1080 window rows, scaled with
-    the window height); the posing plane (through the skeleton's root, facing the camera by default):
+    the window height); the posing plane (through the skeleton's root, parallel to the image plane by default):
     ``plane_offset`` metres along its normal, ``plane_turn`` degrees about the world's up axis and
     ``plane_tilt`` degrees about the camera's horizontal axis.
 
