@@ -39,7 +39,7 @@ from engine.authoring.view import window_points
 from engine.input.strokefile import CameraSpec, StrokeFile, StrokeFileError, StrokeSpec, load_stroke_file
 from engine.input.strokes import Stroke, StrokeError
 from engine.paths import check_writable
-from game.ui.colours import BASELINE_RGB, OFFSET_RGB
+from game.ui.colours import BASELINE_RGB, JOINT_RGB, OFFSET_RGB
 
 __all__ = ["ROLES", "POSE_CLIP", "StrokePair", "pair_strokes", "lift_window_stroke", "pose_command"]
 
