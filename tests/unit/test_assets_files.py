@@ -285,3 +285,15 @@ def test_export_frame_refuses_an_asset_with_nothing_skinned(tmp_path, capsys):
         assert line == (f"error: {box}: nothing to export: the asset has no skinned mesh primitive in its default "
                         "scene (export-frame writes deformed skinned vertices; `render` draws static meshes)")
         assert not out.exists()
+
+
+def test_shipped_files_are_found_from_any_folder(tmp_path, monkeypatch):
+    from engine.paths import data_dir, shipped_file
+
+    monkeypatch.chdir(tmp_path)
+    assert shipped_file("examples/pose_arm.json") == data_dir("examples") / "pose_arm.json"
+    assert shipped_file("assets/sessions/arm_pose.jsonl") == data_dir("assets") / "sessions" / "arm_pose.jsonl"
+    assert shipped_file("examples/nope.json") == Path("examples/nope.json")  # missing: as given, for its error
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "pose_arm.json").write_text("{}")
+    assert shipped_file("examples/pose_arm.json") == Path("examples/pose_arm.json")  # the user's own file wins
