@@ -1,12 +1,15 @@
-"""Where the engine finds its data folders: a checkout's ``shaders/`` and ``assets/``, or the installed copies.
+"""Where the engine finds its data folders: a checkout's ``shaders/``, ``assets/`` (with the recorded sessions in
+``assets/sessions/``) and ``examples/``, or the installed copies.
 
-The repository keeps ``shaders/`` and ``assets/`` at its root. A wheel ships the same folders as package data
-under ``engine/_data/`` (pyproject.toml maps them there; the repository layout is unchanged). ``data_dir`` is
-the one function that decides which copy the engine reads:
+The repository keeps these folders at its root. A wheel ships the same folders as package data under
+``engine/_data/`` (pyproject.toml maps them there; the repository layout is unchanged). ``data_dir`` is the one
+function that decides which copy the engine reads; ``shipped_file`` finds the README's example files
+(``examples/pose_arm.json``, ``assets/sessions/arm_pose.jsonl``) from any folder:
 
-    from engine.paths import data_dir, cache_dir
+    from engine.paths import data_dir, cache_dir, shipped_file
     data_dir("shaders")   # <checkout>/shaders, or <site-packages>/engine/_data/shaders when installed
     cache_dir()           # <checkout>/assets/cache, or $XDG_CACHE_HOME/skinengine (~/.cache/skinengine)
+    shipped_file("examples/pose_arm.json")   # as given when it exists, else the installed copy
 
 Generated characters too large to ship (``humanoid_dense``) are written to ``cache_dir()`` on first use.
 
@@ -18,10 +21,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["DATA_FOLDERS", "PACKAGED_DIR", "cache_dir", "check_writable", "checkout_root", "data_dir"]
+__all__ = ["DATA_FOLDERS", "PACKAGED_DIR", "cache_dir", "check_writable", "checkout_root", "data_dir", "shipped_file"]
 
 #: The data folders of the repository root that a wheel carries as package data.
-DATA_FOLDERS = ("shaders", "assets")
+DATA_FOLDERS = ("shaders", "assets", "examples")
 
 _ENGINE_DIR = Path(__file__).resolve().parent
 #: Where an installed wheel keeps its copies of DATA_FOLDERS.
@@ -44,6 +47,17 @@ def data_dir(name: str) -> Path:
         raise ValueError(f"unknown data folder {name!r}; choose one of {', '.join(DATA_FOLDERS)}")
     root = checkout_root()
     return (root if root is not None else PACKAGED_DIR) / name
+
+
+def shipped_file(path: str | os.PathLike[str]) -> Path:
+    """``path`` as given when it exists or does not start with a data folder's name; else the copy of that file in
+    the data folder the engine reads (``examples/pose_arm.json`` -> ``data_dir("examples") / "pose_arm.json"``),
+    when there is one. So the README's examples name the same files in a checkout and from an installed tool."""
+    p = Path(path)
+    if p.exists() or p.is_absolute() or not p.parts or p.parts[0] not in DATA_FOLDERS:
+        return p
+    candidate = data_dir(p.parts[0]).joinpath(*p.parts[1:])
+    return candidate if candidate.is_file() else p
 
 
 def cache_dir() -> Path:

@@ -10,6 +10,10 @@ Roles: the caller says what an accessor is read for (``vertex``, ``index``, ``ib
 ``sparse``...). Only vertex data may live in a bufferView with ``byteStride``; vertex attributes must be
 4-byte aligned; a bufferView used for vertices may not also hold indices (and must agree with its
 declared ``target``).
+
+Compressed data (``engine.assets.gltf.compression``) reaches the reader decoded: a bufferView's bytes replaced
+(``replace_view``, EXT_meshopt_compression) or an accessor's values given (``provide``, KHR_draco_mesh_compression);
+both then pass the same checks as plain data.
 """
 from __future__ import annotations
 
@@ -68,6 +72,31 @@ class AccessorReader:
         self._decoded_bytes = 0  # all decoded accessors together stay under 2 * max_bytes
         self._view_role: dict[int, tuple[str, str]] = {}  # bufferView -> (role, who set it)
         self._vertex_view_users: dict[int, set[int]] = {}
+        self._view_data: dict[int, bytes] = {}  # bufferView -> its decompressed bytes (EXT_meshopt_compression)
+        self._provided: set[int] = set()  # accessors decoded from Draco data (KHR_draco_mesh_compression)
+
+    def provided(self, index: int) -> bool:
+        """True when accessor ``index``'s values came from ``provide`` (Draco), not from a bufferView."""
+        return index in self._provided
+
+    def replace_view(self, bv_index: int, data: bytes) -> None:
+        """Read bufferView ``bv_index`` from ``data`` (its decompressed bytes) instead of its buffer."""
+        self._view_data[bv_index] = data
+
+    def provide(self, index: int, values: np.ndarray, who: str) -> None:
+        """Accessor ``index``'s values decoded elsewhere (count, *shape) in its component type: checked like read
+        data (size limit, finiteness) and returned by ``read`` from now on."""
+        acc = self.accessors[index]
+        need = int(values.nbytes)
+        if self._decoded_bytes + need > 2 * self.max_bytes:
+            raise AssetError(who, f"decoding accessors[{index}] ({need} bytes) would exceed the limit of "
+                                  f"2 x max_bytes = {2 * self.max_bytes} bytes of decoded accessor data")
+        self._decoded_bytes += need
+        out = np.ascontiguousarray(values, COMPONENT_DTYPES[int(acc["componentType"])])
+        self._check_finite(out, index, who)
+        out.setflags(write=False)
+        self._cache[index] = out
+        self._provided.add(index)
 
     def decoded(self, index: int) -> np.ndarray | None:
         """Accessor ``index`` if it was decoded already (None otherwise): what the loader's checks look at."""
@@ -199,7 +228,7 @@ class AccessorReader:
         """True when the accessor's values come from the file (a bufferView or sparse data), False for an
         all-zero accessor (no bufferView, no sparse)."""
         acc = self.accessors[index]
-        return "bufferView" in acc or acc.get("sparse") is not None
+        return index in self._provided or "bufferView" in acc or acc.get("sparse") is not None
 
     def claim(self, index: int, who: str, role: str) -> dict:
         """Record that accessor ``index`` is used as ``role`` data by ``who`` and check the bufferView rules
@@ -235,6 +264,8 @@ class AccessorReader:
         return out
 
     def _view_bytes(self, bv_index: int, who: str) -> tuple[bytes, int]:
+        if bv_index in self._view_data:
+            return self._view_data[bv_index], 0
         bv = self.views[bv_index]
         b = int(bv["buffer"])
         data = self.buffers[b]
@@ -292,14 +323,19 @@ class AccessorReader:
                                   offset=view_off + _i(val.get("byteOffset")),
                                   strides=(esize, col_stride, dt.itemsize)).transpose(0, 2, 1)
                 out[idx] = vals
-        if dt.kind == "f" and out.size:
+        self._check_finite(out, index, who)
+        return out
+
+    @staticmethod
+    def _check_finite(out: np.ndarray, index: int, who: str) -> None:
+        if out.dtype.kind == "f" and out.size:
             finite = np.isfinite(out)
             if not finite.all():
-                bad = int(np.argmin(finite.reshape(count, -1).all(axis=1)))
+                bad = int(np.argmin(finite.reshape(out.shape[0], -1).all(axis=1)))
+                where = f"accessors[{index}]"
                 prefix = "" if who == where else f"{where} "
                 raise AssetError(who, f"{prefix}element {bad} holds a non-finite value (NaN or infinity): "
                                       f"{out[bad].ravel().tolist()}")
-        return out
 
     def read_float(self, index: int, who: str, role: str) -> np.ndarray:
         """Values as float32, normalized integers decoded per the glTF spec."""
@@ -325,7 +361,7 @@ class AccessorReader:
                 views.append(int(acc["bufferView"]))
             if acc.get("sparse") is not None:
                 views += [int(acc["sparse"]["indices"]["bufferView"]), int(acc["sparse"]["values"]["bufferView"])]
-            if any(self.buffers[int(self.views[v]["buffer"])] is None for v in views):
+            if any(v not in self._view_data and self.buffers[int(self.views[v]["buffer"])] is None for v in views):
                 continue
             out = self._decode(i, acc, f"accessors[{i}]")
             out.setflags(write=False)

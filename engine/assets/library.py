@@ -11,6 +11,7 @@ installed copy cannot be rewritten).
 
     from engine.assets.library import character_path, CHARACTERS
     path = character_path("humanoid")      # assets/humanoid.glb
+    path = source_path("humanoid")         # the same; source_path("x.glb") is Path("x.glb")
 """
 from __future__ import annotations
 
@@ -88,3 +89,16 @@ def _write(name: str, path: Path) -> None:
 def generate(name: str, out_dir: str | os.PathLike | None = None) -> Path:
     """Build ``name`` now into ``out_dir`` (default: its usual place) and return the path."""
     return character_path(name, regenerate=True, assets_dir=out_dir)
+
+
+def source_path(source: str | os.PathLike) -> Path:
+    """The file an asset argument names: a .gltf/.glb path or an existing file as given, else a generated
+    character's GLB (generated on first use). ValueError lists the characters for anything else."""
+    text = os.fspath(source)
+    if text.lower().endswith((".glb", ".gltf")) or Path(text).is_file():
+        return Path(text)
+    known = [c.name for c in CHARACTERS]
+    if text not in known:
+        raise ValueError(f"{text!r} is neither a .gltf/.glb file nor a generated character; "
+                         f"characters: {', '.join(known)}")
+    return character_path(text)

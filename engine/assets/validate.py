@@ -28,13 +28,14 @@ from typing import Any
 from engine.assets.errors import AssetError
 
 # Extensions this loader implements. Others are ignored when merely used and refused when required.
-SUPPORTED_EXTENSIONS = frozenset({"KHR_mesh_quantization"})
+SUPPORTED_EXTENSIONS = frozenset({"KHR_mesh_quantization", "KHR_draco_mesh_compression", "EXT_meshopt_compression"})
 # Where the known extensions may put an extension object ("kind" of the enclosing object).
 # KHR_mesh_quantization defines no extension object at all.
 EXTENSION_OBJECT_KINDS: dict[str, frozenset[str]] = {
     "KHR_mesh_quantization": frozenset(),
     "KHR_animation_pointer": frozenset({"animation.channel.target"}),
     "KHR_draco_mesh_compression": frozenset({"mesh.primitive"}),
+    "EXT_meshopt_compression": frozenset({"bufferView", "buffer"}),
     "KHR_texture_transform": frozenset({"textureInfo", "normalTextureInfo", "occlusionTextureInfo"}),
     "KHR_materials_unlit": frozenset({"material"}),
 }

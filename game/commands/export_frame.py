@@ -1,7 +1,8 @@
 """`python main.py export-frame`: deformed world-space vertices of one frame, to .npz or .obj.
 
 Keys are ``node{n}_mesh{m}_prim{p}`` (glTF node of the instance, mesh index, primitive index), values float32
-(N,3) in glTF vertex order, for every skinned primitive instanced in the default scene. The character is
+(N,3) in glTF vertex order, for every skinned primitive instanced in the default scene (an asset with none is
+refused: one ``error:`` line, exit 2, nothing written). The character is
 spawned in a :class:`engine.Session` holding ``--clip`` at ``--time`` (clamped, as glTF players hold the first /
 last key), deformed once by ``--deformer`` on ``--device`` (the compute-shader graph, read back once, or the
 numpy reference) and read back.
@@ -131,6 +132,9 @@ def export_frame(args: argparse.Namespace) -> int:
     from engine.scene import quiet_load, require_finite
 
     loaded = quiet_load(args.asset)
+    if not loaded.skinned:  # the contract is skinned primitives: an empty .npz would look like success
+        raise ValueError(f"{args.asset}: nothing to export: the asset has no skinned mesh primitive in its default "
+                         "scene (export-frame writes deformed skinned vertices; `render` draws static meshes)")
     times = frame_times(args, loaded.asset)
     if times is not None:
         return export_frames(args, loaded, times)

@@ -8,12 +8,14 @@ from engine.assets.model import Asset
 
 
 def inspect_command(path: str | os.PathLike[str]) -> int:
-    """Load ``path`` and print describe() of it (loader warnings are listed there, not shown twice)."""
+    """Load ``path`` (a .gltf/.glb file or a generated character's name, as every command takes) and print
+    describe() of it (loader warnings are listed there, not shown twice)."""
     from engine.assets import load
+    from engine.assets.library import source_path
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # warnings are listed by describe()
-        asset = load(path)
+        asset = load(source_path(path))
     print(describe(asset))
     return 0
 

@@ -44,9 +44,16 @@ def test_pyproject_lists_every_package_and_not_bench():
 
     listed = _pyproject()["tool"]["setuptools"]["packages"]
     on_disk = find_packages(str(ROOT), include=["engine", "engine.*", "game", "game.*"])
-    data = sorted(_pyproject()["tool"]["setuptools"]["package-dir"])
-    assert sorted(listed) == sorted(on_disk + data), "add new packages to [tool.setuptools] packages in pyproject"
-    assert data == ["engine._data.assets", "engine._data.shaders"]
+    dirs = _pyproject()["tool"]["setuptools"]["package-dir"]
+    data = sorted(dirs)
+    # every data folder and its subfolders (but the git-ignored cache of large characters) is a listed package:
+    # setuptools warns about data in a folder it is not told about
+    data_packages = [f"{name}.{'.'.join(sub.relative_to(ROOT / folder).parts)}" for name, folder in dirs.items()
+                     for sub in (ROOT / folder).rglob("*") if sub.is_dir() and "cache" not in sub.parts
+                     and "__pycache__" not in sub.parts]
+    assert sorted(listed) == sorted(on_disk + data + data_packages), \
+        "add new packages and data folders to [tool.setuptools] packages in pyproject"
+    assert data == ["engine._data.assets", "engine._data.examples", "engine._data.shaders"]
     assert not any(p == "bench" or p.startswith("bench.") for p in listed)
     assert _pyproject()["project"]["scripts"]["skinengine"] == "game.cli:main"
 
@@ -115,6 +122,13 @@ def test_installed_engine_reads_its_packaged_data(installed):
     assert Path(cylinder).is_relative_to(venv) and Path(cylinder).name == "cylinder.glb"
     assert Path(dense) == Path(env["XDG_CACHE_HOME"]) / "skinengine" / "humanoid_dense.glb"
     assert bench == "None"  # bench/ is not in the wheel
+    examples, pose_arm, session = _python(installed, (
+        "from engine.paths import data_dir, shipped_file\n"
+        "print(data_dir('examples')); print(shipped_file('examples/pose_arm.json'))\n"
+        "print(shipped_file('assets/sessions/arm_pose.jsonl'))"))
+    assert Path(examples).is_relative_to(venv) and (Path(examples) / "quickstart.py").is_file()
+    assert Path(pose_arm).is_relative_to(venv) and Path(pose_arm).is_file()
+    assert Path(session).is_relative_to(venv) and Path(session).is_file()
     r = _run(installed, "--version")
     assert r.returncode == 0 and r.stdout.strip() == f"skinengine {_engine_version()}", r
     r = _run(installed, "bench", "deform")

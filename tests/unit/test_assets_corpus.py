@@ -1,6 +1,6 @@
 """Acceptance tests of the glTF loader on the shared corpora.
 
-* ../shared/gltf-samples: every Khronos sample loads (the Draco one may be refused as unsupported) with
+* ../shared/gltf-samples: every Khronos sample loads (the Draco one decoded through DracoPy) with
   the counts of the samples README table (primitives, vertices, skins x joints, clips, channels).
 * ../shared/gltf-invalid: the glTF-Validator test assets. The expected report beside each asset lists
   message codes; :data:`CODE_CLASS` sorts every error code the corpus uses into one of
@@ -154,11 +154,6 @@ def _load(path: Path):
 def test_sample_loads_with_readme_counts(name):
     folder = shared_dir("gltf-samples")
     row = _readme_table(folder)[name]
-    if row["required ext."] == "KHR_draco_mesh_compression":
-        with pytest.raises(AssetError) as info:
-            _load(folder / name)
-        assert info.value.unsupported and "KHR_draco_mesh_compression" in info.value.reason
-        return
     asset = _load(folder / name)
     meshes, prims = (int(x) for x in row["mesh/prim"].split("/"))
     assert len(asset.meshes) == meshes

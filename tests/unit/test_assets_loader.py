@@ -429,7 +429,7 @@ def test_structural_errors_name_the_part(tmp_path, edit, where):
 
 def test_unsupported_required_extension(tmp_path):
     doc, blob = assemble(base_parts())
-    doc["extensionsUsed"] = doc["extensionsRequired"] = ["KHR_draco_mesh_compression"]
+    doc["extensionsUsed"] = doc["extensionsRequired"] = ["KHR_texture_basisu"]
     err = refused(write(tmp_path, doc, blob))
     assert err.unsupported and "unsupported required extension" in err.reason
     doc["extensionsUsed"] = []

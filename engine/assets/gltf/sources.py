@@ -1,5 +1,6 @@
-"""Where the bytes come from: the file itself (size-bounded) and the buffers (the GLB BIN chunk, base64 ``data:``
-URIs, files beside the asset; no URI may leave the asset's folder)."""
+"""Where the bytes come from: the file itself (size-bounded; another format such as FBX or OBJ refused in one line,
+``engine.assets.formats``) and the buffers (the GLB BIN chunk, base64 ``data:`` URIs, files beside the asset; no URI
+may leave the asset's folder)."""
 from __future__ import annotations
 
 import base64
@@ -8,6 +9,7 @@ import re
 from urllib.parse import unquote
 
 from engine.assets.errors import AssetError
+from engine.assets.formats import foreign_format, refusal
 from engine.assets.gltf.state import LoaderState
 
 BUFFER_MIME = ("application/octet-stream", "application/gltf-buffer")
@@ -27,6 +29,14 @@ class SourceReader(LoaderState):
             raise AssetError(where, f"cannot read the file: {exc.strerror or exc}") from exc
         if not self.path.is_file():
             raise AssetError(where, "not a regular file")
+        try:
+            with self.path.open("rb") as f:
+                head = f.read(1024)
+        except OSError as exc:
+            raise AssetError(where, f"cannot read the file: {exc.strerror or exc}") from exc
+        foreign = foreign_format(self.path, head)
+        if foreign is not None:  # an FBX, OBJ, .blend ... : say so, not "invalid JSON"
+            raise AssetError(where, refusal(foreign), unsupported=True)
         if size > self.max_bytes:
             raise AssetError(where, f"file size {size} bytes exceeds the limit max_bytes={self.max_bytes}")
         self.spend(size, where)
