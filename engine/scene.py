@@ -98,18 +98,10 @@ def load_asset(source: str | Path | Asset, *, name: str | None = None) -> Loaded
         asset = source
         label = name or "asset"
     else:
-        text = str(source)
-        if text.lower().endswith((".glb", ".gltf")) or Path(text).is_file():
-            path = Path(text)
-        else:
-            from engine.assets.library import CHARACTERS, character_path
+        from engine.assets.library import source_path
 
-            known = [c.name for c in CHARACTERS]
-            if text not in known:
-                raise ValueError(f"{text!r} is neither a .gltf/.glb file nor a generated character; "
-                                 f"characters: {', '.join(known)}")
-            path = character_path(text)
-        asset = load(path)
+        text = str(source)
+        asset = load(source_path(text))
         label = name or text
     rig = Rig.from_asset(asset)
     return LoadedAsset(label, asset, rig, skinned_primitives(asset, rig), _ground_offset(asset, rig))

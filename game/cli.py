@@ -51,7 +51,7 @@ from typing import Any, NoReturn
 # in paired runs). Scripts that import ``engine`` keep numpy's default.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from engine.paths import check_writable  # noqa: E402  (after the BLAS setting)
+from engine.paths import check_writable, shipped_file  # noqa: E402  (after the BLAS setting)
 from engine.skinning import registry  # noqa: E402
 from game.commands import UsageError  # noqa: E402
 
@@ -193,7 +193,7 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     sub.add_parser("doctor", parents=[common], help="report the GL stack, compute limits, display and OpenVR")
 
     p = sub.add_parser("inspect", parents=[common], help="print meshes, skins and clips of an asset")
-    p.add_argument("asset", help="glTF / GLB file")
+    p.add_argument("asset", help="a glTF / GLB file or a generated character (humanoid, cylinder, ...)")
 
     p = sub.add_parser("export-frame", parents=[common], help="write deformed world-space vertices of one frame")
     p.add_argument("asset", help="glTF / GLB file")
@@ -275,7 +275,7 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     _add_spring_options(p)
 
     p = sub.add_parser("replay", parents=[common], help="reproduce a recorded editor session (.jsonl)")
-    p.add_argument("file", help="a recording written by --record (or by hand, see the README)")
+    p.add_argument("file", help="a recording written by --record (or by hand, see docs/contracts.md)")
     p.add_argument("--headless", action="store_true", help="replay offscreen (the default without a display)")
     p.add_argument("--screenshot", default=None, metavar="PNG", help="write the last frame as PNG")
     p.add_argument("--export-frame", default=None, metavar="NPZ",
@@ -346,6 +346,20 @@ def _check_outputs(args: argparse.Namespace) -> None:
         value = getattr(args, attr, None)
         if value:
             check_writable(flag, str(value), makes_parents=makes_parents)
+
+
+#: input files a command reads that may name a shipped file (``examples/...``, ``assets/sessions/...``)
+_SHIPPED_INPUTS = ("strokes", "load", "file")
+
+
+def _shipped_inputs(args: argparse.Namespace) -> None:
+    """The README's examples name files of the checkout (``examples/pose_arm.json``); from an installed tool
+    that path is not in the current folder, so it is read from the installed copy (engine.paths.shipped_file).
+    A path that exists as given is always read as given."""
+    for attr in _SHIPPED_INPUTS:
+        value = getattr(args, attr, None)
+        if isinstance(value, str) and value:
+            setattr(args, attr, str(shipped_file(value)))
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -430,6 +444,7 @@ def run(argv: Sequence[str] | None = None, *, prog: str = "main.py") -> int:
     warnings.showwarning = _cli_warning
     try:
         _check_outputs(args)
+        _shipped_inputs(args)
         status = _dispatch(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return status

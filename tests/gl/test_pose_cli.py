@@ -216,3 +216,12 @@ def test_gpu_and_cpu_devices_pose_the_same_vertices(tmp_path):
     assert a.files == b.files
     for k in a.files:
         np.testing.assert_allclose(b[k], a[k], atol=1e-4)
+
+
+def test_the_readme_example_names_its_strokes_file_from_any_folder(tmp_path, monkeypatch, capsys):
+    # `examples/pose_arm.json` is not in tmp_path: it is read from the engine's copy (checkout or wheel)
+    monkeypatch.chdir(tmp_path)
+    assert run(["pose", "humanoid", "--strokes", "examples/pose_arm.json"]) == 0
+    assert "(upper_arm_L, forearm_L, hand_L)" in capsys.readouterr().out
+    assert run(["pose", "humanoid", "--strokes", "examples/no_such.json"]) == 2
+    assert "no_such.json" in capsys.readouterr().err
