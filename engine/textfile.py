@@ -26,10 +26,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["read_user_bytes", "read_user_text", "parse_json", "load_json", "json_depth", "MAX_JSON_DEPTH"]
+__all__ = ["read_user_bytes", "read_user_text", "parse_json", "load_json", "json_depth", "check_int_sizes",
+           "MAX_JSON_DEPTH", "MAX_INT"]
 
 #: default nesting limit of user JSON (the file formats need fewer than 10 levels)
 MAX_JSON_DEPTH = 64
+
+#: largest integer a user file may hold (int64): larger ones cannot become a float, an index or a count
+MAX_INT = 2**63 - 1
 
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
@@ -124,6 +128,10 @@ def parse_json(text: str, name: str, *, max_depth: int = MAX_JSON_DEPTH, label: 
         return json.loads(text, parse_constant=constant)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{name}: {label}: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except ValueError as exc:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        if str(exc).startswith(name):
+            raise
+        raise ValueError(f"{name}: {label}: {str(exc).splitlines()[0]}") from None
     except RecursionError:  # below the bracket limit this cannot happen; kept so nothing escapes as a bug
         raise ValueError(f"{name}: {label}: nested too deeply") from None
 
@@ -132,3 +140,18 @@ def load_json(path: str | os.PathLike[str], what: str, *, max_bytes: int, max_de
     """Read the UTF-8 JSON file at ``path`` carefully (:func:`read_user_text`, :func:`parse_json`)."""
     text = read_user_text(path, what, max_bytes=max_bytes, kind="JSON")
     return parse_json(text, str(Path(path)), max_depth=max_depth)
+
+
+def check_int_sizes(data: Any, name: str, *, limit: int = MAX_INT) -> None:
+    """Refuse any integer beyond +-``limit`` anywhere in decoded JSON/TOML ``data`` (ValueError naming the key
+    path), so no reader meets an int too large for a float. Iterative, linear in the document."""
+    todo: list[tuple[Any, str]] = [(data, "")]
+    while todo:
+        value, where = todo.pop()
+        if isinstance(value, dict):
+            todo.extend((v, f"{where}.{k}" if where else str(k)) for k, v in value.items())
+        elif isinstance(value, list):
+            todo.extend((v, f"{where}[{i}]") for i, v in enumerate(value))
+        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > limit:
+            shown = f"{value:.3e}" if abs(value) < 10**300 else f"an integer of {value.bit_length()} bits"
+            raise ValueError(f"{name}: {where or 'the top level'} = {shown}; valid: integers within +-{limit}")
