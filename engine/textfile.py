@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["read_user_bytes", "read_user_text", "parse_json", "load_json", "json_depth", "check_int_sizes",
+__all__ = ["read_user_bytes", "read_user_text", "parse_json", "load_json", "json_depth", "check_numbers",
            "MAX_JSON_DEPTH", "MAX_INT"]
 
 #: default nesting limit of user JSON (the file formats need fewer than 10 levels)
@@ -142,9 +142,10 @@ def load_json(path: str | os.PathLike[str], what: str, *, max_bytes: int, max_de
     return parse_json(text, str(Path(path)), max_depth=max_depth)
 
 
-def check_int_sizes(data: Any, name: str, *, limit: int = MAX_INT) -> None:
-    """Refuse any integer beyond +-``limit`` anywhere in decoded JSON/TOML ``data`` (ValueError naming the key
-    path), so no reader meets an int too large for a float. Iterative, linear in the document."""
+def check_numbers(data: Any, name: str, *, max_abs: float | None = None) -> None:
+    """Refuse any integer beyond +-MAX_INT anywhere in decoded JSON/TOML ``data`` (so no reader meets an int
+    too large for a float) and, with ``max_abs``, any number that is not finite or beyond +-``max_abs``:
+    ValueError ``NAME: key.path = value; valid: ...``. Iterative, linear in the document."""
     todo: list[tuple[Any, str]] = [(data, "")]
     while todo:
         value, where = todo.pop()
@@ -152,6 +153,10 @@ def check_int_sizes(data: Any, name: str, *, limit: int = MAX_INT) -> None:
             todo.extend((v, f"{where}.{k}" if where else str(k)) for k, v in value.items())
         elif isinstance(value, list):
             todo.extend((v, f"{where}[{i}]") for i, v in enumerate(value))
-        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > limit:
+        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
             shown = f"{value:.3e}" if abs(value) < 10**300 else f"an integer of {value.bit_length()} bits"
-            raise ValueError(f"{name}: {where or 'the top level'} = {shown}; valid: integers within +-{limit}")
+            raise ValueError(f"{name}: {where or 'the top level'} = {shown}; valid: integers within +-{MAX_INT}")
+        elif max_abs is not None and isinstance(value, (int, float)) and not isinstance(value, bool) and not (
+                abs(value) <= max_abs):
+            raise ValueError(f"{name}: {where or 'the top level'} = {value!r}; valid: finite numbers within "
+                             f"+-{max_abs:g}")

@@ -34,7 +34,7 @@ from engine.skinning.laplacian import WEIGHTS
 from engine.skinning.radial import PROFILES
 from engine.skinning.springs.limits import FLOAT32_STEP, check_spring_ranges, spring_advice, spring_ranges
 from engine.skinning.springs.params import SpringParams
-from engine.textfile import MAX_JSON_DEPTH, check_int_sizes, parse_json, read_user_text
+from engine.textfile import MAX_JSON_DEPTH, check_numbers, parse_json, read_user_text
 
 __all__ = ["SKINNING", "IrsConfig", "BindingConfig", "ArapConfig", "LaplacianConfig", "RadialConfig",
            "DeformerConfig", "load_config", "loads_config", "read_table", "OVERRIDE_ALIASES",
@@ -254,7 +254,7 @@ def read_table(path: str | Path, what: str = "config file") -> dict[str, Any]:
             raise ValueError(f"{p}: invalid {kind}: nested too deeply") from None
     if not isinstance(data, dict):
         raise ValueError(f"{p}: the top level is {type(data).__name__} {data!r:.60}; expected a table")
-    check_int_sizes(data, str(p))
+    check_numbers(data, str(p))
     return data
 
 
