@@ -122,7 +122,7 @@ def parse_json(text: str, name: str, *, max_depth: int = MAX_JSON_DEPTH, label: 
         raise ValueError(f"{name}: {label}: nested {depth} levels deep, over the limit of {max_depth}")
 
     def constant(word: str) -> Any:
-        raise ValueError(f"{name}: {label}: {word} is not a JSON number")
+        raise ValueError(f"{name}: {label}: {word} is not a JSON number (numbers must be finite)")
 
     try:
         return json.loads(text, parse_constant=constant)

@@ -131,16 +131,21 @@ def _within(v: Any, limit: float) -> bool:
 def _number(v: Any, where: str, limit: float = MAX_COORD) -> float:
     if not _is_number(v):
         raise StrokeFileError(f"{where}: expected a number, got {_short(v)}")
+    if isinstance(v, float) and not math.isfinite(v):
+        raise StrokeFileError(f"{where}: expected a finite number, got {_short(v)}")
     if not _within(v, limit):
-        raise StrokeFileError(f"{where}: expected a finite number in [-{limit:g}, {limit:g}], got {_short(v)}")
+        raise StrokeFileError(f"{where}: {_short(v)} is outside [-{limit:g}, {limit:g}]; expected a finite number")
     return float(v)
 
 
 def _vector(v: Any, n: int, where: str, what: str = "") -> np.ndarray:
     if not isinstance(v, list) or len(v) != n or not all(_is_number(x) for x in v):
         raise StrokeFileError(f"{where}: expected {n} numbers{what}, got {_short(v)}")
+    if not all(isinstance(x, int) or math.isfinite(x) for x in v):
+        raise StrokeFileError(f"{where}: expected finite numbers, got {_short(v)}")
     if not all(_within(x, MAX_COORD) for x in v):
-        raise StrokeFileError(f"{where}: expected finite numbers in [-{MAX_COORD:g}, {MAX_COORD:g}], got {_short(v)}")
+        raise StrokeFileError(f"{where}: {_short(v)} is outside [-{MAX_COORD:g}, {MAX_COORD:g}]; expected finite "
+                              "numbers")
     return np.asarray(v, np.float64)
 
 

@@ -128,7 +128,8 @@ def valid_user_document(kind: str) -> Any:
         return graph
     if kind == "recording":
         return [{"format": "skinengine-session", "version": 1, "engine": "test", "window": {"width": 64, "height": 48},
-                 "step": 1 / 60, "camera": {"target": [0, 1, 0], "yaw": 0.0, "pitch": 0.0, "distance": 3.0, "fov": 45.0},
+                 "step": 1 / 60,
+                 "camera": {"target": [0, 1, 0], "yaw": 0.0, "pitch": 0.0, "distance": 3.0, "fov": 45.0},
                  "assets": [{"source": "cylinder", "position": [0, 0, 0], "time": 0.0}]},
                 {"type": "frame", "dt": 1 / 60}, {"type": "end", "frames": 1}]
     raise ValueError(f"unknown kind {kind!r}")
