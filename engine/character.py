@@ -399,20 +399,11 @@ class Character:
 
     def load_edits(self, path: str | Path) -> Character:
         """Add the edits of a file written by :meth:`save_edits` (primitives by export-frame name)."""
-        import json
-
-        from engine.skinning.edits import parse_edits_document
+        from engine.skinning.edits import read_edits_file
 
         self.require_alive()
         p = Path(path)
-        try:
-            doc = json.loads(p.read_text())
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{p.name}: not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
-        try:
-            stacks = parse_edits_document(doc)
-        except ValueError as e:
-            raise ValueError(f"{p.name}: {e}") from None
+        stacks = read_edits_file(p)  # the careful reader: regular file, size and depth limits, typed values
         keys = {k.export_key: k for k in self.skinned_primitives}
         for name in stacks:
             if name not in keys:

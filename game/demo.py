@@ -30,6 +30,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -540,13 +541,13 @@ def run_demo(args: argparse.Namespace) -> int:
     _check_args(args, headless)
     frames = args.frames
     screenshot = args.screenshot or ("out/demo.png" if headless else None)
-    if screenshot is not None:  # refused now, not after every frame has rendered
-        check_writable("--screenshot", screenshot, suffix=".png", makes_parents=True).parent.mkdir(
-            parents=True, exist_ok=True)
+    # refused now, not after every frame has rendered; nothing is created (no folder, no file) until the frames
+    # have run, so a refusal of any other input leaves nothing behind
+    if screenshot is not None:
+        check_writable("--screenshot", screenshot, suffix=".png", makes_parents=True)
     profile = getattr(args, "profile", None)
     if profile is not None:
-        check_writable("--profile", profile, suffix=".json", makes_parents=True).parent.mkdir(
-            parents=True, exist_ok=True)
+        check_writable("--profile", profile, suffix=".json", makes_parents=True)
     compare = getattr(args, "compare", None)
     compare_list = parse_deformers(compare, device=args.device) if compare is not None else None
     show_overlay = bool(getattr(args, "overlay", False))
@@ -585,6 +586,7 @@ def run_demo(args: argparse.Namespace) -> int:
             session.save_png(screenshot)
             print(f"wrote {screenshot}")
         if profiler is not None:
+            Path(str(profile)).parent.mkdir(parents=True, exist_ok=True)
             profiler.write(profile)
             print(f"wrote {profile} ({len(profiler.frames)} frames; open it in https://ui.perfetto.dev)")
         print(FrameStats.of(frame_ms).summary())

@@ -40,6 +40,11 @@ the frame lines: its events are then grouped into frames of one fixed ``step`` b
 
 Errors: a missing or broken header, an unknown version, invalid JSON, a truncated file, an unknown event
 type or a bad field raise :class:`RecordError` (a ValueError) whose message names the file and line.
+
+Limits (each refused with its value and the limit): the file is read by :mod:`engine.textfile` (a regular file
+of at most MAX_FILE_BYTES; each line JSON nested at most MAX_JSON_DEPTH deep); every number on every line is
+finite and within +-MAX_VALUE (positions, times, pixels); a frame's dt and the time between two events are at
+most MAX_GAP seconds; a file replays at most MAX_FRAMES frames (one hour at 60 Hz).
 """
 from __future__ import annotations
 
@@ -51,14 +56,21 @@ from pathlib import Path
 from typing import IO, Any
 
 from engine.input.events import EventError, InputEvent, event_from_dict
+from engine.textfile import MAX_JSON_DEPTH, check_numbers, json_depth, read_user_text
 
 __all__ = ["FORMAT", "VERSION", "RecordError", "RecordHeader", "RecordedFrame", "Recording", "read_recording",
-           "parse_recording", "Recorder"]
+           "parse_recording", "Recorder", "MAX_FILE_BYTES", "MAX_VALUE", "MAX_GAP", "MAX_FRAMES"]
 
 FORMAT = "skinengine-session"
 VERSION = 1
 _HEADER_KEYS = {"format", "version", "engine", "window", "step", "camera", "assets", "editor"}
 _ASSET_KEYS = {"source", "clip", "time", "speed", "position", "yaw", "deformer", "path", "sha256"}
+MAX_FILE_BYTES = 256 << 20
+#: largest magnitude of any number in a recording (metres, pixels, seconds, degrees)
+MAX_VALUE = 1e9
+#: longest frame dt and longest pause between two events, seconds
+MAX_GAP = 3600.0
+MAX_FRAMES = 216_000
 
 
 class RecordError(ValueError):
@@ -179,11 +191,15 @@ class Recording:
         return [e for f in self.frames for e in f.events]
 
 
-def _bucket(events: list[tuple[int, InputEvent]], step: float) -> list[RecordedFrame]:
+def _bucket(events: list[tuple[int, InputEvent]], step: float, name: str = "<recording>") -> list[RecordedFrame]:
     """Events without frame lines: frames of one fixed step by timestamp, from the first event."""
     if not events:
         return []
     t0 = events[0][1].t
+    count = (events[-1][1].t - t0) / step + 1
+    if not count <= MAX_FRAMES:
+        raise RecordError(f"{name}:{events[-1][0]}: the events span {count:.0f} frames of {step:g} s, over the "
+                          f"limit of {MAX_FRAMES} frames")
     frames: list[RecordedFrame] = []
     for _line, e in events:
         k = int(math.floor((e.t - t0) / step + 1e-9))
@@ -212,11 +228,20 @@ def parse_recording(lines: Iterable[str], *, name: str = "<recording>") -> Recor
             continue
         if ended:
             raise fail(lineno, "a line after the end line")
+        depth = json_depth(text)
+        if depth > MAX_JSON_DEPTH:
+            raise fail(lineno, f"invalid JSON (nested {depth} levels deep, over the limit of {MAX_JSON_DEPTH})")
         try:
             d = json.loads(text)
         except json.JSONDecodeError as exc:
             what = "invalid JSON" if raw.endswith("\n") else "truncated line"
             raise fail(lineno, f"{what} ({exc.msg} at column {exc.colno})") from None
+        except ValueError as exc:  # an integer of more digits than Python converts
+            raise fail(lineno, f"invalid JSON ({str(exc).splitlines()[0]})") from None
+        try:
+            check_numbers(d, "the line", max_abs=MAX_VALUE)
+        except ValueError as exc:
+            raise fail(lineno, str(exc).removeprefix("the line: ")) from None
         if header is None:
             try:
                 header = RecordHeader.from_dict(d)
@@ -228,7 +253,11 @@ def parse_recording(lines: Iterable[str], *, name: str = "<recording>") -> Recor
             dt = d.get("dt")
             if (set(d) != {"type", "dt"} or isinstance(dt, bool) or not isinstance(dt, (int, float))
                     or not math.isfinite(dt) or dt < 0):
-                raise fail(lineno, f'a frame line is {{"type": "frame", "dt": SECONDS >= 0}}, got {text}')
+                raise fail(lineno, f'a frame line is {{"type": "frame", "dt": SECONDS >= 0}}, got {text:.80}')
+            if dt > MAX_GAP:
+                raise fail(lineno, f"a frame dt of {dt!r} s is over the limit of {MAX_GAP:g} s")
+            if len(frames) >= MAX_FRAMES:
+                raise fail(lineno, f"more than {MAX_FRAMES} frames, over the limit of {MAX_FRAMES}")
             framed = True
             frames.append(RecordedFrame(float(dt), [e for _, e in pending]))
             pending = []
@@ -243,10 +272,13 @@ def parse_recording(lines: Iterable[str], *, name: str = "<recording>") -> Recor
             continue
         try:
             e = event_from_dict(d)
-        except EventError as exc:
+        except (EventError, TypeError, ValueError, OverflowError) as exc:
             raise fail(lineno, str(exc)) from None
         if e.t < last_t:
             raise fail(lineno, f"timestamps must not decrease: t={e.t!r} after t={last_t!r}")
+        if last_t > -math.inf and e.t - last_t > MAX_GAP:
+            raise fail(lineno, f"t={e.t!r} is {e.t - last_t:g} s after the previous event, over the limit of "
+                               f"{MAX_GAP:g} s")
         last_t = e.t
         pending.append((lineno, e))
     if header is None:
@@ -255,20 +287,20 @@ def parse_recording(lines: Iterable[str], *, name: str = "<recording>") -> Recor
         raise RecordError(f"{name}:{lineno}: truncated: the file ends without its end line "
                           '{"type": "end", "frames": N} (the recording was cut off)')
     if not framed:
-        frames = _bucket(pending, header.step)
+        frames = _bucket(pending, header.step, name)
     return Recording(header, frames)
 
 
 def read_recording(path: str | Path) -> Recording:
     """Read and check a recording file (RecordError with the line number when it is bad)."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise FileNotFoundError(f"no recording at {str(p)!r}")
-    try:
-        with p.open(encoding="utf-8") as f:
-            rec = parse_recording(f, name=p.name)
-    except UnicodeDecodeError as exc:
-        raise RecordError(f"{p.name}: not a UTF-8 text file ({exc.reason})") from None
+    try:  # the careful reader: a regular file (not a FIFO or device), at most MAX_FILE_BYTES, UTF-8
+        text = read_user_text(p, "recording", max_bytes=MAX_FILE_BYTES, kind="JSON-lines")
+    except ValueError as exc:
+        raise RecordError(str(exc)) from None
+    rec = parse_recording(text.splitlines(keepends=True), name=p.name)
     rec.path = p
     return rec
 

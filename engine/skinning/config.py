@@ -21,7 +21,6 @@ aliases in OVERRIDE_ALIASES.
 """
 from __future__ import annotations
 
-import json
 import math
 import tomllib
 from dataclasses import dataclass, field, fields
@@ -35,6 +34,7 @@ from engine.skinning.laplacian import WEIGHTS
 from engine.skinning.radial import PROFILES
 from engine.skinning.springs.limits import FLOAT32_STEP, check_spring_ranges, spring_advice, spring_ranges
 from engine.skinning.springs.params import SpringParams
+from engine.textfile import MAX_JSON_DEPTH, check_numbers, parse_json, read_user_text
 
 __all__ = ["SKINNING", "IrsConfig", "BindingConfig", "ArapConfig", "LaplacianConfig", "RadialConfig",
            "DeformerConfig", "load_config", "loads_config", "read_table", "OVERRIDE_ALIASES",
@@ -44,16 +44,19 @@ __all__ = ["SKINNING", "IrsConfig", "BindingConfig", "ArapConfig", "LaplacianCon
 
 #: methods a deformer config may name: every GPU row of the deformer table (engine/skinning/registry.py)
 SKINNING = registry.names(device="gpu", public_only=False)
+#: largest deformer config or graph file read (they are a few kilobytes)
+MAX_TABLE_BYTES = 4 << 20
 OVERRIDE_ALIASES = {"spring_iterations": "spring.max_iterations", "spring_dt": "spring.dt"}
 
 
 def _check_number(where: str, v: Any, lo: float, hi: float, *, integer: bool = False, lo_open: bool = False) -> None:
     kind = "an integer" if integer else "a number"
     rng = f"{'(' if lo_open else '['}{lo:g}, {hi:g}]"
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or (integer and int(v) != v):
-        raise ValueError(f"{where} = {v!r}; valid: {kind} in {rng}")
-    if not (math.isfinite(v) and (v > lo if lo_open else v >= lo) and v <= hi):
-        raise ValueError(f"{where} = {v!r} is out of range; valid: {rng}")
+    if (isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not math.isfinite(v))
+            or (integer and int(v) != v)):
+        raise ValueError(f"{where} = {v!r:.60}; valid: {kind} in {rng}")
+    if not ((v > lo if lo_open else v >= lo) and v <= hi):  # ints of any size compare exactly
+        raise ValueError(f"{where} = {v!r:.60} is out of range; valid: {rng}")
 
 
 def _check_choice(where: str, v: Any, choices) -> None:
@@ -234,27 +237,24 @@ def read_table(path: str | Path, what: str = "config file") -> dict[str, Any]:
     """The top-level table of a .toml file (.json files too), for the deformer config and graph files.
 
     Every problem is a ValueError starting with the file name and saying what was expected: the file cannot
-    be read, is not UTF-8 text, is not valid TOML/JSON, or its top level is not a table.
+    be read (missing, a folder, a FIFO or device, over MAX_TABLE_BYTES: engine.textfile reads it), is not
+    UTF-8 text, is not valid TOML/JSON (or nested deeper than MAX_JSON_DEPTH), or its top level is not a table.
     """
     p = Path(path)
     kind = "JSON" if p.suffix.lower() == ".json" else "TOML"
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ValueError(f"cannot read {what} {p}: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{p}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); expected a "
-                         f"UTF-8 {kind} file") from None
-    try:
-        data = json.loads(text) if kind == "JSON" else tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{p}: invalid {kind}: {exc}") from None
-    except RecursionError:
-        raise ValueError(f"{p}: invalid {kind}: nested too deeply") from None
+    text = read_user_text(p, what, max_bytes=MAX_TABLE_BYTES, kind=kind)
+    if kind == "JSON":
+        data = parse_json(text, str(p), max_depth=MAX_JSON_DEPTH)
+    else:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"{p}: invalid {kind}: {exc}") from None
+        except RecursionError:
+            raise ValueError(f"{p}: invalid {kind}: nested too deeply") from None
     if not isinstance(data, dict):
         raise ValueError(f"{p}: the top level is {type(data).__name__} {data!r:.60}; expected a table")
+    check_numbers(data, str(p))
     return data
 
 

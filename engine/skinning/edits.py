@@ -62,7 +62,7 @@ from engine.skinning.types import bone_endpoints, joint_rotations
 
 __all__ = ["SurfaceEdit", "EditTerms", "EditStack", "encode_targets", "decode_targets", "EASINGS", "PROFILE_TYPES",
            "DIRECTIONS", "Profile", "offset_targets", "edit_pose", "EDITS_FORMAT", "EDITS_VERSION", "SurfaceEdits",
-           "edits_document", "parse_edits_document"]
+           "edits_document", "parse_edits_document", "read_edits_file", "MAX_EDITS_BYTES"]
 
 MAX_STIFFNESS = 1e9  # per unit mass; far stiffer edits only overflow float32 on the GPU
 MAX_TARGET = 1e6     # metres: an encoded target farther from its attachment is a broken file, not an edit
@@ -501,6 +501,85 @@ def edits_document(stacks: dict[str, EditStack], *, asset: str = "", **meta: Any
             "primitives": {k: s.to_dict() for k, s in stacks.items()}}
 
 
+#: largest edits file read (engine.textfile), and the most vertex indices / keys one edit may list
+MAX_EDITS_BYTES = 256 << 20
+MAX_INDEX = 2**31 - 1
+_JSON_NUMBER = (int, float)
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _json_number(v: Any, where: str, limit: float) -> None:
+    ok = isinstance(v, _JSON_NUMBER) and not isinstance(v, bool) and (
+        abs(v) <= limit if isinstance(v, int) else math.isfinite(v) and abs(v) <= limit)
+    if not ok:
+        raise ValueError(f"{where} = {_short(v)}; valid: a finite number within +-{limit:g}")
+
+
+def _json_rows(v: Any, where: str, width: int | None, limit: float, *, integral: bool = False) -> None:
+    """A list of numbers (width None) or of ``width``-number lists, each a JSON number within ``limit``;
+    ``integral``: whole numbers (vertex indices) >= 0."""
+    if not isinstance(v, list):
+        raise ValueError(f"{where} = {_short(v)}; valid: a list")
+    for i, row in enumerate(v):
+        items = [(f"{where}[{i}]", row)]
+        if width is not None:
+            if not isinstance(row, list) or len(row) != width:
+                raise ValueError(f"{where}[{i}] = {_short(row)}; valid: a list of {width} numbers")
+            items = [(f"{where}[{i}][{j}]", x) for j, x in enumerate(row)]
+        for at, x in items:
+            if integral:
+                if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x <= limit:
+                    raise ValueError(f"{at} = {_short(x)}; valid: a whole vertex index in [0, {int(limit)}]")
+            else:
+                _json_number(x, at, limit)
+
+
+def _check_edit_json(e: Any, where: str) -> None:
+    """JSON types and ranges of one surface edit as written, before SurfaceEdit.from_dict converts it: indices
+    whole and >= 0, numbers finite (strings and booleans are not numbers), rows of the right width."""
+    if not isinstance(e, dict):
+        raise ValueError(f"{where} = {_short(e)}; valid: an object (a surface edit)")
+    if "name" in e and not isinstance(e["name"], str):
+        raise ValueError(f"{where}.name = {_short(e['name'])}; valid: a string")
+    if "stiffness" in e:
+        _json_number(e["stiffness"], f"{where}.stiffness", MAX_STIFFNESS)
+    for key in ("kinematic", "passive", "static"):
+        if key in e:
+            _json_rows(e[key], f"{where}.{key}", None, MAX_INDEX, integral=True)
+    if "target_local" in e:
+        _json_rows(e["target_local"], f"{where}.target_local", 3, MAX_TARGET)
+    if "keys" in e:
+        _json_rows(e["keys"], f"{where}.keys", 2, 1e9)
+    if e.get("param") is not None:
+        _json_rows(e["param"], f"{where}.param", None, 1.0)
+    if e.get("direction_local") is not None:
+        _json_rows(e["direction_local"], f"{where}.direction_local", 3, MAX_TARGET)
+    prof = e.get("profile")
+    if isinstance(prof, dict):
+        for k, v in prof.items():
+            if k not in ("type", "ease", "direction", "ramp") and not isinstance(v, (str, bool)):
+                _json_number(v, f"{where}.profile.{k}", MAX_HEIGHT * 1e3)
+
+
+def read_edits_file(path: Any) -> dict[str, EditStack]:
+    """Read an edits file the careful way (engine.textfile: a regular UTF-8 JSON file of at most
+    MAX_EDITS_BYTES) and parse it (:func:`parse_edits_document`); ValueError ``NAME: place: ...``."""
+    from pathlib import Path
+
+    from engine.textfile import load_json
+
+    p = Path(path)
+    doc = load_json(p, "edits file", max_bytes=MAX_EDITS_BYTES)
+    try:
+        return parse_edits_document(doc)
+    except ValueError as e:
+        raise ValueError(f"{p.name}: {e}") from None
+
+
 def parse_edits_document(doc: Any) -> dict[str, EditStack]:
     """Validate an edits file (see `edits_document`) and return its stacks by primitive name; ValueError
     naming the place of the first problem."""
@@ -516,8 +595,13 @@ def parse_edits_document(doc: Any) -> dict[str, EditStack]:
         raise ValueError(f"primitives: expected an object of primitive name -> edits, got {prims!r}")
     out = {}
     for key, stack in prims.items():
+        if isinstance(stack, dict) and isinstance(stack.get("edits"), list):
+            for i, e in enumerate(stack["edits"]):
+                _check_edit_json(e, f"primitives.{key}.edits[{i}]")
+        elif isinstance(stack, dict) and "edits" in stack:
+            raise ValueError(f"primitives.{key}.edits = {_short(stack['edits'])}; valid: a list of surface edits")
         try:
             out[str(key)] = EditStack.from_dict(stack)
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError, OverflowError) as e:
             raise ValueError(f"primitives.{key}: {e}") from None
     return out

@@ -198,6 +198,9 @@ def edit_command(args: argparse.Namespace) -> int:
     if laplacian and args.load is not None:
         raise ValueError("--load replays edits through the springs; it cannot be combined with --solver laplacian")
     check_time(args.time)
+    if args.load is not None:  # read and checked now (engine.textfile), so a bad file is refused before any work
+        from engine.skinning.edits import read_edits_file
+        read_edits_file(args.load)
     sf = None
     if args.strokes is not None:
         sf = load_stroke_file(args.strokes, roles=EDIT_ROLES, brush_radius=False)

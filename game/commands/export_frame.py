@@ -82,15 +82,37 @@ def frame_times(args: argparse.Namespace, asset) -> np.ndarray | None:
     if times is not None and count is not None:
         raise ValueError("give --times or --frames, not both")
     if times is not None:
-        return parse_times(times)
+        parsed = parse_times(times)
+        _check_bake_memory(len(parsed), asset)
+        return parsed
     if count is None:
         return None
     if isinstance(count, bool) or not 1 <= int(count) <= MAX_FRAMES:
         raise ValueError(f"--frames must be in [1, {MAX_FRAMES}], got {count}")
+    _check_bake_memory(int(count), asset)
     end = 0.0
     if asset.clips:
         end = float(asset.clips[asset.clip_index(args.clip)].duration)
     return np.linspace(0.0, end, int(count)) if count > 1 else np.zeros(1)
+
+
+#: bytes per vertex per baked frame: float32 x, y, z, held twice (the baked array and the copy being written)
+BAKE_BYTES_PER_VERTEX = 12 * 2
+
+
+def _check_bake_memory(frames: int, asset) -> None:
+    """Refuse ``--frames`` whose baked vertices (frames x vertices x 12 bytes, twice) do not fit in the memory
+    this process may still allocate, before anything is allocated: one line with the estimate and the limit."""
+    from engine.render.targets import available_memory
+
+    vertices = sum(len(p.positions) for m in asset.meshes for p in m.primitives)
+    need = frames * vertices * BAKE_BYTES_PER_VERTEX
+    limit = available_memory()
+    if limit is not None and need > limit[0]:
+        fits = max(1, limit[0] // max(1, vertices * BAKE_BYTES_PER_VERTEX))
+        raise ValueError(f"--frames {frames}: baking {vertices} vertices needs about {need / 2**30:.1f} GiB "
+                         f"({frames} x {vertices} x {BAKE_BYTES_PER_VERTEX} bytes), over the "
+                         f"{limit[0] / 2**30:.1f} GiB of {limit[1]}; at most --frames {fits} fits")
 
 
 def export_frames(args: argparse.Namespace, loaded, times: np.ndarray) -> int:

@@ -69,10 +69,21 @@ def replay_command(args: argparse.Namespace) -> int:
 
 
 def _write_outputs(ed: Any, shot: Path | None, npz: Path | None, glb: Path | None) -> None:
+    """Check everything first (finite vertices, something to save), then write: a refusal leaves no file."""
     s = ed.session
+    arrays: dict[str, Any] = export_vertices(s)
+    for key, v in arrays.items():
+        ok = np.isfinite(v).all(axis=-1)
+        if not ok.all():
+            i = int(np.flatnonzero(~ok)[0])
+            raise ValueError(f"the replayed frame's deformed vertices of {key} are not finite (vertex {i}: "
+                             f"{v[i].tolist()}); nothing written")
+    if glb is not None and glb.suffix.lower() == ".json" and ed.selected is None:
+        raise ValueError("--save: no character to save the edits of")
+    if glb is not None and glb.suffix.lower() != ".json" and getattr(ed, "save_asset", None) is None:
+        raise ValueError("--save needs the posing layer (the pose command's keyed clip), not available here")
     if npz is not None:
         npz.parent.mkdir(parents=True, exist_ok=True)
-        arrays: dict[str, Any] = export_vertices(s)
         np.savez(npz, **arrays)
         print(f"wrote {npz}")
     if shot is not None:

@@ -20,7 +20,8 @@ from engine.assets.model import Asset, Node, Scene, Skin
 from engine.assets.writer import AnimChannel, GltfBuilder
 from game import cli
 
-__all__ = ["chain_asset", "skinned_document", "write_gltf", "append_accessor", "one_error_line"]
+__all__ = ["chain_asset", "skinned_document", "write_gltf", "append_accessor", "one_error_line", "HOSTILE_NUMBERS",
+           "valid_user_document", "hostile_user_files"]
 
 
 def chain_asset(n: int, *, step: float = 0.01) -> Asset:
@@ -96,3 +97,97 @@ def one_error_line(capsys: Any, argv: list[str]) -> str:
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
     return lines[0]
+
+
+# ---- hostile user files other than glTF (issue 27 item 9): strokes, edits, configs, graphs, recordings ------
+#: values no numeric field of any user file accepts: wrong JSON types, and magnitudes past every stated limit
+HOSTILE_NUMBERS: tuple[Any, ...] = ({"x": 1}, [1, 2], "5", True, 1e30, -1e308, 10**30, 10**400)
+
+
+def valid_user_document(kind: str) -> Any:
+    """A small valid document of ``kind`` (strokes, edits, config, graph; recording: a list of line dicts)."""
+    if kind == "strokes":
+        return {"version": 1, "brush_radius": 0.05, "strokes": [
+            {"role": "baseline", "space": "world", "points": [[0, 0, 0], [0, 1, 0], [0, 2, 0]]},
+            {"role": "offset", "space": "world", "points": [[0, 0, 0], [0.5, 1, 0], [1, 2, 0]]}]}
+    if kind == "edits":
+        edit = {"name": "e", "stiffness": 5.0, "kinematic": [0, 1], "target_local": [[0, 0, 0.1], [0, 0, 0.1]],
+                "passive": [2], "static": [3], "keys": [[0, 1], [1, 0.5]]}
+        return {"format": "skinengine-edits", "version": 1, "asset": "cylinder",
+                "primitives": {"node0_mesh0_prim0": {"edits": [edit]}}}
+    if kind == "config":
+        return {"skinning": "lbs", "spring": {"dt": 1.0, "max_iterations": 10, "k_s": 1.0},
+                "binding": {"smooth_passes": 6, "weld_tolerance": 1e-6}, "arap": {"iterations": 2},
+                "radial": {"amount": 1.0}, "irs": {"parent_influence": 0.5}}
+    if kind == "graph":
+        from engine.skinning.gpu.plan import default_config
+        graph = default_config("spring").to_dict()
+        for node in graph["nodes"]:
+            node["options"].update({"spring": {"check_every": 1}, "vertex_normals": {"crease_angle": 0.5}}.get(
+                node["stage"], {}))
+        return graph
+    if kind == "recording":
+        return [{"format": "skinengine-session", "version": 1, "engine": "test", "window": {"width": 64, "height": 48},
+                 "step": 1 / 60,
+                 "camera": {"target": [0, 1, 0], "yaw": 0.0, "pitch": 0.0, "distance": 3.0, "fov": 45.0},
+                 "assets": [{"source": "cylinder", "position": [0, 0, 0], "time": 0.0}]},
+                {"type": "frame", "dt": 1 / 60}, {"type": "end", "frames": 1}]
+    raise ValueError(f"unknown kind {kind!r}")
+
+
+def _numeric_leaves(doc: Any, path: tuple = ()) -> list[tuple]:
+    if isinstance(doc, dict):
+        return [p for k, v in doc.items() for p in _numeric_leaves(v, path + (k,))]
+    if isinstance(doc, list):
+        return [p for i, v in enumerate(doc) for p in _numeric_leaves(v, path + (i,))]
+    return [path] if isinstance(doc, (int, float)) and not isinstance(doc, bool) else []
+
+
+def _dump(kind: str, doc: Any) -> bytes:
+    if kind == "recording":
+        return "".join(json.dumps(line) + "\n" for line in doc).encode()
+    return json.dumps(doc).encode()
+
+
+def hostile_user_files(kind: str, folder: Path, *, seed: int, count: int = 12) -> list[tuple[str, Path]]:
+    """(description, path) of hostile files of ``kind`` in ``folder``: a FIFO, a folder, deep nesting, bytes that
+    are not UTF-8, NaN, and ``count`` seeded mutations of a valid document each putting one value of
+    HOSTILE_NUMBERS where a number belongs. Every one must be refused with one line."""
+    import os
+    import random
+
+    rng = random.Random(seed)
+    folder = Path(folder)
+    suffix = ".jsonl" if kind == "recording" else ".json"
+    out: list[tuple[str, Path]] = []
+
+    def put(name: str, data: bytes) -> None:
+        p = folder / f"{kind}_{len(out)}{suffix}"
+        p.write_bytes(data)
+        out.append((name, p))
+
+    fifo = folder / f"{kind}_fifo{suffix}"
+    os.mkfifo(fifo)
+    out.append(("a FIFO", fifo))
+    (folder / f"{kind}_dir{suffix}").mkdir()
+    out.append(("a folder", folder / f"{kind}_dir{suffix}"))
+    deep = b"[" * 100_000 + b"]" * 100_000
+    put("deep nesting", deep if kind != "recording" else _dump(kind, valid_user_document(kind)[:1]) + deep + b"\n")
+    put("not UTF-8", b"\xff\xfe{" + _dump(kind, valid_user_document(kind)))
+    leaves = _numeric_leaves(valid_user_document(kind))
+    doc = valid_user_document(kind)
+    target = doc
+    for key in leaves[-1][:-1]:
+        target = target[key]
+    target[leaves[-1][-1]] = float("nan")  # json.dumps writes the non-standard NaN
+    put("NaN", _dump(kind, doc))
+    for _ in range(count):
+        doc = valid_user_document(kind)
+        path = rng.choice(leaves)
+        value = rng.choice(HOSTILE_NUMBERS)
+        target = doc
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        put(f"{'.'.join(map(str, path))} = {value!r:.30}", _dump(kind, doc))
+    return out

@@ -6,11 +6,11 @@ so a lazy import counts like any other; imports under ``if TYPE_CHECKING:`` are 
 Floors, top to bottom (a module may import its own floor and those below, never one above):
 
     4  game (the application: command line, commands, editor, demo, ui) and main.py
-    3  engine.session, engine.frame, engine.authoring, engine.scene, engine.bake, engine.runloop,
-       engine.controls, engine (the package itself)
+    3  engine.session, engine.character, engine.frame, engine.authoring, engine.scene, engine.bake,
+       engine.runloop, engine.controls, engine (the package itself)
     2  engine.anim, engine.skinning, engine.render, engine.input, engine.components
     1  engine.gpu, engine.ecs, engine.assets, engine.profile
-    0  engine.math, engine.log, engine.paths
+    0  engine.math, engine.log, engine.paths, engine.textfile
 
 Within floor 2, input imports none of the others, and skinning and render do not import each other. The
 spring deformer (engine.skinning.springs) does not import config.py, edits.py or radial.py: they depend on it.
@@ -28,7 +28,7 @@ FLOORS: dict[str, int] = {
     "engine.scene": 3, "engine.bake": 3, "engine.runloop": 3, "engine.controls": 3,
     "engine.anim": 2, "engine.skinning": 2, "engine.render": 2, "engine.input": 2, "engine.components": 2,
     "engine.gpu": 1, "engine.ecs": 1, "engine.assets": 1, "engine.profile": 1,
-    "engine.math": 0, "engine.log": 0, "engine.paths": 0,
+    "engine.math": 0, "engine.log": 0, "engine.paths": 0, "engine.textfile": 0,
 }
 #: (importing package, imported package) pairs that the floors allow but the design forbids
 FORBIDDEN = {

@@ -44,6 +44,7 @@ The file format (TOML or JSON) mirrors :meth:`GraphConfig.to_dict`::
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -261,7 +262,7 @@ class GraphConfig:
                     raise ValueError(f"node {n.name!r}: check_every must be an integer in [1, 1000], got {ce!r}")
             if n.stage == "vertex_normals" and n.options.get("crease_angle") is not None:
                 a = n.options["crease_angle"]
-                if not _is_number(a) or not (0.0 <= float(a) <= 3.141592653589793):
+                if not _is_number(a) or not (0.0 <= a <= 3.141592653589793):
                     raise ValueError(f"node {n.name!r}: crease_angle must be in [0, pi] radians, got {a!r}")
         if any(n.stage == "contact" for n in self.nodes) and not any(n.stage == "spring" for n in self.nodes):
             raise ValueError("a contact node needs a spring node in the graph (it reads the spring frame's "
@@ -493,7 +494,8 @@ def _show(v: Any) -> str:
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """A finite number that is not a bool (huge ints are numbers; comparisons with them are exact)."""
+    return isinstance(v, int) and not isinstance(v, bool) or isinstance(v, float) and math.isfinite(v)
 
 
 def _known_keys(where: str, d: dict[str, Any], valid: tuple[str, ...]) -> None:
