@@ -37,34 +37,13 @@ with Session(window=True, width=W, height=H, title="editor save test") as s:
     ed.saved_mark = ed.undo.mark()
     cam = s.camera
 
-    def px(p):
-        c = cam.projection_for(W / H) @ cam.view @ np.r_[p, 1.0]
-        return float((c[0] / c[3] + 1) * 0.5 * W), float((1 - c[1] / c[3]) * 0.5 * H)
+    from tests.helpers.arm_strokes import CHEST, arm_pose_plan, window_point
 
-    g = ch.joints()[:, :3, 3]
-    shoulder, elbow, hand = px(g[6]), px(g[7]), px(g[8])
-    arm = np.hypot(hand[0] - shoulder[0], hand[1] - shoulder[1])
-    up = (shoulder[0] + 0.35 * arm, shoulder[1] - 0.95 * arm)
-    mid = (shoulder[0] + 0.55 * arm, shoulder[1] - 0.25 * arm)
-    def line(pts, n=10):
-        pts = np.asarray(pts, float)
-        seg = np.r_[0, np.cumsum(np.linalg.norm(np.diff(pts, axis=0), axis=1))]
-        u = np.linspace(0, seg[-1], n)
-        return list(zip(np.interp(u, seg, pts[:, 0]), np.interp(u, seg, pts[:, 1])))
-    chest = px(g[2])
+    chest = window_point(cam, W, H, ch.joints()[CHEST, :3, 3])
     plan = {1: [("on_key_press", key.P, 0)],  # the pose tool; a click on the chest selects the character
             3: [("on_mouse_press", chest[0], H - chest[1], mouse.LEFT, 0)],
             4: [("on_mouse_release", chest[0], H - chest[1], mouse.LEFT, 0)]}
-    frame = 6
-    for stroke in (line([shoulder, elbow, hand]), line([shoulder, mid, up])):
-        x, y = stroke[0]
-        plan.setdefault(frame, []).append(("on_mouse_press", x, H - y, mouse.LEFT, 0))
-        for (x0, y0), (x1, y1) in zip(stroke, stroke[1:]):
-            frame += 1
-            plan.setdefault(frame, []).append(("on_mouse_drag", x1, H - y1, x1 - x0, y0 - y1, mouse.LEFT, 0))
-        frame += 1
-        plan.setdefault(frame, []).append(("on_mouse_release", x1, H - y1, mouse.LEFT, 0))
-        frame += 4
+    frame, _ = arm_pose_plan(ch, cam, W, H, start=6, n=10, plan=plan)
     posed_at = frame
     plan[frame] = [("on_key_press", key.ESCAPE, 0)]           # unsaved: asks instead of quitting
     if mode == "save":

@@ -35,34 +35,14 @@ with Session(window=True, width=W, height=H, title="editor test") as s:
     s.step()
     cam = s.camera
 
-    def px(p):
-        c = cam.projection_for(W / H) @ cam.view @ np.r_[p, 1.0]
-        return float((c[0] / c[3] + 1) * 0.5 * W), float((1 - c[1] / c[3]) * 0.5 * H)
+    from tests.helpers.arm_strokes import arm_pose_plan, window_point as px
 
     g = ch.joints()[:, :3, 3]
-    shoulder, elbow, hand = px(g[6]), px(g[7]), px(g[8])
-    arm = np.hypot(hand[0] - shoulder[0], hand[1] - shoulder[1])
-    up = (shoulder[0] + 0.35 * arm, shoulder[1] - 0.95 * arm)   # the hand goes up, beside the head
-    mid = (shoulder[0] + 0.55 * arm, shoulder[1] - 0.25 * arm)
-    def line(pts, n=12):
-        pts = np.asarray(pts, float)
-        seg = np.r_[0, np.cumsum(np.linalg.norm(np.diff(pts, axis=0), axis=1))]
-        u = np.linspace(0, seg[-1], n)
-        return list(zip(np.interp(u, seg, pts[:, 0]), np.interp(u, seg, pts[:, 1])))
     plan = {}
-    chest = px(g[2])
+    frame, where = arm_pose_plan(ch, cam, W, H, start=6, n=12, plan=plan)
+    shoulder, up, chest = where["shoulder"], where["up"], where["chest"]
     plan[3] = [("on_mouse_press", chest[0], H - chest[1], mouse.LEFT, 0)]  # a click selects the character
     plan[4] = [("on_mouse_release", chest[0], H - chest[1], mouse.LEFT, 0)]
-    frame = 6
-    for stroke in (line([shoulder, elbow, hand]), line([shoulder, mid, up])):
-        x, y = stroke[0]
-        plan.setdefault(frame, []).append(("on_mouse_press", x, H - y, mouse.LEFT, 0))
-        for (x0, y0), (x1, y1) in zip(stroke, stroke[1:]):
-            frame += 1
-            plan.setdefault(frame, []).append(("on_mouse_drag", x1, H - y1, x1 - x0, y0 - y1, mouse.LEFT, 0))
-        frame += 1
-        plan.setdefault(frame, []).append(("on_mouse_release", x1, H - y1, mouse.LEFT, 0))
-        frame += 4
     plan.setdefault(frame, []).append(("on_key_press", key.Z, key.MOD_CTRL))  # undo ...
     plan.setdefault(frame + 2, []).append(("on_key_press", key.Z, key.MOD_CTRL | key.MOD_SHIFT))  # ... redo
     frame += 4
@@ -83,8 +63,8 @@ with Session(window=True, width=W, height=H, title="editor test") as s:
     g1 = ch.joints()[:, :3, 3]
     out.update(hand0=g[8].tolist(), hand1=g1[8].tolist(), messages=ed.state.messages, history=ed.undo.history,
                cursor=ed.undo.cursor, selected=ed.state.selected,
-               up=up, shoulder=shoulder, hand_px=px(g1[8]))
-    hit = s.pick(*[int(v) for v in px(g1[8])])
+               up=up, shoulder=shoulder, hand_px=px(cam, W, H, g1[8]))
+    hit = s.pick(*[int(v) for v in px(cam, W, H, g1[8])])
     out["hit_after"] = None if hit is None else hit.entity
     out["entity"] = ch.entity
 print("RESULT " + json.dumps(out))
