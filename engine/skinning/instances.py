@@ -100,9 +100,8 @@ class SkinnedPrimitive:
                              "use the spring deformer")
         prim = self.primitive
         if method in registry.vertex_methods():
-            from engine.skinning.skinning import dqs, lbs
-
             from engine.skinning.morph import morph as apply_morph
+            from engine.skinning.skinning import dqs, lbs
 
             fn = lbs if method == "lbs" else dqs
             assert prim.joints is not None and prim.weights is not None  # a skinned primitive

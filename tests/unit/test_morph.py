@@ -236,3 +236,21 @@ def test_bad_morph_data_refused(tmp_path, capsys):
     doc["animations"][1]["channels"][0]["target"]["node"] = 2  # a joint, no mesh
     p2.write_text(json.dumps(doc))
     assert "has no morph targets" in _refused(p2).reason
+
+
+def test_with_morph_plans_a_morph_step_only_where_asked():
+    from engine.skinning.gpu.plan import MORPHED, MORPHED_NORMALS, default_config, fusions, plan, with_morph
+
+    lbs = default_config("lbs")
+    assert [s.node.stage for s in plan(lbs).steps] == ["skin_copy"]  # today's fused path, unchanged
+    m = with_morph(lbs, normals=True)
+    steps = plan(m).steps
+    assert [s.node.stage for s in steps] == ["morph", "skin", "copy"] and not fusions(m)
+    assert steps[0].node.outputs == {"target": MORPHED, "normals": MORPHED_NORMALS}
+    assert steps[1].node.inputs["source"] == MORPHED and steps[1].barrier_before
+    assert with_morph(m) is m
+    spring = with_morph(default_config("spring"))
+    assert [n.stage for n in spring.order()][:3] == ["morph", "skin", "spring"]
+    assert "normals" not in spring.nodes[0].outputs  # surface normals: recomputed from the morphed surface
+    feedback = with_morph(default_config("spring-feedback"))
+    assert feedback.node("skin").inputs["source"] == "deformed@previous"  # differential: reads its own result

@@ -62,6 +62,7 @@ class AnimationReader(LoaderState):
                     s = int(ch.sampler)
                     interp = anim.samplers[s].interpolation or "LINEAR"
                     times, flat = self._sampler(anim, ai, s, path, sampler_cache)
+                    assert node.mesh is not None  # has_morphs above
                     m = asset.meshes[node.mesh].target_count
                     k = times.shape[0]
                     per_key = 3 * m if interp == "CUBICSPLINE" else m

@@ -76,8 +76,8 @@ def _copy(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: moderngl
     if normals is not None:
         # a morphed mesh's copy transforms the morph stage's bind normals (display pool) instead of the static ones
         morphed = batch.morph_normals
-        skinned = S.SkinnedNormals(normal_mats=batch.normal_mats(node.inputs["source"]),
-                                   bind_normals=batch.display(morphed) if morphed else batch.static_ssbo("bind_normals"),
+        bind_normals = batch.display(morphed) if morphed else batch.static_ssbo("bind_normals")
+        skinned = S.SkinnedNormals(normal_mats=batch.normal_mats(node.inputs["source"]), bind_normals=bind_normals,
                                    target=batch.display(normals), pooled=morphed is not None)
     return S.CopyContext(
         node=node, program=program, instances=batch.buffers["instances"], groups=batch.buffers["dgroups"],

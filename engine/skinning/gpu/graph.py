@@ -46,8 +46,8 @@ stage :mod:`engine.skinning.gpu.stages` (each taking a typed context built by
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import ctypes
+import dataclasses
 import functools
 import time
 from collections.abc import Hashable, Iterator
@@ -254,7 +254,7 @@ class DeformerGraph:
             asset = R.make_asset(key[1], topology, binding, joints, weights, ib, par,
                                  skin_opts.get("influence", (0.5, 0.5)), dfaces,
                                  normals if batch.bind_normals else None, skinned_normals=batch.bind_normals,
-                                 fused=bool(batch.fused), rest=rest)
+                                 fused=bool(batch.fused), rest_shape=rest)
             asset.morph_positions, asset.morph_normals, asset.rest = morph_pos, morph_nrm, rest
             self._assets[key] = asset
         elif asset.topology is not topology and (asset.topology.n_control != topology.n_control

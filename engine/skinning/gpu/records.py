@@ -235,11 +235,11 @@ def make_asset(key: Hashable, topo: MeshTopology, binding: Binding | None, joint
                weights: np.ndarray, inverse_bind: np.ndarray, parents: np.ndarray, irs_influence: Any,
                display_faces: tuple[np.ndarray, np.ndarray], normals: np.ndarray | None = None, *,
                skinned_normals: bool = False, fused: bool = False,
-               rest: tuple[MeshTopology, Binding | None] | None = None) -> Asset:
+               rest_shape: tuple[MeshTopology, Binding | None] | None = None) -> Asset:
     """The static records of one asset. joints/weights (D,4) or (V,4); inverse_bind (J,4,4) float64;
     display_faces: (offset/count (D,2), flat triangle indices) of the triangles around each display vertex;
     skinned_normals: the batch transforms bind normals (``normals`` or the bind surface's); fused: the batch
-    has a skin_copy stage (SkinVertex records); rest: the (topology, binding) the springs' rest state is built
+    has a skin_copy stage (SkinVertex records); rest_shape: the (topology, binding) the springs' rest state is built
     from when it is not the bind pose (a morphed mesh: its morphed rest at the default weights)."""
     v, d = topo.n_control, topo.n_display
     jn = np.asarray(joints)
@@ -267,7 +267,7 @@ def make_asset(key: Hashable, topo: MeshTopology, binding: Binding | None, joint
         arrays["scale"] = np.zeros((v, 4), np.float32)
         arrays["bone_of"] = np.zeros(v, np.int32)
         n_bones = 0
-    rest_topo, rest_binding = rest if rest is not None else (topo, binding)
+    rest_topo, rest_binding = rest_shape if rest_shape is not None else (topo, binding)
     rest, arrays["vstatic"], volume = gpu_spring.spring_arrays(rest_topo, rest_binding, bind_joints)
     arrays["spoints"] = spring_points(topo, arrays["vstatic"], volume)
     arrays["vregion"] = volume["region"][:, 0].copy()  # per point its volume region (-1 none): volume_rows
