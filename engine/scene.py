@@ -361,10 +361,11 @@ class SceneMeshes:
             joints = g[:, sp.skin.joints]
             handles = [r[0].deform for r in rows if r[0].deform is not None]
             self.graph.set_poses(handles, sp.skin_matrices(g), joints)
-            for inst, _ in rows:
-                w = self._weights(inst)
-                if w is not None and inst.deform is not None:
-                    self.graph.set_morph_weights(inst.deform, w)
+            if sp.primitive.target_count:  # one shared primitive per group: no per-instance check otherwise
+                for inst, _ in rows:
+                    w = self._weights(inst)
+                    if w is not None and inst.deform is not None:
+                        self.graph.set_morph_weights(inst.deform, w)
             jp = joints[:, :, :3, 3]
             lo, hi = jp.min(1), jp.max(1)
             for (inst, _), a, b in zip(rows, lo, hi):

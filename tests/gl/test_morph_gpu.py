@@ -154,3 +154,17 @@ def test_export_frame_gpu_of_morph_samples(tmp_path, name):
     for t, got in zip(z["times"], z[f"node{ch.node}_mesh0_prim0"]):
         local = prim.positions + np.einsum("m,mvc->vc", _spec_weights(ch, float(t)), prim.target_positions)
         np.testing.assert_allclose(got, local @ world[:3, :3].T + world[:3, 3], atol=1e-5)
+
+
+def test_render_draws_the_static_cube_morphed(tmp_path):
+    path = shared_dir("gltf-samples") / "AnimatedMorphCube.glb"
+    images = []
+    for t in ("0", "1.3"):
+        out = tmp_path / f"cube_{t}.png"
+        assert cli.run(["render", str(path), "--clip", "0", "--time", t, "--width", "96", "--height", "72",
+                        "--camera", "0,1.5,3:0,0,0", "--out", str(out)]) == 0
+        from PIL import Image
+
+        images.append(np.asarray(Image.open(out)).astype(np.int32))
+    changed = np.abs(images[0] - images[1]).sum(axis=-1) > 30
+    assert changed.mean() > 0.05  # the cube's silhouette and shading change with the weights
