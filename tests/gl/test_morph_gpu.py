@@ -168,3 +168,27 @@ def test_render_draws_the_static_cube_morphed(tmp_path):
         images.append(np.asarray(Image.open(out)).astype(np.int32))
     changed = np.abs(images[0] - images[1]).sum(axis=-1) > 30
     assert changed.mean() > 0.05  # the cube's silhouette and shading change with the weights
+
+
+def test_crowd_and_bake_keep_each_instance_weights(morphed):
+    """Characters of one morphed asset share a batch but not their weights; a bake's block of instances takes
+    each frame's weights from the clip (GPU equals the numpy reference)."""
+    from engine import Session
+    from engine.bake import bake
+
+    asset, node = morphed
+    times = np.array([0.0, 0.2, 0.45, 0.8, 1.0])
+    got = {}
+    for device in ("cpu", "gpu"):
+        with Session(device=device, render=False, deformer="dqs") as s:
+            crowd = [s.spawn(asset, clip=0, time=0.3, speed=0.0, position=(2.0 * i, 0, 0)) for i in range(3)]
+            crowd[1].set_morph_weights(node, [1.0, 0.0])
+            crowd[2].set_morph_weights(node, [0.0, 1.0])
+            s.step(1)
+            frames = [next(iter(c.vertices().values())) for c in crowd]
+            got[device] = (frames, bake(s, crowd[0], times))
+    for a, b in zip(got["cpu"][0], got["gpu"][0]):
+        np.testing.assert_allclose(b, a, atol=2e-5)
+    assert np.abs(got["gpu"][0][1] - got["gpu"][0][2] - [-2.0, 0, 0]).max() > 0.1  # not the same shape
+    for key, cpu in got["cpu"][1].items():
+        np.testing.assert_allclose(got["gpu"][1][key], cpu, atol=2e-5)
