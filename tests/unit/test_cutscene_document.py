@@ -160,7 +160,8 @@ def test_refusals_that_need_the_assets(tmp_path, capsys):
 def _edits_on_lbs() -> str:
     head, rest = BASE.split("[[tracks]]", 1)
     cams = "[[cameras]]" + rest.split("[[cameras]]", 1)[1]
-    track = '[[tracks]]\ncharacter = "hero"\ntype = "edits"\nfile = "x.json"\n[[tracks.keys]]\ntime = 0.0\nweight = 1.0\n'
+    track = ('[[tracks]]\ncharacter = "hero"\ntype = "edits"\nfile = "x.json"\n'
+             '[[tracks.keys]]\ntime = 0.0\nweight = 1.0\n')
     return head + track + cams
 
 
