@@ -189,10 +189,11 @@ class CutscenePlayer:
     :meth:`render` draws a frame through the live camera. Use as a context manager (releases the session).
 
     ``width``/``height`` default to the document's; ``device`` "gpu" | "cpu" as everywhere; ``loaded``: the
-    assets of :func:`check_assets` (loaded and checked when None)."""
+    assets of :func:`check_assets` (loaded and checked when None). ``session``: play in an existing session (the
+    editor's) instead of a new one: the characters are spawned into it and removed by :meth:`release`."""
 
     def __init__(self, doc: Cutscene, *, device: str = "gpu", width: int | None = None, height: int | None = None,
-                 loaded: dict[str, Any] | None = None, step: float | None = None) -> None:
+                 loaded: dict[str, Any] | None = None, step: float | None = None, session: Any = None) -> None:
         from engine import Session
         from engine.anim.timeline import ClipSegment, TimelinePlayback
         from engine.components import Animator
@@ -203,10 +204,15 @@ class CutscenePlayer:
         self.width = int(width or doc.width)
         self.height = int(height or doc.height)
         self.sub = steps_per_frame(doc.fps)
-        self.session = Session(device=device, width=self.width, height=self.height, strict=True,
-                               step=step if step is not None else 1.0 / (doc.fps * self.sub))
+        self._own = session is None
+        if session is None:
+            session = Session(device=device, width=self.width, height=self.height, strict=True,
+                              step=step if step is not None else 1.0 / (doc.fps * self.sub))
+        elif session.renderer is not None:
+            self.width, self.height = session.renderer.width, session.renderer.height
+        self.session = session
+        self.characters: dict[str, Any] = {}
         try:
-            self.characters: dict[str, Any] = {}
             self.timelines: dict[str, Any] = {}
             for c in doc.characters:
                 cfg = DeformerConfig.from_dict(c.config) if c.config else None
@@ -221,12 +227,12 @@ class CutscenePlayer:
                                         s.mode) for s in t.clips]
                     tl = TimelinePlayback(la.rig, la.samplers, segs, fps=doc.fps, driven=True)
                     # a playback of its own kind: the frame's ANIMATION phase advances and evaluates any playback
-                    self.session.world.get(ch.entity, Animator).playback = tl  # type: ignore[assignment]
+                    self.session.world.get(ch.entity, Animator).playback = tl
                     self.timelines[t.character] = tl
                 elif t.type == "edits":
                     self._add_edits(ch, t)
         except BaseException:
-            self.session.release()
+            self.release()
             raise
         self.frame: float | None = None
 
@@ -255,7 +261,14 @@ class CutscenePlayer:
         self.release()
 
     def release(self) -> None:
-        self.session.release()
+        """Release the session (a session of its own) or remove the characters spawned into the given one."""
+        if self._own:
+            self.session.release()
+            return
+        for ch in self.characters.values():
+            if ch.alive:
+                ch.remove()
+        self.characters.clear()
 
     @property
     def frame_dependent(self) -> bool:
