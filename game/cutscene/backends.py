@@ -56,7 +56,8 @@ def _png(image: np.ndarray) -> bytes:
     from PIL import Image
 
     buf = io.BytesIO()
-    Image.fromarray(image, "RGBA").save(buf, "png")
+    # compress level 1: about 2.5x faster than the default at 720p for ~1.4x the bytes (the pixels are the same)
+    Image.fromarray(image, "RGBA").save(buf, "png", compress_level=1)
     return buf.getvalue()
 
 
