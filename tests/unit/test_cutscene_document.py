@@ -289,3 +289,21 @@ def test_document_object_is_plain_data():
     assert isinstance(doc, Cutscene) and doc.time_of(12) == 0.5
     with pytest.raises(CutsceneError, match="invalid TOML"):
         loads("format = ")
+
+
+def test_bad_files_and_options_are_one_line(tmp_path, capsys):
+    (tmp_path / "dir.toml").mkdir()
+    p = _write(tmp_path, BASE)
+    cases = [["cutscene", "validate", str(tmp_path / "dir.toml")],
+             ["cutscene", "validate", str(tmp_path / "none.toml")],
+             ["cutscene", "info", str(tmp_path / "c.json")],
+             ["cutscene", "frame", str(p), "--frame", "48", "--out", str(tmp_path / "f.png")],
+             ["cutscene", "frame", str(p), "--frame", "0", "--out", str(tmp_path / "f.jpg")],
+             ["cutscene", "render", str(p), "--out", str(tmp_path / "m.mp4"), "--range", "5:99"],
+             ["cutscene", "render", str(p), "--out", str(tmp_path / "m.mp4"), "--backend", "slurm"],
+             ["cutscene"]]
+    for argv in cases:
+        assert run(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, (argv, err)
+    assert not (tmp_path / "f.png").exists()
