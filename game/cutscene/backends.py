@@ -11,6 +11,7 @@ writes the same pixels as serial, bit for bit.
 from __future__ import annotations
 
 import io
+import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -150,7 +151,8 @@ def _ray(units: list[Unit], job: dict[str, Any], workers: int,
                          "on this machine and on every node of the cluster") from None
     started = False
     if not ray.is_initialized():
-        kwargs: dict[str, Any] = {"log_to_driver": False, "include_dashboard": False}
+        # Ray's own start-up lines stay out of the command's output (errors still show)
+        kwargs: dict[str, Any] = {"log_to_driver": False, "include_dashboard": False, "logging_level": logging.ERROR}
         if address:
             kwargs["address"] = address
         else:
