@@ -9,8 +9,8 @@ movie, encoded through PyAV (FFmpeg's libraries from the ``av`` wheel; no system
   ``MOVIE.events.json``.
 
 Resume: a frame file already there is kept when it decodes as a PNG of the right size and the folder's
-``render.json`` says it was drawn from the same document, size and device; anything else (a truncated file, a
-changed document) is drawn again. Files are written under a temporary name and renamed, so a killed render
+``render.json`` says it was drawn from the same document, size and device; anything else (a truncated file) is
+drawn again, and the frame files of another document are removed first (so a later run cannot keep them). Files are written under a temporary name and renamed, so a killed render
 leaves no half-written frame under a final name.
 """
 from __future__ import annotations
@@ -155,6 +155,9 @@ def render_cutscene(doc: Cutscene, output: Output, frames: list[int], *, backend
             same = json.loads(stamp.read_text()).get("fingerprint") == finger
         except (OSError, ValueError):
             same = False
+    if not same:  # frames of another document (or size, device): none of them may be kept by a later run
+        for old in folder.glob("frame_[0-9][0-9][0-9][0-9]*.png"):
+            old.unlink()
     kept = [k for k in frames if same and valid_frame(folder / frame_name(k), w, h)]
     todo = [k for k in frames if k not in set(kept)]
     stamp.write_text(json.dumps({"fingerprint": finger, "document": str(doc.path or ""), "width": w, "height": h,

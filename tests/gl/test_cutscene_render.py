@@ -152,6 +152,14 @@ def test_resume_keeps_valid_frames_and_redoes_a_truncated_one(tmp_path):
     p2 = _doc(tmp_path, ONE_CLIP.replace("speed = 1.5", "speed = 1.0"), "c2.toml")
     third = _render_dir(p2, out, "serial")
     assert third.kept == [] and third.drawn == [0, 1, 2, 3]
+    # back to the first document for two frames: the other document's frames 2 and 3 go, and are drawn again later
+    doc = load(p)
+    render_cutscene(doc, plan_output(str(out) + "/", None, 64, 36), [0, 1])
+    assert sorted(f.name for f in out.glob("frame_*.png")) == [frame_name(0), frame_name(1)]
+    fourth = _render_dir(p, out, "serial")
+    assert fourth.kept == [0, 1] and fourth.drawn == [2, 3]
+    for k in range(4):
+        assert np.array_equal(_png(out / frame_name(k)), before[k])
 
 
 EDITS = """\
