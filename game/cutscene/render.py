@@ -10,8 +10,9 @@ movie, encoded through PyAV (FFmpeg's libraries from the ``av`` wheel; no system
 
 Resume: a frame file already there is kept when it decodes as a PNG of the right size and the folder's
 ``render.json`` says it was drawn from the same document, size and device; anything else (a truncated file) is
-drawn again, and the frame files of another document are removed first (so a later run cannot keep them). Files are written under a temporary name and renamed, so a killed render
-leaves no half-written frame under a final name.
+drawn again, and the frame files of another document are removed first (so a later run cannot keep them).
+Files are written under a temporary name and renamed, so a killed render leaves no half-written frame under a
+final name.
 """
 from __future__ import annotations
 
