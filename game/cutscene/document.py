@@ -187,7 +187,8 @@ class Segment:
 class Track:
     """``[[tracks]]``: one character's animation clips, pose keys, edit-weight keys or path.
 
-    ``keys`` hold plain dicts: pose ``{"time", "joints": {name: [x, y, z, w]}, "ease"}``, edits
+    ``keys`` hold plain dicts: pose ``{"time", "joints": {name: [x, y, z, w]}, "ease"}`` (or ``{"time", "file",
+    "clip", "ease"}``: the pose of a posed .glb's clip at its start, against its rest pose), edits
     ``{"time", "weight", "ease"}``; a path track has ``points`` (N,3) and ``times`` (N,) (the stroke's
     timestamps, seconds from its first sample) placed on the timeline at ``start``."""
 
@@ -526,8 +527,15 @@ def _track(t: _Reader, names: list[str], duration: float) -> Track:
     elif kind in ("pose", "edits"):
         for k in t.tables("keys"):
             if kind == "pose":
-                k.known(("time", "joints", "ease"))
+                k.known(("time", "joints", "ease", "file", "clip"))
                 joints = k.table("joints")
+                if k.has("file"):  # a posed .glb: its clip's pose against its rest pose (player.glb_pose_deltas)
+                    if joints:
+                        raise k.fail("joints", "give joints or file (a posed .glb), not both")
+                    track.keys.append({"time": k.number("time", lo=0.0, hi=MAX_DURATION), "file": k.text("file"),
+                                       "clip": k.text("clip", "pose"), "ease": k.text("ease", "linear",
+                                                                                       choices=EASES)})
+                    continue
                 for j, q in joints.items():
                     if (not isinstance(q, list) or len(q) != 4 or not all(
                             isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in q)

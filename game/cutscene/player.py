@@ -76,19 +76,46 @@ def weight_at(track: Track, t: float) -> float:
     return float(a + (b - a) * _ease(u, track.keys[i]["ease"]))
 
 
-def pose_rotations(track: Track, names: dict[str, int], count: int, t: float) -> np.ndarray:
-    """A pose track's rotation deltas (count, 4) float32 at time ``t`` (identity for joints no key names)."""
-    def key_rot(k: dict[str, Any]) -> np.ndarray:
+def glb_pose_deltas(path: Path, clip: str) -> dict[str, list[float]]:
+    """The pose layer a posed .glb stands for (``pose ASSET --strokes ... --out POSED.glb`` keys the posed pose into
+    its clip ``pose``): per node, the clip's rotation at its start times the inverse of the node's rest rotation
+    (``posed = delta * rest``, the pose layer's rule); nodes the pose leaves at rest are left out."""
+    from engine.anim import Pose
+    from engine.scene import quiet_load
+
+    la = quiet_load(str(path))
+    pose = la.samplers[la.asset.clip_index(clip)].sample(0.0, Pose.rest(la.rig))
+    delta = quat.normalize(quat.multiply(np.asarray(pose.rotation, np.float64),
+                                         quat.conjugate(np.asarray(la.rig.rotation, np.float64))))
+    return {la.rig.names[j]: [float(x) for x in q] for j, q in enumerate(delta)
+            if la.rig.names[j] and abs(float(q[3])) < 1.0 - 1e-7}
+
+
+def _key_joints(k: dict[str, Any], doc: Cutscene | None) -> dict[str, Any]:
+    if "file" in k:
+        if doc is None:
+            raise ValueError("a pose key from a .glb file needs its document (for the file's folder)")
+        return glb_pose_deltas(doc.resolve(k["file"]), k["clip"])
+    return dict(k["joints"])
+
+
+def pose_rotations(track: Track, names: dict[str, int], count: int, t: float, *,
+                   joints: list[dict[str, Any]] | None = None) -> np.ndarray:
+    """A pose track's rotation deltas (count, 4) float32 at time ``t`` (identity for joints no key names);
+    ``joints``: each key's joints already resolved (pose keys from .glb files), else the keys' own."""
+    table = joints if joints is not None else [k["joints"] for k in track.keys]
+
+    def key_rot(i: int) -> np.ndarray:
         r = np.tile(np.array([0.0, 0.0, 0.0, 1.0]), (count, 1))
-        for joint, q in k["joints"].items():
+        for joint, q in table[i].items():
             r[names[joint]] = np.asarray(q, np.float64) / np.linalg.norm(q)
         return r
 
     i, j, u = _bracket([k["time"] for k in track.keys], t)
-    a = key_rot(track.keys[i])
+    a = key_rot(i)
     if i == j:
         return a.astype(np.float32)
-    b = key_rot(track.keys[j])
+    b = key_rot(j)
     return np.asarray(quat.slerp(a, b, _ease(u, track.keys[i]["ease"])), np.float32)
 
 
@@ -157,7 +184,11 @@ def check_assets(doc: Cutscene) -> dict[str, Any]:
         elif t.type == "pose":
             names = _joint_names(la)
             for ki, k in enumerate(t.keys):
-                for j in k["joints"]:
+                try:
+                    joints = _key_joints(k, doc)
+                except (ValueError, OSError, IndexError) as exc:
+                    raise CutsceneError(f"{doc.name}: tracks[{ti}].keys[{ki}].file: {exc}") from None
+                for j in joints:
                     if j not in names:
                         raise CutsceneError(f"{doc.name}: tracks[{ti}].keys[{ki}].joints.{j}: {t.character!r} has no "
                                             f"joint {j!r}; valid: {', '.join(sorted(names)[:40])}")
@@ -212,6 +243,7 @@ class CutscenePlayer:
             self.width, self.height = session.renderer.width, session.renderer.height
         self.session = session
         self.characters: dict[str, Any] = {}
+        self.pose_joints: dict[int, list[dict[str, Any]]] = {}
         try:
             self.timelines: dict[str, Any] = {}
             for c in doc.characters:
@@ -231,6 +263,8 @@ class CutscenePlayer:
                     self.timelines[t.character] = tl
                 elif t.type == "edits":
                     self._add_edits(ch, t)
+                elif t.type == "pose":  # .glb keys read once
+                    self.pose_joints[id(t)] = [_key_joints(k, doc) for k in t.keys]
         except BaseException:
             self.release()
             raise
@@ -295,7 +329,8 @@ class CutscenePlayer:
             for track in doc.tracks:
                 if track.character == c.name and track.type == "pose":
                     la = self.loaded[c.name]
-                    ch.set_pose_layer(pose_rotations(track, _joint_names(la), la.rig.count, t))
+                    ch.set_pose_layer(pose_rotations(track, _joint_names(la), la.rig.count, t,
+                                                     joints=self.pose_joints.get(id(track))))
         for track, edits in getattr(self, "_edits", []):
             w = weight_at(track, t)
             for e in edits:

@@ -288,3 +288,23 @@ def test_example_renders_at_a_small_size(tmp_path, capsys):
     assert np.abs(imgs[1].astype(int) - imgs[2]).mean() > np.abs(imgs[0].astype(int) - imgs[1]).mean(), \
         "the cut at frame 72 changes the picture more than a frame of motion"
     assert (out / "events.json").is_file()
+
+
+def test_pose_key_from_a_glb_poses_like_its_joints(tmp_path):
+    from engine.authoring.stage import export_vertices
+    from game.cutscene.player import CutscenePlayer, glb_pose_deltas
+
+    posed = tmp_path / "posed.glb"
+    assert run(["pose", "humanoid", "--strokes", str(ROOT / "examples" / "pose_arm.json"), "--device", "cpu",
+                "--out", str(posed)]) == 0
+    joints = "".join(f"{j} = {q}\n" for j, q in glb_pose_deltas(posed, "pose").items())
+    pose = '[[tracks]]\ncharacter = "hero"\ntype = "pose"\n[[tracks.keys]]\ntime = 0.0\n'
+    by_file = ONE_CLIP.replace("[[cameras]]", pose + 'file = "posed.glb"\n[[cameras]]', 1)
+    by_joints = ONE_CLIP.replace("[[cameras]]", pose + "[tracks.keys.joints]\n" + joints + "[[cameras]]", 1)
+    out = []
+    for i, text in enumerate((by_file, by_joints, ONE_CLIP)):
+        with CutscenePlayer(load(_doc(tmp_path, text, f"p{i}.toml")), device="cpu") as p:
+            p.render(1)
+            out.append(next(iter(export_vertices(p.session).values())))
+    np.testing.assert_array_equal(out[0], out[1])
+    assert np.abs(out[0] - out[2]).max() > 0.05  # the arm is raised

@@ -307,3 +307,30 @@ def test_bad_files_and_options_are_one_line(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, (argv, err)
     assert not (tmp_path / "f.png").exists()
+
+
+def test_pose_key_from_a_posed_glb_matches_the_strokes(tmp_path):
+    """The example's pose key was made from examples/pose_arm.json; the same strokes through ``pose --out``
+    give a posed .glb whose pose, keyed by file, is the same layer."""
+    from game.cutscene.player import glb_pose_deltas
+
+    posed = tmp_path / "posed.glb"
+    assert run(["pose", "humanoid", "--strokes", str(ROOT / "examples" / "pose_arm.json"), "--device", "cpu",
+                "--out", str(posed)]) == 0
+    deltas = glb_pose_deltas(posed, "pose")
+    example = next(t for t in load(EXAMPLE).tracks if t.type == "pose").keys[1]["joints"]
+    assert set(deltas) == set(example)
+    for j, q in example.items():
+        assert np.allclose(deltas[j], q, atol=2e-6), j
+    text = BASE.replace('[[cameras]]', '[[tracks]]\ncharacter = "hero"\ntype = "pose"\n[[tracks.keys]]\ntime = 0.5\n'
+                        'file = "posed.glb"\n[[cameras]]', 1)
+    p = _write(tmp_path, text)
+    doc = load(p)
+    assert load(doc.save(tmp_path / "again.toml")) == doc  # the file key round-trips
+    la = check_assets(doc)["hero"]
+    rot = pose_rotations(doc.tracks[1], {n: i for i, n in enumerate(la.rig.names)}, la.rig.count, 1.0,
+                         joints=[glb_pose_deltas(posed, "pose")])
+    assert np.allclose(rot[la.rig.names.index("upper_arm_L")], deltas["upper_arm_L"], atol=1e-6)
+    bad = _write(tmp_path, text.replace('file = "posed.glb"', 'file = "posed.glb"\nclip = "dance"'), "bad.toml")
+    with pytest.raises(CutsceneError, match=r"tracks\[1\]\.keys\[0\]\.file: .*dance"):
+        check_assets(load(bad))
