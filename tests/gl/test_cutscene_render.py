@@ -308,3 +308,36 @@ def test_pose_key_from_a_glb_poses_like_its_joints(tmp_path):
             out.append(next(iter(export_vertices(p.session).values())))
     np.testing.assert_array_equal(out[0], out[1])
     assert np.abs(out[0] - out[2]).max() > 0.05  # the arm is raised
+
+
+def test_sine_edit_travels_with_the_live_clip_time(tmp_path):
+    """A sine profile moves over clip time; in a cutscene that is the live segment's clip time."""
+    import json
+
+    from engine.authoring.stage import export_vertices
+    from game.cutscene.player import CutscenePlayer
+
+    data = json.loads((EXAMPLES / "belly.edits.json").read_text())
+    for stack in data["primitives"].values():
+        for e in stack["edits"]:
+            tl = np.asarray(e["target_local"])
+            e["profile"] = {"type": "sine", "height": 0.03, "direction": "normal", "waves": 1.0, "speed": 1.0}
+            e["param"] = np.linspace(0.0, 1.0, len(tl)).tolist()
+            e["direction_local"] = (tl / np.linalg.norm(tl, axis=1, keepdims=True)).tolist()
+    sine = tmp_path / "sine.edits.json"
+    sine.write_text(json.dumps(data))
+    text = EDITS.format(edits=sine.as_posix()).replace("time = 0.25\nweight = 1.0", "time = 0.1\nweight = 1.0")
+    text = text.replace('[[tracks]]\ncharacter = "friend"\ntype = "edits"', '[[tracks]]\ncharacter = "friend"\n'
+                        'type = "animation"\n[[tracks.clips]]\nclip = "idle"\nstart = 0.0\nend = 0.5\n'
+                        '[[tracks]]\ncharacter = "friend"\ntype = "edits"')
+    plain = text.split('[[tracks]]\ncharacter = "friend"\ntype = "edits"')[0] + "[[cameras]]" + \
+        text.split("[[cameras]]")[1]
+    verts = {}
+    for i, t in enumerate((text, plain)):
+        with CutscenePlayer(load(_doc(tmp_path, t, f"s{i}.toml"))) as p:
+            for k in (1, 3):  # 0.125 s and 0.375 s: weight 1 at both, the wave a quarter period on
+                p.render(k)
+                verts[i, k] = next(iter(export_vertices(p.session).values()))
+    offsets = [verts[0, k] - verts[1, k] for k in (1, 3)]
+    change = np.linalg.norm(offsets[0] - offsets[1], axis=1).max()
+    assert change > 0.01, f"the wave should move by about its height between the frames, moved {change:.4f} m"
