@@ -76,10 +76,12 @@ def test_frame_equals_render_pixel_for_pixel(tmp_path):
     p = _doc(tmp_path)
     for k in (0, 3):
         assert run(["cutscene", "frame", str(p), "--frame", str(k), "--out", str(tmp_path / f"c{k}.png"),
-                    "--export-frame", str(tmp_path / f"c{k}.npz")]) == 0
+                    "--export-frame", str(tmp_path / f"c{k}.npz"), "--gbuffer", str(tmp_path / f"cg{k}.npz")]) == 0
         assert run(["render", "humanoid", "--clip", "walk", "--time", repr(0.3 + k * 1.5 / 8), "--camera",
                     "0.5,1.4,3.0:0.0,0.9,0.0", "--fov", "40", "--width", "64", "--height", "36",
-                    "--out", str(tmp_path / f"r{k}.png")]) == 0
+                    "--out", str(tmp_path / f"r{k}.png"), "--gbuffer", str(tmp_path / f"rg{k}.npz")]) == 0
+        cg, rg = np.load(tmp_path / f"cg{k}.npz"), np.load(tmp_path / f"rg{k}.npz")
+        assert cg.files == rg.files and all(np.array_equal(cg[f], rg[f]) for f in cg.files)
         a, b = _png(tmp_path / f"c{k}.png"), _png(tmp_path / f"r{k}.png")
         assert a.shape == (36, 64, 3) and a.std() > 1.0  # something is drawn
         assert np.array_equal(a, b), f"frame {k} differs from render in {(a != b).any(-1).sum()} pixels"
