@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from engine.anim import Playback, global_matrices_batched
+from engine.anim.timeline import TimelinePlayback
 from engine.components import (
     Animator,
     AssetRef,
@@ -155,9 +156,9 @@ def skeleton_system(world: World) -> None:
 
 def _surface_edits(world: World, *, dependent: bool) -> None:
     """Every character's surface edits reduced to spring forces (engine.skinning.edits.EditStack.terms) for its
-    current pose (the last fixed step's) and clip time, handed to the deformer graph (gpu device) or the numpy
-    reference (cpu device) before it runs. Runs where the deformer runs: ``dependent`` True in DEFORM
-    (frame-dependent deformers), False in DEFORM_FRAME (the others)."""
+    current pose (the last fixed step's) and clip time (on a timeline: its live segment's), handed to the deformer
+    graph (gpu device) or the numpy reference (cpu device) before it runs. Runs where the deformer runs:
+    ``dependent`` True in DEFORM (frame-dependent deformers), False in DEFORM_FRAME (the others)."""
     if not world.count(SurfaceEdits, SkeletonPose, Animator):  # no edits: the systems cost one cached query
         return
     meshes = world.resource(SceneMeshes)
@@ -167,7 +168,7 @@ def _surface_edits(world: World, *, dependent: bool) -> None:
         if not meshes.settings[e].takes_edits:  # kept for a switch back to springs, no forces to compute now
             continue
         rows = {i.key: i for i in meshes.instances.get(e, ())}
-        t = anim.playback.local_time if isinstance(anim.playback, Playback) else 0.0
+        t = anim.playback.local_time if isinstance(anim.playback, (Playback, TimelinePlayback)) else 0.0
         cfg = meshes.settings[e].config
         for key in list(comp.stacks):
             stack = comp.stacks[key]

@@ -11,6 +11,7 @@
     skinengine pose ASSET --strokes FILE.json [--clip C --time T] [--deformer D] [--export-frame OUT.npz]
                       [--out POSED.glb] [--screenshot S.png]      line-of-action posing from a strokes file
     skinengine edit ASSET --strokes FILE.json [--clip C --time T] --export-frame OUT.npz [--screenshot S.png]
+    skinengine cutscene validate|info|frame|render|export-otio FILE [...]   cutscene documents (game/cutscene/)
     skinengine bench deform|render|reference|anim|scene|bake|soak|ecs|editor [...] (needs a checkout)
     skinengine editor [--asset A] [--record FILE]   the editor window (pose with strokes); --record records it
     skinengine replay FILE [--headless] [--screenshot S.png] [--export-frame F.npz] [--save P.glb|E.json]
@@ -285,6 +286,10 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     p.add_argument("--device", default="gpu", choices=("gpu", "cpu"),
                    help="gpu = compute shaders, cpu = numpy reference (default gpu)")
 
+    from game.commands.cutscene import add_cutscene_parser
+
+    add_cutscene_parser(sub, common)
+
     p = sub.add_parser("bench", parents=[common], help="benchmarks (print tables; needs a checkout)")
     p.add_argument("which", choices=tuple(BENCHES), help="benchmark: %(choices)s")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options passed to the benchmark (see bench WHICH -h)")
@@ -384,6 +389,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "edit":
         from game.commands.edit import edit_command
         return edit_command(args)
+    if args.command == "cutscene":
+        from game.commands.cutscene import cutscene_command
+        return cutscene_command(args)
     if args.command == "bench":
         from game.commands.bench import run_bench
         return run_bench(args.which, args.rest)
