@@ -258,21 +258,9 @@ def parse_rig_script(text: str, name: str = "<script>") -> RigScript:
             if not isinstance(bulge[k], str):
                 raise _fail(name, f"bulge.{k}", f"expected a name, got {bulge[k]!r}")
             checked[k] = bulge[k]
-    try:
-        bulge_profile(checked)
-    except ValueError as exc:
-        raise _fail(name, "bulge", str(exc)) from None
+    if checked.get("profile", "bulge") not in ("bulge", "sine"):
+        raise _fail(name, "bulge.profile", f"unknown profile {checked['profile']!r}; a VR stroke takes bulge or sine")
     return RigScript(fps, tracks, actions, radius, checked, name)
-
-
-def bulge_profile(settings: dict[str, Any]) -> Any:
-    """The edit profile of a script's [bulge] settings (engine.skinning.edits.Profile; default height 0.02 m)."""
-    from engine.skinning.edits import Profile
-
-    kind = settings.get("profile", "bulge")
-    if kind not in ("bulge", "sine"):
-        raise ValueError(f"profile {kind!r}: a VR stroke takes bulge or sine")
-    return Profile(kind, height=float(settings.get("height", 0.02)), ease=settings.get("ease", "quadOut"))
 
 
 def load_rig_script(path: str | Path) -> RigScript:

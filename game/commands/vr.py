@@ -102,6 +102,9 @@ def _open_device(args: argparse.Namespace) -> Any:
         if args.script is None:
             raise UsageError("--device simulated needs --script RIG.toml (the simulated devices' keys)")
         script = load_rig_script(args.script)
+        from game.vr.session import bulge_profile
+
+        bulge_profile(script.bulge, f"{Path(args.script).name}: bulge")  # refuses an unknown easing now
         return SimulatedHeadset(script, eye_size=args.eye_size, frames=args.frames)
     if args.script is not None:
         raise UsageError("--script plays the simulated devices: use it with --device simulated, not openvr")

@@ -40,7 +40,7 @@ from engine.input.events import Action, TrackedSample, VRButtons
 from engine.input.vr import EyeGeometry, VRDevice, VRFrame, pose_matrix
 from engine.profile.stats import cpu_scope
 
-__all__ = ["VRSession", "TOOLS", "STROKE_EPSILON", "TRIGGER_DOWN", "DEFAULT_BRUSH_RADIUS", "VRStroke"]
+__all__ = ["VRSession", "bulge_profile", "TOOLS", "STROKE_EPSILON", "TRIGGER_DOWN", "DEFAULT_BRUSH_RADIUS", "VRStroke"]
 
 log = logging.getLogger(__name__)
 
@@ -289,7 +289,6 @@ class VRSession:
     def _bulge_stroke(self, stroke: VRStroke) -> None:
         from engine.authoring.surface import SurfaceSamples, surface_edit
         from engine.components import PrimitiveKey
-        from engine.input.simulated_vr import bulge_profile
 
         hits = [h for h in stroke.hits if h is not None and h.entity == self.ch.entity]
         if not hits:
@@ -336,6 +335,17 @@ class VRSession:
             else:
                 self.ch.add_edit(key, edit)
             target.append(("edit", data))
+
+
+def bulge_profile(settings: dict[str, Any], where: str = "bulge") -> Any:
+    """The edit profile of a script's [bulge] settings (engine.skinning.edits.Profile; default height 0.02 m);
+    ValueError naming ``where`` and the key."""
+    from engine.skinning.edits import EASINGS, Profile
+
+    ease = settings.get("ease", "quadOut")
+    if ease not in EASINGS:
+        raise ValueError(f"{where}.ease: unknown easing {ease!r}; valid: {', '.join(EASINGS)}")
+    return Profile(settings.get("profile", "bulge"), height=float(settings.get("height", 0.02)), ease=ease)
 
 
 class _HeadCamera:
