@@ -120,8 +120,8 @@ class OpenVRHeadset:
                 system = vr.init(vr.VRApplication_Scene)
                 compositor = vr.VRCompositor()
             except failure as e:
-                raise VRError(f"--device openvr: OpenVR did not start: {str(e).splitlines()[0] if str(e) else e!r}") \
-                    from None
+                text = (str(e.args[0]) if e.args else "") or type(e).__name__
+                raise VRError(f"--device openvr: OpenVR did not start: {text.splitlines()[0]}") from None
         return cls(vr, system, compositor, frames=frames)
 
     # -- frames ----------------------------------------------------------------------------------------
