@@ -1,0 +1,205 @@
+"""`main.py vr` end to end on the simulated headset (game/commands/vr.py, game/vr/session.py): the arm posed in
+VR equals `pose` with the same world strokes, the exported eye matrices follow the script, the screenshot holds
+both eyes side by side, the controller camera draws a stroke all around the cylinder while the head looks away,
+a recorded VR session replays bit for bit, and bad input exits 2 with one `error:` line."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from engine.input.simulated_vr import SimulatedHeadset, parse_rig_script
+from engine.input.vr import EyeGeometry, pose_matrix
+from engine.render.camera import perspective
+from game.cli import run
+
+pytestmark = pytest.mark.gl
+
+HEAD = """version = 1
+fps = 20
+[[hmd]]
+time = 0.0
+position = [0.0, 1.6, 1.2]
+look_at = [0.0, 1.2, 0.0]
+[[hmd]]
+time = 1.0
+position = [0.2, 1.5, 1.0]
+look_at = [0.1, 1.2, 0.0]
+"""
+
+
+def _key(t, p, trigger, direction=(0.0, 0.0, -1.0), hand="right"):
+    return (f"[[{hand}]]\ntime = {t!r}\nposition = [{p[0]!r}, {p[1]!r}, {p[2]!r}]\n"
+            f"direction = [{direction[0]!r}, {direction[1]!r}, {direction[2]!r}]\ntrigger = {trigger!r}\n")
+
+
+#: a baseline along the humanoid's left arm, then an offset stroke raised above it (not on one line)
+ARM = HEAD + "".join(_key(*k) for k in [
+    (0.0, (0.185, 1.43, 0.0), 1.0), (0.3, (0.37, 1.23, 0.0), 1.0), (0.5, (0.546, 1.029, 0.0), 0.0),
+    (0.6, (0.185, 1.43, 0.0), 1.0), (0.8, (0.35, 1.57, 0.02), 1.0), (1.0, (0.415, 1.79, 0.04), 0.0)])
+
+
+def _ring(y=0.5, r=0.25, n=12, t0=0.1, span=1.2, sweep=330.0):
+    """Controller keys all around the cylinder's axis at height y, pointing at it (the bulge tool)."""
+    keys = []
+    for i in range(n + 1):
+        a = np.radians(-sweep / 2 + sweep * i / n)
+        p = (float(r * np.sin(a)), y, float(r * np.cos(a)))
+        keys.append(_key(t0 + span * i / n, p, 1.0, (-p[0] / r, 0.0, -p[2] / r)))
+    keys.append(_key(t0 + span + 0.05, p, 0.0, (-p[0] / r, 0.0, -p[2] / r)))
+    return "".join(keys)
+
+
+#: the head looks AWAY from the cylinder (along +Z) while the ring is drawn
+RING = """version = 1
+fps = 20
+[bulge]
+height = 0.02
+rings = 2
+[[hmd]]
+time = 0.0
+position = [0.0, 0.6, 1.5]
+look_at = [0.0, 0.6, 3.0]
+[[actions]]
+time = 0.0
+name = "tool:bulge"
+""" + _ring()
+
+
+def _script(tmp_path, text, name="rig.toml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def _strokes_of(script_text):
+    """The world strokes the simulated right controller draws (trigger >= 0.5, one sample per frame)."""
+    s = parse_rig_script(script_text)
+    dev = SimulatedHeadset(s, eye_size=16)
+    strokes, cur = [], None
+    for i in range(dev.frames):
+        r = dev.sample_frame(i).samples["right"]
+        if r.pressure >= 0.5:
+            cur = cur or {"points": [], "times": []}
+            cur["points"].append(list(r.position))
+            cur["times"].append(r.t)
+        elif cur is not None:
+            strokes.append(cur)
+            cur = None
+    if cur is not None:
+        strokes.append(cur)
+    return strokes
+
+
+def test_vr_pose_equals_pose_with_the_same_world_strokes(tmp_path):
+    rig = _script(tmp_path, ARM)
+    vr_npz, pose_npz = tmp_path / "vr.npz", tmp_path / "pose.npz"
+    assert run(["vr", "humanoid", "--device", "simulated", "--script", str(rig), "--headless", "--eye-size", "32",
+                "--export-frame", str(vr_npz)]) == 0
+    base, off = _strokes_of(ARM)
+    doc = {"version": 1, "brush_radius": 0.15, "strokes": [{"role": "baseline", "space": "world", **base},
+                                                            {"role": "offset", "space": "world", **off}]}
+    strokes = tmp_path / "strokes.json"
+    strokes.write_text(json.dumps(doc))
+    assert run(["pose", "humanoid", "--strokes", str(strokes), "--export-frame", str(pose_npz)]) == 0
+    assert run(["export-frame", "humanoid", "--out", str(tmp_path / "rest.npz")]) == 0
+    a, b, rest = np.load(vr_npz), np.load(pose_npz), np.load(tmp_path / "rest.npz")
+    key = "node21_mesh0_prim0"
+    np.testing.assert_array_equal(a[key], b[key])
+    assert np.abs(a[key] - rest[key]).max() > 0.1  # the arm moved
+    assert not any(k.endswith("_kinematic") for k in a)  # no edits, no region keys
+
+
+def test_eye_matrices_follow_the_script_and_screenshot_is_side_by_side(tmp_path):
+    rig = _script(tmp_path, ARM)
+    npz, png = tmp_path / "f.npz", tmp_path / "eyes.png"
+    assert run(["vr", "humanoid", "--device", "simulated", "--script", str(rig), "--headless", "--eye-size", "48",
+                "--frames", "5", "--export-frame", str(npz), "--screenshot", str(png)]) == 0
+    d = np.load(npz)
+    assert d["eye_view"].dtype == np.float32 and d["eye_view"].shape == (2, 4, 4)
+    assert d["eye_projection"].shape == (2, 4, 4)
+    k = parse_rig_script(ARM).sample("head", 4 / 20)  # the last of 5 frames at 20 fps
+    geo = EyeGeometry.simulated(48)
+    head = pose_matrix(k.position, k.orientation)
+    for eye in (0, 1):
+        np.testing.assert_allclose(d["eye_view"][eye], geo.view(eye, head), atol=1e-6)
+        np.testing.assert_allclose(d["eye_projection"][eye], perspective(100.0, 1.0, geo.near, geo.far), atol=1e-6)
+    # the left eye sits 0.032 m to the head's left
+    eye_l = np.linalg.inv(d["eye_view"][0].astype(np.float64))[:3, 3]
+    np.testing.assert_allclose(eye_l, head[:3, 3] - 0.032 * head[:3, 0], atol=1e-5)
+    img = np.asarray(Image.open(png))
+    assert img.shape[:2] == (48, 96)
+    left, right = img[:, :48].astype(int), img[:, 48:].astype(int)
+    assert left.std() > 5 and np.abs(left - right).max() > 0  # something drawn; the eyes differ (disparity)
+
+
+def test_controller_camera_draws_all_around_the_cylinder_while_the_head_looks_away():
+    from engine import Session
+    from game.vr.session import VRSession
+
+    dev = SimulatedHeadset(parse_rig_script(RING), eye_size=32)
+    with Session(width=32, height=32, deformer="lbs", strict=True) as s:
+        ch = s.spawn("cylinder", clip=None, speed=0.0, mode="clamp")
+        rest = np.asarray(next(iter(ch.vertices().values())), np.float64)
+        vr = VRSession(s, ch, dev, bulge={"height": 0.02, "rings": 2}, probe_size=16)
+        try:
+            i = 0
+            while vr.frame(dev.actions_at(i)):
+                i += 1
+            vr.finish()
+            surface = [smp for role, smp in vr.strokes if role == "surface"]
+            assert len(surface) == 1
+            smp = surface[0]
+            topo = ch.topology(smp.key)
+            tri = np.asarray(topo.triangles)
+            x = rest[np.asarray(topo.display_of_control)]
+            centres = x[tri[smp.faces]].mean(axis=1)
+            angles = np.degrees(np.arctan2(centres[:, 0], centres[:, 2]))
+            # every side: the front, both flanks and the back (which the head never sees)
+            for lo, hi in ((-45, 45), (45, 135), (-135, -45)):
+                assert ((angles > lo) & (angles < hi)).any(), (lo, hi, np.sort(angles))
+            assert (np.abs(angles) > 135).any()
+            # the reference: each hit lies where the controller's ray meets the cylinder (radius 0.1)
+            assert np.allclose(np.hypot(centres[:, 0], centres[:, 2]), 0.1, atol=0.01)
+            assert np.allclose(centres[:, 1], 0.5, atol=0.02)
+            assert len(ch.edits[smp.key]) == 1 and ch.deformer == "spring"
+            assert dev.pulses and dev.pulses[0][0] == "right"  # the snap to the skin pulsed once
+            assert len(dev.pulses) == 1
+        finally:
+            vr.release()
+
+
+def test_recorded_vr_session_replays_bit_for_bit(tmp_path):
+    rig = _script(tmp_path, RING)
+    a, b, rec = tmp_path / "a.npz", tmp_path / "b.npz", tmp_path / "s.jsonl"
+    assert run(["vr", "cylinder", "--device", "simulated", "--script", str(rig), "--headless", "--eye-size", "32",
+                "--export-frame", str(a), "--record", str(rec), "--save", str(tmp_path / "e.json")]) == 0
+    head = json.loads(rec.read_text().splitlines()[0])
+    assert head["version"] == 2 and head["vr"]["eyes"]["width"] == 32
+    assert any('"type": "tracked"' in line and '"controls"' in line for line in rec.read_text().splitlines())
+    assert run(["replay", str(rec), "--headless", "--export-frame", str(b)]) == 0
+    da, db = np.load(a), np.load(b)
+    assert sorted(da) == sorted(db) and "node3_mesh0_prim0_kinematic" in da
+    for k in da:
+        np.testing.assert_array_equal(da[k], db[k])
+    assert json.loads((tmp_path / "e.json").read_text())["primitives"]["node3_mesh0_prim0"]["edits"]
+
+
+@pytest.mark.parametrize("extra, needle", [
+    ([], "--device simulated needs --script"),
+    (["--script", "SCRIPT", "--eye-size", "8"], "--eye-size must be in [16"),
+    (["--script", "SCRIPT", "--frames", "0"], "--frames must be in [1"),
+    (["--script", "SCRIPT", "--save", "out.txt"], "--save must end in .glb or .json"),
+    (["--script", "BAD"], "bad.toml: hmd[1].time: keys must be in time order"),
+    (["--script", "SCRIPT", "--controller-camera", "0"], "--controller-camera must be in [1, 256]"),
+])
+def test_refusals_are_one_line(tmp_path, capsys, extra, needle):
+    good = _script(tmp_path, ARM)
+    bad = _script(tmp_path, HEAD.replace("time = 0.0", "time = 3.0", 1), "bad.toml")
+    args = [str(good) if a == "SCRIPT" else str(bad) if a == "BAD" else str(tmp_path / a) if a.startswith("out")
+            else a for a in extra]
+    assert run(["vr", "humanoid", "--device", "simulated", "--headless", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and needle in err
