@@ -35,9 +35,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
-__all__ = ["Buttons", "Modifiers", "VRButtons", "InputEvent", "PointerDown", "PointerMove", "PointerUp", "Wheel", "KeyDown",
-           "KeyUp", "Text", "TrackedSample", "Action", "Resize", "EVENT_TYPES", "EventError", "event_from_dict",
-           "now", "PointerState", "EventQueue", "input_begin_system", "PygletAdapter"]
+__all__ = ["Buttons", "Modifiers", "VRButtons", "InputEvent", "PointerDown", "PointerMove", "PointerUp", "Wheel",
+           "KeyDown", "KeyUp", "Text", "TrackedSample", "Action", "Resize", "EVENT_TYPES", "EventError",
+           "event_from_dict", "now", "PointerState", "EventQueue", "input_begin_system", "PygletAdapter"]
 
 
 def now() -> float:

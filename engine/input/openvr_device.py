@@ -65,13 +65,13 @@ def controller_buttons(vr: Any, pressed: int) -> VRButtons:
     return out
 
 
-def _orientation(m: np.ndarray) -> tuple[float, ...]:
+def _orientation(m: np.ndarray) -> tuple[float, float, float, float]:
     from engine.math.quat import from_matrix
 
     r = m[:3, :3]
     u, _, vt = np.linalg.svd(r)  # tracking matrices carry float noise: the nearest rotation
-    q = from_matrix(u @ vt)
-    return tuple(float(x) for x in q)
+    x, y, z, w = (float(v) for v in from_matrix(u @ vt))
+    return (x, y, z, w)
 
 
 class OpenVRHeadset:
@@ -103,7 +103,9 @@ class OpenVRHeadset:
         if vr is None:
             try:
                 with quiet_output():
-                    import openvr as vr  # noqa: PLC0415 - optional at run time
+                    import openvr
+
+                vr = openvr
             except ImportError:
                 raise VRError("--device openvr: the openvr package is not installed (pip install openvr)") from None
             except OSError as e:

@@ -118,7 +118,8 @@ class EyeGeometry:
 
     def projection(self, eye: int) -> np.ndarray:
         """The eye's OpenGL projection (float32)."""
-        return projection_from_raw(*[float(v) for v in self.raw[eye]], self.near, self.far)
+        left, right, top, bottom = (float(v) for v in self.raw[eye])
+        return projection_from_raw(left, right, top, bottom, self.near, self.far)
 
     def view(self, eye: int, head: np.ndarray, tracking_to_world: np.ndarray | None = None) -> np.ndarray:
         """The eye's view matrix (float32): world -> eye, for the head's tracking-space pose ``head`` and the

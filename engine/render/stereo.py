@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import moderngl
 import numpy as np
 
 __all__ = ["EyeCamera", "StereoTargets"]
@@ -79,5 +78,3 @@ class StereoTargets:
         for obj in (*self.fbos, *self.textures):
             self.res.release(obj)
 
-
-_ = moderngl  # the textures are moderngl objects (typing only)

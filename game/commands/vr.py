@@ -116,7 +116,7 @@ def _open_device(args: argparse.Namespace) -> Any:
 def write_outputs(vr: Any, *, screenshot: str | None, export_frame: str | None, save: str | None) -> list[str]:
     """Check the final vertices, then write the outputs; returns what was written."""
     wrote: list[str] = []
-    arrays = export_arrays(vr)
+    arrays: dict[str, Any] = dict(export_arrays(vr))
     if export_frame is not None:
         Path(export_frame).parent.mkdir(parents=True, exist_ok=True)
         np.savez(export_frame, **arrays)

@@ -128,7 +128,8 @@ def test_geometry_poses_buttons_and_submit_order():
     dev.submit(*tex)
     dev.haptic("right", 0.005)
     assert [e[0] for e in vr.log[1:]] == ["wait", "submit", "submit", "haptic"]
-    assert vr.log[2][:3] == ("submit", int(openvr.Eye_Left), 11) and vr.log[3][:3] == ("submit", int(openvr.Eye_Right), 12)
+    assert vr.log[2][:3] == ("submit", int(openvr.Eye_Left), 11)
+    assert vr.log[3][:3] == ("submit", int(openvr.Eye_Right), 12)
     assert vr.log[2][3] == int(openvr.TextureType_OpenGL)
     assert vr.log[4] == ("haptic", 4, 0, 3999)  # a legacy pulse is at most 3999 us
     assert dev.wait_poses() is not None and dev.wait_poses() is None  # frames=2
