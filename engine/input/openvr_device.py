@@ -27,7 +27,7 @@ import numpy as np
 from engine.input.events import Buttons, TrackedSample, VRButtons, now
 from engine.input.vr import EyeGeometry, VRError, VRFrame
 
-__all__ = ["OpenVRHeadset", "matrix34", "controller_buttons", "quiet_output"]
+__all__ = ["OpenVRHeadset", "matrix34", "controller_buttons", "quiet_output", "openvr_status"]
 
 
 @contextlib.contextmanager
@@ -46,6 +46,30 @@ def quiet_output() -> Iterator[None]:
         os.dup2(saved[1], 2)
         for fd in (*saved, devnull):
             os.close(fd)
+
+
+def openvr_status(module: Any = None) -> str:
+    """One line for ``doctor``: whether the openvr package, an OpenVR runtime and a headset are present (the
+    runtime's chatter silenced; nothing is initialised)."""
+    vr = module
+    if vr is None:
+        try:
+            with quiet_output():
+                import openvr
+            vr = openvr
+        except (ImportError, OSError):
+            return "VR: the openvr package is not installed (pip install openvr); --device simulated works"
+    try:
+        with quiet_output():
+            runtime = bool(vr.isRuntimeInstalled())
+            headset = runtime and bool(vr.isHmdPresent())
+    except (OSError, AttributeError, RuntimeError, ValueError):
+        runtime = headset = False
+    if not runtime:
+        return "VR: no OpenVR runtime (install SteamVR for --device openvr); --device simulated works"
+    if not headset:
+        return "VR: OpenVR runtime installed, no headset connected; --device simulated works"
+    return "VR: OpenVR runtime installed, headset connected: --device openvr is ready"
 
 
 def matrix34(m: Any) -> np.ndarray:

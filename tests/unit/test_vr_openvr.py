@@ -170,3 +170,13 @@ def test_the_real_package_without_a_runtime_is_one_line(capfd):
     assert run(["vr", "humanoid", "--device", "openvr", "--headless"]) == 2
     out, err = capfd.readouterr()
     assert out == "" and err.count("\n") == 1 and err.startswith("error: --device openvr: no OpenVR runtime")
+
+
+@pytest.mark.parametrize("kw, needle", [({"runtime": False}, "no OpenVR runtime"),
+                                        ({"hmd": False}, "no headset connected"),
+                                        ({}, "headset connected: --device openvr is ready")])
+def test_doctor_line(kw, needle):
+    from engine.input.openvr_device import openvr_status
+
+    line = openvr_status(fake_openvr(**kw))
+    assert line.startswith("VR: ") and needle in line and "\n" not in line
