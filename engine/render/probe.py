@@ -66,19 +66,25 @@ class ProbeRenderer:
         self._passes = (ResetRects(), GBufferPass(None, 0))
         self._released = False
 
-    def render(self, camera: Any) -> None:
-        """Draw the scene G-buffer's meshes from ``camera`` into the probe's G-buffer."""
+    def render(self, camera: Any, *, entities: Any = None) -> None:
+        """Draw the scene G-buffer's meshes from ``camera`` into the probe's G-buffer (only those of
+        ``entities`` when given: the character a stroke is drawn on; on a software rasteriser the vertex stage
+        over every mesh, not the 16x16 pixels, is the probe's cost)."""
         s = self._state
         s.set_camera(camera)
-        lists = self._base.meshes.draw_lists(tuple(self._base.targets.layers))
-        frame = Frame(camera, {None: lists[None]}, "none")
+        meshes = self._base.meshes.draw_lists(tuple(self._base.targets.layers))[None]
+        if entities is not None:
+            keep = set(entities)
+            meshes = [h for h in meshes if h.entity in keep]
+        frame = Frame(camera, {None: meshes}, "none")
         for p in self._passes:
             p.run(s, frame)
         s.frame_index += 1
 
-    def centre(self, camera: Any) -> SurfaceHit | None:
-        """Render from ``camera`` and read the surface under the centre pixel (None: nothing there)."""
-        self.render(camera)
+    def centre(self, camera: Any, *, entities: Any = None) -> SurfaceHit | None:
+        """Render from ``camera`` (the meshes of ``entities``, default all) and read the surface under the
+        centre pixel (None: nothing there)."""
+        self.render(camera, entities=entities)
         c = self.size // 2
         return self._reader.query_many([(c, c)], layer="gbuffer")[0]
 

@@ -232,7 +232,7 @@ class VRSession:
             from engine.render.probe import ProbeCamera
 
             with cpu_scope("vr controller camera"):
-                hit = self.probe.centre(ProbeCamera(pose))
+                hit = self.probe.centre(ProbeCamera(pose), entities=(self.ch.entity,))
             self.stroke.hits.append(hit)
             if hit is not None and not self.stroke.snapped:
                 self.stroke.snapped = True

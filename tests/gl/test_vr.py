@@ -203,3 +203,60 @@ def test_refusals_are_one_line(tmp_path, capsys, extra, needle):
     assert run(["vr", "humanoid", "--device", "simulated", "--headless", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and needle in err
+
+
+GRAB = """version = 1
+fps = 10
+[[hmd]]
+time = 0.0
+position = [0.0, 1.0, 2.0]
+look_at = [0.0, 0.5, 0.0]
+""" + "".join(
+    f"[[left]]\ntime = {t!r}\nposition = [{lx!r}, 1.0, 0.5]\ngrip = true\n"
+    f"[[right]]\ntime = {t!r}\nposition = [{rx!r}, 1.0, 0.5]\ngrip = true\n"
+    for t, lx, rx in ((0.0, -0.1, 0.1), (0.5, 0.1, 0.3), (1.0, -0.1, 0.5)))
+
+
+def test_both_grips_grab_the_world_and_profiler_has_the_eyes():
+    """Hands moved together: the world follows them (what was under the hands stays there); hands moved apart
+    to twice their distance: the world scale halves; each eye is a profiler scope of the frame."""
+    from engine import Session
+    from game.vr.session import VRSession
+
+    dev = SimulatedHeadset(parse_rig_script(GRAB), eye_size=16)
+    with Session(width=16, height=16, deformer="lbs", strict=True) as s:
+        ch = s.spawn("cylinder", clip=None, speed=0.0, mode="clamp")
+        vr = VRSession(s, ch, dev)
+        try:
+            for _ in range(6):  # t = 0 .. 0.5: both hands moved +0.2 in x
+                vr.frame()
+            t = vr.tracking_to_world
+            np.testing.assert_allclose(t @ [0.1, 1.0, 0.5, 1.0], [-0.1, 1.0, 0.5, 1.0], atol=1e-9)
+            assert abs(vr.world_scale - 1.0) < 1e-9
+            while vr.frame():
+                pass
+            # at t = 1: the hands are 0.6 apart (0.2 at the grab): 1 m of tracking is 1/3 m of world
+            assert abs(vr.world_scale - 0.2 / 0.6) < 1e-9
+            names = [e.name for e in s.schedule.history.last.events]
+            assert "vr eye left" in names and "vr eye right" in names
+        finally:
+            vr.release()
+
+
+def test_shipped_example_poses_the_arm_and_bulges_the_forearm(tmp_path):
+    from engine.paths import shipped_file
+
+    out, png = tmp_path / "ex.npz", tmp_path / "eyes.png"
+    rig = shipped_file("assets/vr/pose_and_bulge.toml")
+    assert run(["vr", "humanoid", "--device", "simulated", "--script", str(rig), "--headless", "--eye-size", "32", "--export-frame", str(out), "--screenshot", str(png)]) == 0
+    assert run(["export-frame", "humanoid", "--out", str(tmp_path / "rest.npz")]) == 0
+    d, rest = np.load(out), np.load(tmp_path / "rest.npz")
+    key = "node21_mesh0_prim0"
+    moved = np.linalg.norm(d[key] - rest[key], axis=1)
+    assert moved.max() > 0.2  # the left arm is raised
+    kin = d[f"{key}_kinematic"]
+    assert kin.size > 10
+    # the bulge is on the RIGHT forearm (x < -0.3 in the rest pose), between elbow and wrist
+    assert (rest[key][kin, 0] < -0.3).all() and (rest[key][kin, 1] > 0.95).all() and (rest[key][kin, 1] < 1.3).all()
+    assert moved[kin].max() > 0.005  # the right arm is not posed: what moved there is the bulge
+    assert np.asarray(Image.open(png)).shape[:2] == (32, 64)
