@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
 
 import numpy as np
 

@@ -248,7 +248,8 @@ def test_shipped_example_poses_the_arm_and_bulges_the_forearm(tmp_path):
 
     out, png = tmp_path / "ex.npz", tmp_path / "eyes.png"
     rig = shipped_file("assets/vr/pose_and_bulge.toml")
-    assert run(["vr", "humanoid", "--device", "simulated", "--script", str(rig), "--headless", "--eye-size", "32", "--export-frame", str(out), "--screenshot", str(png)]) == 0
+    assert run(["vr", "humanoid", "--device", "simulated", "--script", str(rig), "--headless", "--eye-size", "32",
+                "--export-frame", str(out), "--screenshot", str(png)]) == 0
     assert run(["export-frame", "humanoid", "--out", str(tmp_path / "rest.npz")]) == 0
     d, rest = np.load(out), np.load(tmp_path / "rest.npz")
     key = "node21_mesh0_prim0"
