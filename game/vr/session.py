@@ -89,6 +89,9 @@ class VRSession:
             session.resize(self.geometry.width, self.geometry.height)
         self.targets = StereoTargets(session.resources, self.geometry.width, self.geometry.height)
         self.probe = ProbeRenderer(renderer, probe_size)
+        from game.vr.tubes import StrokeTubes
+
+        self.tubes = StrokeTubes(renderer)
         self.samples: dict[str, TrackedSample] = {}
         self.stroke: VRStroke | None = None
         self.baseline: Any = None  # the pose tool's baseline stroke, waiting for its offset
@@ -129,6 +132,7 @@ class VRSession:
             self._end_stroke()
 
     def release(self) -> None:
+        self.tubes.release()
         self.probe.release()
         self.targets.release()
 
@@ -237,10 +241,16 @@ class VRSession:
             if hit is not None and not self.stroke.snapped:
                 self.stroke.snapped = True
                 self.device.haptic("right", 0.005)
+            on_skin = [np.asarray(h.position, np.float64) for h in self.stroke.hits if h is not None]
+            self.tubes.show_live(np.asarray(on_skin).reshape(-1, 3), "surface")
+        else:
+            role = "offset" if self.stroke.tool == "pose" and self.baseline is not None else "baseline"
+            self.tubes.show_live(np.asarray(self.stroke.points), role)
 
     def _end_stroke(self) -> None:
         stroke, self.stroke = self.stroke, None
         assert stroke is not None
+        self.tubes.hide_live()
         if stroke.tool == "pose":
             self._pose_stroke(stroke)
         elif stroke.tool == "bulge":
@@ -265,12 +275,15 @@ class VRSession:
         fitted = self._fit(stroke)
         if fitted is None:
             return
+        along = fitted.point(np.linspace(0.0, 1.0, 48))
         if self.baseline is None:
             self.baseline = fitted
             self.strokes.append(("baseline", fitted))
+            self.tubes.add(along, "baseline")
             return
         baseline, self.baseline = self.baseline, None
         self.strokes.append(("offset", fitted))
+        self.tubes.add(along, "offset")
         head = self.world_pose("head")
         cam = _HeadCamera(head if head is not None else np.eye(4))
         plane = posing_plane(skeleton_root(self.ch), cam)
@@ -312,6 +325,7 @@ class VRSession:
             return
         self.ch.add_edit(key, edit)
         self.strokes.append(("surface", samples))
+        self.tubes.add(samples.positions(self.ch), "surface")
         self.undo_stack.append(("edit", (key, edit)))
         self.redo_stack.clear()
 

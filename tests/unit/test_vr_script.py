@@ -162,3 +162,20 @@ def test_shipped_example_parses():
 
     s = load_rig_script(shipped_file("assets/vr/pose_and_bulge.toml"))
     assert s.bulge["height"] == 0.03 and [a.name for a in s.actions] == ["tool:pose", "tool:bulge"]
+
+
+def test_tube_around_a_polyline():
+    from engine.render.shapes import tube
+    from game.vr.tubes import resample
+
+    pts = np.array([[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
+    line = resample(pts, 21)
+    assert line.shape == (21, 3) and np.allclose(line[10], [0.0, 1.0, 0.0])
+    pos, tri = tube(line, 0.01, sides=6)
+    assert pos.shape == (126, 3) and tri.shape == (2 * 6 * 20, 3) and tri.max() == 125
+    ring0 = pos[:6].astype(np.float64)  # around the first point, perpendicular to +Y
+    np.testing.assert_allclose(np.linalg.norm(ring0 - line[0], axis=1), 0.01, atol=1e-6)
+    np.testing.assert_allclose(ring0[:, 1], 0.0, atol=1e-6)
+    assert resample(np.zeros((3, 3))) is None
+    with pytest.raises(ValueError):
+        tube(line[:1], 0.01)
