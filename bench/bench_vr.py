@@ -7,7 +7,8 @@ drift lands on every case alike), each frame finished on the GPU (``ctx.finish``
 
 * **stereo frame**: one VR frame: deform once, G-buffer + compose per eye into the eye textures (two passes);
   ``per eye`` is the mean of the profiler scopes ``vr eye left`` / ``vr eye right``;
-* **mono frame**: the same frame through the plain one-camera renderer, for the ratio;
+* **mono frame**: the same frame through the plain one-camera renderer (the VR systems off), its camera one
+  eye's view and then the other's, so that it changes every frame as a tracked head does: for the ratio;
 * **controller camera NxN**: one controller-camera read (its G-buffer pass from the controller + the centre
   pixel's read-back) at ``--probe-sizes`` (default 16, 4, 1), the controller pointing at the first character.
 
@@ -35,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     from engine.input.simulated_vr import SimulatedHeadset, parse_rig_script
     from engine.input.vr import EyeGeometry
     from engine.render.probe import ProbeCamera, ProbeRenderer
+    from engine.render.stereo import EyeCamera
     from game.vr.session import VRSession
 
     ap = argparse.ArgumentParser(prog="bench vr", description=__doc__.split("\n")[0])
@@ -76,12 +78,17 @@ def main(argv: list[str] | None = None) -> int:
                 eyes = [e.dur_ns / 1e6 for e in (last.events if last else []) if e.name.startswith("vr eye")]
                 if eyes:
                     samples["per eye"].append(float(np.mean(eyes)))
-            for _ in range(a.frames):
+            vr.active = False  # the plain one-camera frame: the VR systems skip
+            for k in range(a.frames):
+                # the eyes' views in turn: the camera changes every frame, as a tracked head does (the cached
+                # backdrop, sky and ground grid, is redrawn as it is for each eye)
+                s.camera = EyeCamera(vr.eye_views[k % 2], vr.eye_projections[k % 2])
                 ctx.finish()
                 t0 = time.perf_counter()
                 s.frame(1 / 90, render=True, interpolate=False)
                 ctx.finish()
                 samples["mono frame"].append((time.perf_counter() - t0) * 1e3)
+            vr.active = True
             for n, probe in probes.items():
                 for _ in range(a.frames):
                     ctx.finish()

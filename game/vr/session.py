@@ -103,6 +103,8 @@ class VRSession:
         self.frames = 0
         self._grab: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._dt = 1.0 / float(device.fps)
+        #: False: the VR systems skip (the session runs as a plain one; bench vr's mono case)
+        self.active = True
         session.add_system(Phase.TOOLS, self._tools_system, name="vr_tools")
         session.add_system(Phase.RENDER, self._stereo_system, name="vr_stereo")
 
@@ -150,6 +152,8 @@ class VRSession:
 
     # -- systems -------------------------------------------------------------------------------------------
     def _tools_system(self, world: Any) -> None:
+        if not self.active:
+            return
         for e in self.s.events.frame:
             if isinstance(e, TrackedSample):
                 self.samples[e.device] = e
@@ -168,7 +172,7 @@ class VRSession:
 
     def _stereo_system(self, world: Any) -> None:
         head = self.samples.get("head")
-        if head is None:
+        if head is None or not self.active:
             return
         r = self.s.renderer
         hp = pose_matrix(head.position, head.orientation)
