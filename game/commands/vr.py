@@ -17,8 +17,10 @@ quits or N frames). Then:
 * ``--save POSED.glb``: the asset with the pose keyed into a clip ``pose``; ``--save EDITS.json``: the surface
   edits (the versioned edits file).
 
-Without ``--headless`` and with a display, a desktop mirror window would show the left eye; it is not built
-yet, so the run is headless and a warning says so. ``--device openvr`` without a runtime or headset exits 2
+Without ``--headless`` and with a display, a desktop mirror window (game/vr/mirror.py) shows the left eye with
+the UI while the session runs (Esc or closing it ends the run; the outputs are written as headless);
+``--mirror-screenshot MIRROR.png`` writes its last frame with the profiler overlay shown.
+``--device openvr`` without a runtime or headset exits 2
 with one ``error:`` line naming what is missing.
 """
 from __future__ import annotations
@@ -60,6 +62,8 @@ def add_vr_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--screenshot", default=None, metavar="EYES.png", help="the last frame's eyes side by side")
     p.add_argument("--export-frame", default=None, metavar="OUT.npz",
                    help="deformed vertices (export-frame keys), region keys of edits, eye_view/eye_projection")
+    p.add_argument("--mirror-screenshot", default=None, metavar="MIRROR.png",
+                   help="with the mirror window: its last frame (the left eye with the profiler overlay)")
     p.add_argument("--record", default=None, metavar="S.jsonl", help="record the session (replay it with replay)")
     p.add_argument("--save", default=None, metavar="POSED.glb|EDITS.json",
                    help="the posed asset (.glb, clip 'pose') or the surface edits (.json)")
@@ -86,7 +90,8 @@ def _outputs(args: argparse.Namespace) -> None:
     for flag, value, suffixes in (("--screenshot", args.screenshot, (".png",)),
                                   ("--export-frame", args.export_frame, (".npz",)),
                                   ("--record", args.record, (".jsonl",)),
-                                  ("--save", args.save, (".glb", ".json"))):
+                                  ("--save", args.save, (".glb", ".json")),
+                                  ("--mirror-screenshot", args.mirror_screenshot, (".png",))):
         if value is None:
             continue
         suffix = Path(value).suffix.lower()
@@ -151,26 +156,29 @@ def vr_command(args: argparse.Namespace) -> int:
     _outputs(args)
     if args.device == "simulated" and args.script is None:
         raise UsageError("--device simulated needs --script RIG.toml (the simulated devices' keys)")
-    if not args.headless and display_present():
-        log.warning("vr: the desktop mirror window is not built yet; running headless")
+    window = not args.headless and display_present()
+    if not args.headless and not window:
+        log.info("vr: no display for the mirror window: running headless")
     device = _open_device(args)
     try:
         loaded = quiet_load(args.asset)
-        frames = run_vr(loaded, device, args)
+        frames = run_vr(loaded, device, args, window=window)
     finally:
         device.close()
     return frames
 
 
-def run_vr(loaded: Any, device: Any, args: argparse.Namespace) -> int:
-    """Spawn, run the frames, write the outputs (the command's body after its checks)."""
+def run_vr(loaded: Any, device: Any, args: argparse.Namespace, *, window: bool = False) -> int:
+    """Spawn, run the frames (in the mirror window when ``window``), write the outputs (the command's body
+    after its checks)."""
     from engine import Session
     from game.vr.session import VRSession
 
     script = getattr(device, "script", None)
     geo = device.geometry
     recorder = None
-    with Session(width=geo.width, height=geo.height, deformer="lbs", strict=True) as s:
+    with Session(width=geo.width, height=geo.height, deformer="lbs", strict=True, window=window,
+                 title="skinengine VR mirror") as s:
         ch = s.spawn(loaded, clip=None, time=0.0, speed=0.0, mode="clamp")
         kwargs: dict[str, Any] = {"probe_size": args.controller_camera}
         if script is not None:
@@ -180,9 +188,16 @@ def run_vr(loaded: Any, device: Any, args: argparse.Namespace) -> int:
             kwargs["recorder"] = recorder
         vr = VRSession(s, ch, device, **kwargs)
         try:
-            i = 0
-            while vr.frame(device.actions_at(i) if hasattr(device, "actions_at") else None):
-                i += 1
+            actions = getattr(device, "actions_at", None)
+            if window:
+                from game.vr.mirror import run_mirror
+
+                run_mirror(vr, actions, profiler=args.mirror_screenshot is not None,
+                           screenshot=args.mirror_screenshot)
+            else:
+                i = 0
+                while vr.frame(actions(i) if actions is not None else None):
+                    i += 1
             vr.finish()
             if recorder is not None:
                 recorder.close()

@@ -175,6 +175,8 @@ class VRSession:
         if head is None or not self.active:
             return
         r = self.s.renderer
+        if (r.width, r.height) != (self.geometry.width, self.geometry.height):  # a mirror window was resized
+            r.resize(self.geometry.width, self.geometry.height)
         hp = pose_matrix(head.position, head.orientation)
         for eye, label in ((0, "vr eye left"), (1, "vr eye right")):
             with cpu_scope(label):
