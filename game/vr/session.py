@@ -24,7 +24,9 @@ Tools (the right controller draws; its trigger value >= 0.5 holds a stroke, samp
 * ``undo`` / ``redo`` actions step back and forth through poses and edits.
 
 Navigation: both grips held grab the world: the tracking-to-world transform follows the hands (move, turn
-about the vertical, scale kept between 0.1x and 10x), so a script without grips draws in world coordinates.
+about the vertical, scale kept between 0.1x and 10x), so a script without grips draws in world coordinates; one
+grip with its stick pushed flies (:data:`FLY_SPEED`). A controller's primary button pressed undoes, its menu
+button redoes.
 """
 from __future__ import annotations
 
@@ -50,6 +52,8 @@ STROKE_EPSILON = 0.01
 TRIGGER_DOWN = 0.5
 DEFAULT_BRUSH_RADIUS = 0.15
 _SCALE_RANGE = (0.1, 10.0)
+#: flying speed (tracking metres per second) at full stick with one grip held
+FLY_SPEED = 1.5
 
 
 @dataclass
@@ -154,11 +158,20 @@ class VRSession:
     def _tools_system(self, world: Any) -> None:
         if not self.active:
             return
+        before = {h: (s.controls if s is not None else VRButtons.NONE)
+                  for h, s in ((h, self.samples.get(h)) for h in ("left", "right"))}
         for e in self.s.events.frame:
             if isinstance(e, TrackedSample):
                 self.samples[e.device] = e
             elif isinstance(e, Action) and e.name == "vr":
                 self._action(str(e.args.get("name", "")))
+        for hand, held in before.items():  # buttons pressed this frame: primary undoes, menu redoes
+            smp = self.samples.get(hand)
+            pressed = (smp.controls & ~held) if smp is not None else VRButtons.NONE
+            if pressed & VRButtons.PRIMARY:
+                self._action("undo")
+            if pressed & VRButtons.MENU:
+                self._action("redo")
         self._navigate()
         right = self.samples.get("right")
         drawing = right is not None and right.pressure >= TRIGGER_DOWN and self._grab is None
@@ -210,6 +223,7 @@ class VRSession:
         held = all(h is not None and h.controls & VRButtons.GRIP for h in hands)
         if not held:
             self._grab = None
+            self._fly(hands)
             return
         pa, pb = (np.asarray(h.position, np.float64) for h in hands)  # type: ignore[union-attr]
         if self._grab is None:
@@ -231,6 +245,22 @@ class VRSession:
         m[:3, :3] = rot * s
         m[:3, 3] = (wa + wb) / 2.0 - m[:3, :3] @ ((pa + pb) / 2.0)
         self.tracking_to_world = m
+
+    def _fly(self, hands: list[TrackedSample | None]) -> None:
+        """One grip held and its stick pushed: fly along the head's horizontal forward (stick y) and sideways
+        (stick x), FLY_SPEED tracking metres per second (scaled with the world)."""
+        head = self.samples.get("head")
+        gripping = [h for h in hands if h is not None and h.controls & VRButtons.GRIP]
+        if head is None or len(gripping) != 1 or gripping[0].axis == (0.0, 0.0):
+            return
+        m = pose_matrix(head.position, head.orientation)
+        fwd, right = -m[:3, 2], m[:3, 0]
+        fwd[1] = right[1] = 0.0
+        fwd /= max(float(np.linalg.norm(fwd)), 1e-9)
+        right /= max(float(np.linalg.norm(right)), 1e-9)
+        x, y = gripping[0].axis
+        step = (fwd * y + right * x) * FLY_SPEED * self._dt
+        self.tracking_to_world[:3, 3] += self.tracking_to_world[:3, :3] @ step
 
     # -- strokes ---------------------------------------------------------------------------------------------
     def _sample_stroke(self, right: TrackedSample) -> None:

@@ -296,3 +296,42 @@ def test_mirror_window_shows_the_left_eye():
     words = r.stdout.split()
     frames, to_left, to_right = int(words[1]), int(words[3]), int(words[5])
     assert frames == 4 and to_left <= 2 and to_right > to_left
+
+
+def test_undo_redo_actions_and_buttons_and_flying(tmp_path):
+    """The script's undo and redo actions step the pose back and forth; the left controller's primary button
+    undoes, its menu button redoes; one grip with the stick pushed flies along the head's forward."""
+    from engine import Session
+    from engine.input.events import TrackedSample, VRButtons
+    from game.vr.session import FLY_SPEED, VRSession
+
+    text = ARM + '[[actions]]\ntime = 1.05\nname = "undo"\n[[actions]]\ntime = 1.1\nname = "redo"\n'
+    dev = SimulatedHeadset(parse_rig_script(text), eye_size=16)
+    with Session(width=16, height=16, deformer="lbs", strict=True) as s:
+        ch = s.spawn("humanoid", clip=None, speed=0.0, mode="clamp")
+        vr = VRSession(s, ch, dev)
+        try:
+            layers = []
+            for i in range(dev.frames):
+                vr.frame(dev.actions_at(i))
+                layer = ch.pose_layer
+                layers.append(None if layer is None else np.abs(layer.rotation[:, :3]).max())
+            # posed at t=1.0 (frame 20), undone at 1.05 (frame 21), redone at 1.1 (frame 22)
+            assert layers[20] is not None and layers[20] > 0.1
+            assert not layers[21]
+            assert layers[22] == layers[20]
+            t = dev.frames / 20.0
+            head = dev.sample_frame(0).samples["head"]
+            down = TrackedSample(t, "left", (0.0, 1.0, 0.5), controls=VRButtons.PRIMARY)
+            vr.run_events([head, down])  # pressed: undo
+            assert not np.abs(ch.pose_layer.rotation[:, :3]).max() if ch.pose_layer is not None else True
+            vr.run_events([head, TrackedSample(t, "left", (0.0, 1.0, 0.5))])  # released
+            vr.run_events([head, TrackedSample(t, "left", (0.0, 1.0, 0.5), controls=VRButtons.MENU)])  # redo
+            assert np.abs(ch.pose_layer.rotation[:, :3]).max() == layers[20]
+            before = vr.tracking_to_world.copy()
+            vr.run_events([head, TrackedSample(t, "left", (0.0, 1.0, 0.5), controls=VRButtons.GRIP, axis=(0.0, 1.0))])
+            moved = vr.tracking_to_world[:3, 3] - before[:3, 3]
+            # the head looks along -Z (and down): forward flattened to the ground is -Z
+            np.testing.assert_allclose(moved, [0.0, 0.0, -FLY_SPEED / 20.0], atol=1e-9)
+        finally:
+            vr.release()
