@@ -23,6 +23,9 @@ Tools (the right controller draws; its trigger value >= 0.5 holds a stroke, samp
 * ``silhouette`` and ``orbit`` draw nothing yet (a silhouette stroke needs the window's outline; logged).
 * ``undo`` / ``redo`` actions step back and forth through poses and edits.
 
+The hand menu (game/vr/hand_menu.py: an imgui panel on a quad riding on the left controller) switches tools and
+sets the active tool's parameters; the right controller points at it and its trigger clicks.
+
 Navigation: both grips held grab the world: the tracking-to-world transform follows the hands (move, turn
 about the vertical, scale kept between 0.1x and 10x), so a script without grips draws in world coordinates; one
 grip with its stick pushed flies (:data:`FLY_SPEED`). A controller's primary button pressed undoes, its menu
@@ -75,7 +78,7 @@ class VRSession:
 
     def __init__(self, session: Any, character: Any, device: VRDevice, *, brush_radius: float = DEFAULT_BRUSH_RADIUS,
                  bulge: dict[str, Any] | None = None, probe_size: int = 16, recorder: Any = None,
-                 tracking_to_world: np.ndarray | None = None) -> None:
+                 tracking_to_world: np.ndarray | None = None, hand_menu: bool = True) -> None:
         from engine.render.probe import ProbeRenderer
         from engine.render.stereo import StereoTargets
 
@@ -96,6 +99,9 @@ class VRSession:
         from game.vr.tubes import StrokeTubes
 
         self.tubes = StrokeTubes(renderer)
+        from game.vr.hand_menu import HandMenu
+
+        self.menu = HandMenu(self) if hand_menu else None
         self.samples: dict[str, TrackedSample] = {}
         self.stroke: VRStroke | None = None
         self.baseline: Any = None  # the pose tool's baseline stroke, waiting for its offset
@@ -138,6 +144,8 @@ class VRSession:
             self._end_stroke()
 
     def release(self) -> None:
+        if self.menu is not None:
+            self.menu.release()
         self.tubes.release()
         self.probe.release()
         self.targets.release()
@@ -174,7 +182,14 @@ class VRSession:
                 self._action("redo")
         self._navigate()
         right = self.samples.get("right")
+        on_menu = False
+        if self.menu is not None:
+            with cpu_scope("vr hand menu"):
+                on_menu = self.menu.update(right, self._dt)
+            for name, value in self.menu.take_actions():
+                self._action(name, value)
         drawing = right is not None and right.pressure >= TRIGGER_DOWN and self._grab is None
+        drawing = drawing and not (on_menu and self.stroke is None)  # the trigger clicks the menu instead
         if drawing:
             assert right is not None
             if self.stroke is None:
@@ -201,8 +216,15 @@ class VRSession:
                 self.targets.capture(eye, r)
 
     # -- actions, navigation ---------------------------------------------------------------------------
-    def _action(self, name: str) -> None:
-        if name.startswith("tool:"):
+    def _action(self, name: str, value: Any = None) -> None:
+        if name == "set:brush_radius":
+            self.brush_radius = float(value)
+        elif name == "set:bulge.height":
+            self.bulge["height"] = float(value)
+        elif name == "set:bulge.rings":
+            self.bulge.pop("radius", None)
+            self.bulge["rings"] = int(value)
+        elif name.startswith("tool:"):
             tool = name.split(":", 1)[1]
             if tool not in TOOLS:
                 raise ValueError(f"unknown VR tool {tool!r}; valid: {', '.join(TOOLS)}")

@@ -335,3 +335,42 @@ def test_undo_redo_actions_and_buttons_and_flying(tmp_path):
             np.testing.assert_allclose(moved, [0.0, 0.0, -FLY_SPEED / 20.0], atol=1e-9)
         finally:
             vr.release()
+
+
+def test_hand_menu_switches_the_tool_and_sets_parameters():
+    """The right controller points at the hand menu's "bulge" button and clicks (trigger down, up): the tool is
+    the bulge; then it drags the height slider; the trigger on the menu draws no stroke."""
+    from engine import Session
+    from engine.input.events import TrackedSample
+    from game.vr.hand_menu import PIXELS, SIZE
+    from game.vr.session import VRSession
+
+    dev = SimulatedHeadset(parse_rig_script(HEAD), eye_size=16)
+    head = dev.sample_frame(0).samples["head"]
+    left = TrackedSample(0.0, "left", (-0.2, 1.2, 0.6))  # identity orientation: the menu faces +Z
+    with Session(width=16, height=16, deformer="lbs", strict=True) as s:
+        ch = s.spawn("cylinder", clip=None, speed=0.0, mode="clamp")
+        vr = VRSession(s, ch, dev)
+        try:
+            vr.run_events([head, left])
+            menu = vr.menu
+            assert menu is not None and menu.pose is not None and vr.tool == "pose"
+
+            def at(name, trigger, x_frac=0.5):
+                x0, y0, x1, y1 = menu.rects[name]
+                px, py = x0 + (x1 - x0) * x_frac, (y0 + y1) / 2
+                u, v = (px / PIXELS * 2 - 1) * SIZE / 2, (1 - py / PIXELS * 2) * SIZE / 2
+                target = menu.pose[:3, 3] + menu.pose[:3, 0] * u + menu.pose[:3, 1] * v
+                pos = target + np.array([0.0, 0.0, 0.3])  # 0.3 m in front, pointing back along -Z at it
+                return TrackedSample(0.0, "right", tuple(pos.tolist()), (0.0, 0.0, 0.0, 1.0), pressure=trigger)
+
+            for trigger in (0.0, 1.0, 1.0, 0.0, 0.0):
+                vr.run_events([head, left, at("tool:bulge", trigger)])
+            assert vr.tool == "bulge"
+            assert menu.pointer is not None and vr.stroke is None and not vr.strokes
+            before = float(vr.bulge.get("height", 0.02))
+            for trigger, frac in ((0.0, 0.5), (1.0, 0.5), (1.0, 0.9), (1.0, 0.9), (0.0, 0.9)):
+                vr.run_events([head, left, at("bulge.height", trigger, frac)])
+            assert float(vr.bulge["height"]) > before
+        finally:
+            vr.release()
