@@ -41,13 +41,15 @@ from engine.input.vr import DEFAULT_EYE_SIZE, EyeGeometry, VRFrame, look_rotatio
 from engine.textfile import check_numbers, read_user_text
 
 __all__ = ["ACTIONS", "RigScriptError", "RigKey", "RigAction", "RigScript", "load_rig_script", "parse_rig_script",
-           "SimulatedHeadset", "MAX_SCRIPT_BYTES", "MAX_KEYS", "MAX_TIME"]
+           "SimulatedHeadset", "MAX_SCRIPT_BYTES", "MAX_KEYS", "MAX_TIME", "MAX_FRAMES"]
 
 ACTIONS = ("tool:pose", "tool:bulge", "tool:silhouette", "tool:orbit", "undo", "redo")
 MAX_SCRIPT_BYTES = 4 << 20
 MAX_KEYS = 100_000
 #: the longest script, seconds (an hour)
 MAX_TIME = 3600.0
+#: the most frames a script may span (an hour at 60 Hz, as a recording)
+MAX_FRAMES = 216_000
 _MAX_COORD = 1e6
 _TOP_KEYS = ("version", "fps", "brush_radius", "hmd", "left", "right", "actions", "bulge")
 _HMD_KEYS = ("time", "position", "look_at", "orientation")
@@ -260,7 +262,11 @@ def parse_rig_script(text: str, name: str = "<script>") -> RigScript:
             checked[k] = bulge[k]
     if checked.get("profile", "bulge") not in ("bulge", "sine"):
         raise _fail(name, "bulge.profile", f"unknown profile {checked['profile']!r}; a VR stroke takes bulge or sine")
-    return RigScript(fps, tracks, actions, radius, checked, name)
+    script = RigScript(fps, tracks, actions, radius, checked, name)
+    if script.frame_count > MAX_FRAMES:
+        raise _fail(name, "fps", f"the script spans {script.frame_count} frames ({script.end_time:g} s at {fps:g} "
+                                 f"fps), over the limit of {MAX_FRAMES} frames")
+    return script
 
 
 def load_rig_script(path: str | Path) -> RigScript:

@@ -5,7 +5,7 @@ VR sketching of poses and surface edits (research 7.5) on a headset, or on a sim
 
 The character is spawned in its rest pose; the VR session (game/vr/session.py) runs frame after frame: with
 ``--frames N`` N frames at the script's fps, else until the script's last key (OpenVR: until the runtime
-quits or N frames). Then:
+quits, Ctrl+C, Esc in the mirror window, or N frames). Then:
 
 * ``--export-frame OUT.npz``: the ``export-frame`` contract (``node{n}_mesh{m}_prim{p}`` float32 (N,3) deformed
   world-space vertices of every skinned primitive), the ``edit`` command's ``K_kinematic``, ``K_passive`` and
@@ -196,8 +196,11 @@ def run_vr(loaded: Any, device: Any, args: argparse.Namespace, *, window: bool =
                            screenshot=args.mirror_screenshot)
             else:
                 i = 0
-                while vr.frame(actions(i) if actions is not None else None):
-                    i += 1
+                try:
+                    while vr.frame(actions(i) if actions is not None else None):
+                        i += 1
+                except KeyboardInterrupt:  # a headset session without --frames ends with Ctrl+C: outputs written
+                    log.info("vr: interrupted after %d frames", i)
             vr.finish()
             if recorder is not None:
                 recorder.close()

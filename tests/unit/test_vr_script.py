@@ -139,6 +139,8 @@ def test_tracked_sample_carries_vr_buttons_and_axis():
     (BASE + "[bulge]\nheight = 0.03\nwidth = 2\n", "bulge.width: unknown key"),
     (BASE + '[bulge]\nprofile = "offset"\n', "bulge.profile: unknown profile"),
     ("version = 1\nfps = 10\n", "hmd: the script needs at least one"),
+    (BASE.replace("fps = 10", "fps = 1000") + "[[hmd]]\ntime = 3000.0\nposition = [0, 1, 0]\n",
+     "fps: the script spans 3000001 frames"),
 ])
 def test_refusals_name_the_key(text, needle):
     with pytest.raises(RigScriptError) as exc:
