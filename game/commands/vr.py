@@ -4,8 +4,8 @@ VR sketching of poses and surface edits (research 7.5) on a headset, or on a sim
 (engine/input/simulated_vr.py).
 
 The character is spawned in its rest pose; the VR session (game/vr/session.py) runs frame after frame: with
-``--frames N`` N frames at the script's fps, else until the script's last key (OpenVR: until the runtime
-quits, Ctrl+C, Esc in the mirror window, or N frames). Then:
+``--frames N`` N frames at the script's fps, else until the script's last key (OpenVR: until Ctrl+C, Esc
+in the mirror window, or N frames). Then:
 
 * ``--export-frame OUT.npz``: the ``export-frame`` contract (``node{n}_mesh{m}_prim{p}`` float32 (N,3) deformed
   world-space vertices of every skinned primitive), the ``edit`` command's ``K_kinematic``, ``K_passive`` and
