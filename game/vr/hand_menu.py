@@ -27,12 +27,14 @@ PIXELS = 256
 
 
 class HandMenu:
-    """The menu of ``vr`` (a game.vr.session.VRSession); :meth:`release` frees its GPU objects."""
+    """The menu of ``vr`` (a game.vr.session.VRSession) offering ``tools``; :meth:`release` frees its GPU
+    objects."""
 
-    def __init__(self, vr: Any) -> None:
+    def __init__(self, vr: Any, tools: tuple[str, ...]) -> None:
         from game.ui.imgui_layer import ImGuiLayer
 
         self.vr = vr
+        self.tools = tuple(tools)
         s = vr.s
         self.ctx = s.ctx
         self.layer = ImGuiLayer(self.ctx, PIXELS, PIXELS, cached=False, font_scale=1.0)
@@ -150,13 +152,11 @@ class HandMenu:
         flags = imgui.WindowFlags_.no_decoration | imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_saved_settings
         imgui.begin("hand menu", None, flags)
         imgui.text("tool")
-        from game.vr.session import TOOLS
-
-        for tool in TOOLS:
+        for tool in self.tools:
             if imgui.radio_button(tool, vr.tool == tool):
                 self._actions.append((f"tool:{tool}", None))
             self._rect(f"tool:{tool}")
-            if tool != TOOLS[-1]:
+            if tool != self.tools[-1]:
                 imgui.same_line()
         imgui.separator()
         if vr.tool == "pose":

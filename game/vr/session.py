@@ -101,7 +101,7 @@ class VRSession:
         self.tubes = StrokeTubes(renderer)
         from game.vr.hand_menu import HandMenu
 
-        self.menu = HandMenu(self) if hand_menu else None
+        self.menu = HandMenu(self, TOOLS) if hand_menu else None
         self.samples: dict[str, TrackedSample] = {}
         self.stroke: VRStroke | None = None
         self.baseline: Any = None  # the pose tool's baseline stroke, waiting for its offset
