@@ -5,7 +5,6 @@ from __future__ import annotations
 
 def doctor() -> int:
     from engine.gpu.context import doctor_report
-
     from engine.input.openvr_device import openvr_status
 
     report = doctor_report(headless=True)
