@@ -22,7 +22,7 @@ from engine.render.state import Frame, RenderState
 from engine.render.surface import SurfaceHit
 from engine.render.targets import FrameTargets
 
-__all__ = ["ProbeCamera", "ProbeRenderer", "DEFAULT_PROBE_SIZE"]
+__all__ = ["ProbeCamera", "ProbeRenderer", "DEFAULT_PROBE_SIZE", "centre_ray", "probe_reference"]
 
 DEFAULT_PROBE_SIZE = 16
 
@@ -46,6 +46,45 @@ class ProbeCamera:
     @property
     def projection(self) -> np.ndarray:
         return self.projection_for(1.0)
+
+
+def centre_ray(camera: Any, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(origin, unit direction) float64 of the ray through the centre pixel's centre (pixel (size // 2,
+    size // 2), row 0 at the top) of a ``size`` x ``size`` probe image."""
+    c = size // 2 + 0.5
+    ndc = np.array([c / size * 2.0 - 1.0, 1.0 - c / size * 2.0])
+    inv = np.linalg.inv(np.asarray(camera.projection_for(1.0), np.float64) @ np.asarray(camera.view, np.float64))
+    pts = [inv @ np.array([ndc[0], ndc[1], z, 1.0]) for z in (-1.0, 1.0)]
+    a, b = (p[:3] / p[3] for p in pts)
+    return a, (b - a) / np.linalg.norm(b - a)
+
+
+def probe_reference(positions: np.ndarray, triangles: np.ndarray, camera: Any, size: int = DEFAULT_PROBE_SIZE,
+                    *, cull_back: bool = True) -> tuple[int, np.ndarray, np.ndarray] | None:
+    """The numpy reference of :meth:`ProbeRenderer.centre` for one mesh: the nearest triangle the centre
+    pixel's ray meets beyond the near plane (Moller-Trumbore over every triangle; back faces skipped when
+    ``cull_back``, as the G-buffer pass culls a single-sided mesh): (triangle, barycentric (3,), world
+    position (3,)), or None."""
+    o, d = centre_ray(camera, size)
+    p = np.asarray(positions, np.float64)
+    t3 = np.asarray(triangles, np.int64)
+    a, b, c = p[t3[:, 0]], p[t3[:, 1]], p[t3[:, 2]]
+    e1, e2 = b - a, c - a
+    h = np.cross(d, e2)
+    det = np.einsum("ij,ij->i", e1, h)
+    ok = det > 1e-12 if cull_back else np.abs(det) > 1e-12
+    inv = np.where(ok, 1.0 / np.where(ok, det, 1.0), 0.0)
+    s = o - a
+    u = np.einsum("ij,ij->i", s, h) * inv
+    q = np.cross(s, e1)
+    v = (q @ d) * inv
+    t = np.einsum("ij,ij->i", e2, q) * inv
+    near = float(camera.near) / max(float(-d @ np.asarray(camera.view, np.float64)[2, :3]), 1e-12)
+    hit = ok & (u >= 0) & (v >= 0) & (u + v <= 1) & (t > near)
+    if not hit.any():
+        return None
+    k = int(np.flatnonzero(hit)[np.argmin(t[hit])])
+    return k, np.array([1.0 - u[k] - v[k], u[k], v[k]]), o + d * t[k]
 
 
 class ProbeRenderer:

@@ -374,3 +374,40 @@ def test_hand_menu_switches_the_tool_and_sets_parameters():
             assert float(vr.bulge["height"]) > before
         finally:
             vr.release()
+
+
+@pytest.mark.parametrize("size", [16, 5, 1])
+def test_controller_camera_matches_its_numpy_reference(size):
+    """The probe's centre pixel names the triangle the numpy ray cast (engine.render.probe.probe_reference)
+    finds on the deformed mesh, at the same place, from several controller poses, at 16x16, 5x5 and 1x1."""
+    from engine import Session
+    from engine.input.vr import look_rotation
+    from engine.render.probe import ProbeCamera, ProbeRenderer, probe_reference
+
+    with Session(width=32, height=32, deformer="lbs", strict=True) as s:
+        ch = s.spawn("humanoid", clip="walk", time=0.3, speed=0.0, mode="clamp")
+        s.render()
+        (key, display), = ch.vertices().items()
+        topo = ch.topology(key)  # triangles over the welded control points (glTF triangle order)
+        tri = np.asarray(topo.triangles)
+        verts = np.asarray(display, np.float64)[np.asarray(topo.display_of_control)]
+        probe = ProbeRenderer(s.renderer, size)
+        try:
+            poses = [((0.0, 1.1, 0.5), (0.0, 0.0, -1.0)), ((0.5, 1.3, 0.3), (-1.0, -0.2, -0.6)),
+                     ((0.0, 1.2, -0.6), (0.05, 0.0, 1.0)), ((-0.3, 0.5, 0.4), (0.2, 0.1, -1.0))]
+            checked = 0
+            for pos, direction in poses:
+                cam = ProbeCamera(pose_matrix(pos, look_rotation(direction)))
+                hit = probe.centre(cam)
+                ref = probe_reference(verts, tri, cam, size)
+                assert (hit is None) == (ref is None), (pos, hit, ref)
+                if hit is None:
+                    continue
+                k, bary, where = ref
+                assert hit.triangle == k and hit.entity == ch.entity
+                np.testing.assert_allclose(hit.barycentric, bary, atol=2e-3)
+                np.testing.assert_allclose(hit.position, where, atol=2e-3)
+                checked += 1
+            assert checked >= 3
+        finally:
+            probe.release()
