@@ -20,7 +20,10 @@ Tools (the right controller draws; its trigger value >= 0.5 holds a stroke, samp
   :func:`engine.authoring.surface.surface_edit` builds the bulge (the script's [bulge] settings); the first
   edit switches the character to the spring deformer, as the editor does. A short haptic pulse marks the
   first sample that lands on the skin.
-* ``silhouette`` and ``orbit`` draw nothing yet (a silhouette stroke needs the window's outline; logged).
+* ``silhouette``: an accent stroke drawn in the air beside an outline as the left eye sees it (research 7.3):
+  the left eye's G-buffer is drawn again, the stroke projected into it and
+  :func:`engine.authoring.silhouette.silhouette_edit` (the desktop's) moves the outline onto it.
+* ``orbit`` draws nothing (navigation is the grips').
 * ``undo`` / ``redo`` actions step back and forth through poses and edits.
 
 The hand menu (game/vr/hand_menu.py: an imgui panel on a quad riding on the left controller) switches tools and
@@ -314,7 +317,7 @@ class VRSession:
         elif stroke.tool == "bulge":
             self._bulge_stroke(stroke)
         elif stroke.tool == "silhouette":
-            log.warning("VR: the silhouette tool draws no edit yet (a silhouette stroke needs a window's outline)")
+            self._silhouette_stroke(stroke)
 
     def _fit(self, stroke: VRStroke) -> Any:
         from engine.input.strokes import Stroke, StrokeError
@@ -384,6 +387,45 @@ class VRSession:
         self.ch.add_edit(key, edit)
         self.strokes.append(("surface", samples))
         self.tubes.add(samples.positions(self.ch), "surface")
+        self.undo_stack.append(("edit", (key, edit)))
+        self.redo_stack.clear()
+
+    def _silhouette_stroke(self, stroke: VRStroke) -> None:
+        """An accent stroke drawn in the air beside an outline as the LEFT eye sees it (research 7.3): the eye's
+        G-buffer is drawn again, the stroke projected into it, and the desktop's silhouette edit built."""
+        from engine.authoring.silhouette import silhouette_edit
+        from engine.authoring.view import window_points
+        from engine.render.stereo import EyeCamera
+
+        head = self.samples.get("head")
+        pts = np.asarray(stroke.points, np.float64)
+        if head is None or len(pts) < 2:
+            return
+        view = self.geometry.view(0, pose_matrix(head.position, head.orientation), self.tracking_to_world)
+        cam = EyeCamera(view, self.eye_projections[0])
+        r = self.s.renderer
+        saved = self.s.camera
+        try:
+            self.s.camera = cam
+            r.render(cam)
+            px = window_points(cam, r.width, r.height, pts)
+            px = px[~np.isnan(px).any(axis=1)]
+            if len(px) < 2:
+                log.warning("VR: the silhouette stroke is not in front of the left eye")
+                return
+            opts: dict[str, Any] = {k: self.bulge[k] for k in ("rings", "radius", "stiffness") if k in self.bulge}
+            # built before the switch to the springs: the eye's G-buffer names the meshes as registered now
+            key, edit = silhouette_edit(self.s, self.ch, px, **opts)
+        except ValueError as e:
+            log.warning("VR: silhouette stroke dropped (%s)", e)
+            return
+        finally:
+            self.s.camera = saved
+        if self.ch.deformer != "spring":
+            self.ch.set_deformer("spring")
+        self.ch.add_edit(key, edit)
+        self.strokes.append(("silhouette", pts))
+        self.tubes.add(pts, "surface")
         self.undo_stack.append(("edit", (key, edit)))
         self.redo_stack.clear()
 

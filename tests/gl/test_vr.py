@@ -411,3 +411,31 @@ def test_controller_camera_matches_its_numpy_reference(size):
             assert checked >= 3
         finally:
             probe.release()
+
+
+def test_silhouette_stroke_beside_the_outline_moves_it():
+    """With the silhouette tool, a stroke drawn in the air beside the cylinder's right outline (as the left eye
+    sees it) moves that outline out onto it."""
+    from engine import Session
+    from game.vr.session import VRSession
+
+    text = ("version = 1\nfps = 20\n[bulge]\nrings = 2\n[[hmd]]\ntime = 0.0\nposition = [0.032, 0.5, 0.7]\n"
+            "look_at = [0.032, 0.5, 0.0]\n[[actions]]\ntime = 0.0\nname = \"tool:silhouette\"\n"
+            + "".join(_key(t, (0.16, y, 0.0), trig) for t, y, trig in
+                      ((0.1, 0.35, 1.0), (0.4, 0.5, 1.0), (0.7, 0.65, 1.0), (0.75, 0.65, 0.0), (1.2, 0.65, 0.0))))
+    dev = SimulatedHeadset(parse_rig_script(text), eye_size=256)
+    with Session(width=256, height=256, deformer="lbs", strict=True) as s:
+        ch = s.spawn("cylinder", clip=None, speed=0.0, mode="clamp")
+        rest = np.asarray(next(iter(ch.vertices().values())), np.float64)
+        vr = VRSession(s, ch, dev)
+        try:
+            i = 0
+            while vr.frame(dev.actions_at(i)):
+                i += 1
+            vr.finish()
+            assert [r for r, _ in vr.strokes] == ["silhouette"] and ch.deformer == "spring"
+            now = np.asarray(next(iter(ch.vertices().values())), np.float64)
+            band = (rest[:, 1] > 0.4) & (rest[:, 1] < 0.6)
+            assert now[band, 0].max() > rest[band, 0].max() + 0.01  # the right outline moved out
+        finally:
+            vr.release()
