@@ -15,6 +15,9 @@
     skinengine bench deform|render|reference|anim|scene|bake|soak|ecs|editor [...] (needs a checkout)
     skinengine editor [--asset A] [--record FILE]   the editor window (pose with strokes); --record records it
     skinengine replay FILE [--headless] [--screenshot S.png] [--export-frame F.npz] [--save P.glb|E.json]
+    skinengine vr ASSET (--device openvr | --device simulated --script RIG.toml) [--headless] [--frames N]
+                      [--eye-size PX] [--screenshot EYES.png] [--export-frame OUT.npz] [--record S.jsonl]
+                      [--save POSED.glb | EDITS.json]      VR sketching (a headset, or a simulated one)
     skinengine --version
 
 This module owns the argument parsing; the command bodies live in game.commands and game.demo and keep their
@@ -289,6 +292,9 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     from game.commands.cutscene import add_cutscene_parser
 
     add_cutscene_parser(sub, common)
+    from game.commands.vr import add_vr_parser
+
+    add_vr_parser(sub, common)
 
     p = sub.add_parser("bench", parents=[common], help="benchmarks (print tables; needs a checkout)")
     p.add_argument("which", choices=tuple(BENCHES), help="benchmark: %(choices)s")
@@ -354,7 +360,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 #: input files a command reads that may name a shipped file (``examples/...``, ``assets/sessions/...``)
-_SHIPPED_INPUTS = ("strokes", "load", "file")
+_SHIPPED_INPUTS = ("strokes", "load", "file", "script")
 
 
 def _shipped_inputs(args: argparse.Namespace) -> None:
@@ -398,6 +404,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "replay":
         from game.commands.replay import replay_command
         return replay_command(args)
+    if args.command == "vr":
+        from game.commands.vr import vr_command
+        return vr_command(args)
     if args.command is None:
         from engine.gpu.context import display_present
 

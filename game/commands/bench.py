@@ -27,6 +27,7 @@ BENCHES = {
     "ecs": "bench.bench_ecs",
     "editor": "bench.bench_editor",
     "cutscene": "bench.bench_cutscene",
+    "vr": "bench.bench_vr",
 }
 
 

@@ -39,6 +39,13 @@ def replay_command(args: argparse.Namespace) -> int:
     edits = args.save is not None and Path(args.save).suffix.lower() == ".json"
     glb = _check_out(args.save, ".json" if edits else ".glb", "--save")
     rec = read_recording(args.file)
+    if rec.header.vr is not None:  # a VR session (the vr command's --record): replayed headless
+        from game.vr.replay import replay_vr
+
+        frames = replay_vr(rec, screenshot=None if shot is None else str(shot),
+                           export_frame=None if npz is None else str(npz), save=None if glb is None else str(glb))
+        print(f"replayed {frames} VR frames, {len(rec.events)} events from {rec.path}")
+        return 0
     headless = bool(args.headless) or not display_present()
     if headless:
         ed = open_recording(rec, headless=True, device=args.device)
