@@ -1,0 +1,37 @@
+"""The GPU skin stage with more than 4 influences (skin.comp INFLUENCE_SETS = 2, an unfused batch) against the
+numpy reference over all 8 influences, LBS and DQS; a 4-influence mesh next to it keeps its fused batch."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine import Session
+from engine.gpu.context import GLContext
+from engine.scene import load_asset
+from engine.skinning.skinning import dqs, lbs
+from engine.skinning.weights.io import primitive_weights
+from tests.helpers.weights_asset import tube_asset
+
+pytestmark = pytest.mark.gl
+
+
+@pytest.mark.parametrize("method", ["lbs", "dqs"])
+def test_eight_influences_on_the_gpu_match_the_reference(gl_ctx, tmp_path, method):
+    path = tube_asset(tmp_path / "tube8.glb", influences=8, rings=17, sides=8)
+    loaded = load_asset(path)
+    (p,) = primitive_weights(loaded)
+    assert p.slots == 8
+    with Session(gl=GLContext(gl_ctx, None, True), render=False, deformer=method, strict=True, width=64,
+                 height=64) as s:
+        ch = s.spawn(loaded, clip="wave", time=0.6, speed=0.0, mode="clamp")
+        got = ch.vertices()[p.key]
+        world = ch.joints()
+        graph = s.meshes.graph
+        sets = sorted(b.influence_sets for b in graph._batches.values())
+    mats = (world[p.joint_nodes].astype(np.float64) @ p.inverse_bind.astype(np.float64)).astype(np.float32)
+    ref = (lbs if method == "lbs" else dqs)(p.positions, p.joints, p.weights, mats)
+    four = (lbs if method == "lbs" else dqs)(p.positions, p.joints[:, :4], p.weights[:, :4]
+                                             / p.weights[:, :4].sum(1, keepdims=True), mats)
+    assert sets == [2]
+    assert np.abs(four - ref).max() > 1e-3  # the second set changes the result
+    np.testing.assert_allclose(got, ref, atol=2e-5)
