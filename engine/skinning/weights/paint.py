@@ -133,8 +133,8 @@ def mirror_name(name: str) -> str:
     """The name of the mirrored joint: the first left/right convention found in ``name`` swapped (itself when
     none)."""
     for pat, rep in _SIDES:
-        # a boundary after L/R: the next character is not a letter or digit (Arm.L, Arm.L.001, L_arm)
-        m = re.search(pat.replace(r"\b", r"(?![A-Za-z0-9])", 1) if pat.endswith(r"\b") else pat, name)
+        # a boundary after L/R: the next character is not a letter (Arm.L, Arm.L.001, Arm.L3, L_arm)
+        m = re.search(pat.replace(r"\b", r"(?![A-Za-z])", 1) if pat.endswith(r"\b") else pat, name)
         if m:
             return name[:m.start()] + rep + name[m.end():]
     return name
