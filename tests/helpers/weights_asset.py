@@ -3,7 +3,7 @@
 ``tube_asset(path, influences=8)`` writes a .glb: joints Root (x = 0), Arm.L1..Arm.L4 (x = +0.25 .. +1) and
 Arm.R1..Arm.R4 (x = -0.25 .. -1) (mirror images by name and position), a tube of radius 0.1 from x = -1.1 to 1.1,
 each vertex weighted by a Gaussian of its distance to every joint, its ``influences`` largest kept (so 8 gives
-JOINTS_0/JOINTS_1 sets), and a clip "wave" bending both arms. Returns the written path.
+JOINTS_0/JOINTS_1 sets), and a clip "wave" bending both arms (on different rhythms). Returns the written path.
 """
 from __future__ import annotations
 
@@ -66,11 +66,12 @@ def tube_asset(path: str | Path, *, influences: int = 8, rings: int = 45, sides:
     skin = b.add_skin(nodes, inverse_bind=ibm, skeleton=nodes[0])
     b.set_node_skin(body, skin)
     t = np.linspace(0, 1, 5).astype(np.float32)
-    ang = 0.6 * np.sin(np.pi * t / 1.0)
+    ang = 0.6 * np.sin(np.pi * t)
+    other = 0.4 * np.sin(2 * np.pi * t)  # the right arm moves on its own rhythm (not a mirror of the left)
     chans = []
     for k in (1, 2, 3):
         chans.append(AnimChannel(nodes[k], "rotation", t, _quat_z(ang).astype(np.float32)))
-        chans.append(AnimChannel(nodes[k + 4], "rotation", t, _quat_z(-0.7 * ang).astype(np.float32)))
+        chans.append(AnimChannel(nodes[k + 4], "rotation", t, _quat_z(other).astype(np.float32)))
     b.add_animation("wave", chans)
     b.add_scene([nodes[0], body])
     return b.save_glb(Path(path))
