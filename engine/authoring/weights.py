@@ -118,3 +118,88 @@ def write_weights(source: str | Path, out: str | Path, edits: dict[PrimitiveKey,
         check_valid(j, w, limit=limit)
         updates[(key.mesh, key.primitive)] = (j, w, prim.n_joints)
     return save_weights(source, out, updates)
+
+
+def isoline_samples(loaded: Any, prim: PrimitiveWeights, strokes: Any, *, device: str = "gpu") -> list[Any]:
+    """The isoline strokes of a strokes file (engine.input.strokefile.StrokeFile, role "isoline") as surface
+    samples of ``prim`` (engine.skinning.weights.spline.SplineSamples over its welded control points): world
+    points go to the closest point of the bind surface, window points through the G-buffer of the rest pose seen
+    by the file's camera (as the ``edit`` command's surface strokes)."""
+    from engine.skinning.weights.spline import SplineSamples, closest_surface_points
+
+    topo = prim.skinned.topology()
+    edges = topo.edges
+    step = 0.5 * float(np.linalg.norm(topo.positions[edges[:, 0]] - topo.positions[edges[:, 1]], axis=1).mean())
+    out: list[Any] = []
+    window = [s for s in strokes.strokes if s.space == "window"]
+    picked: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    if window:
+        picked = _window_samples(loaded, prim, strokes, window, device)
+    for s in strokes.strokes:
+        if s.space == "world":
+            pts = _densify3(np.asarray(s.points, np.float64), step)
+            faces, bary = closest_surface_points(topo.positions, topo.triangles, pts)
+        else:
+            faces, bary = picked[s.index]
+        x = np.einsum("nk,nkd->nd", bary, topo.positions[topo.triangles[faces]])
+        seg = np.linalg.norm(np.diff(x, axis=0), axis=1) if len(x) > 1 else np.zeros(0)
+        along = np.concatenate([[0.0], np.cumsum(seg)])
+        along = along / along[-1] if along[-1] > 0 else np.zeros_like(along)
+        out.append(SplineSamples(faces, bary, along, np.zeros(1)))
+    return out
+
+
+def _densify3(p: np.ndarray, step: float) -> np.ndarray:
+    out = [p[:1]]
+    for a, b in zip(p[:-1], p[1:]):
+        n = max(1, int(np.ceil(float(np.linalg.norm(b - a)) / max(step, 1e-12))))
+        n = min(n, 4096)
+        out.append(a + (b - a) * (np.arange(1, n + 1) / n)[:, None])
+    return np.concatenate(out)
+
+
+def _window_samples(loaded: Any, prim: PrimitiveWeights, strokes: Any, window: list[Any], device: str
+                    ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    from engine import Session
+    from engine.authoring.surface import stroke_samples
+    from engine.authoring.view import strokes_camera
+
+    if strokes.camera is None:
+        raise ValueError(f"{window[0].where}: window-space points need a 'camera' in the file")
+    out = {}
+    with Session(device=device, width=strokes.camera.width, height=strokes.camera.height, deformer="lbs",
+                 strict=True) as s:
+        ch = s.spawn(loaded, clip=None)
+        ch.vertices()
+        bounds = s.bounds()
+        if bounds is None:
+            raise ValueError("the asset's default scene has no meshes to draw isolines on")
+        s.camera = strokes_camera(strokes.camera, *bounds)
+        s.render()
+        for spec in window:
+            got = stroke_samples(s, np.asarray(spec.points, np.float64), spec.where)
+            if got.key != prim.key:
+                raise ValueError(f"{spec.where}: the stroke lies on {got.key.export_key}, not on "
+                                 f"{prim.key.export_key} (the joint's primitive)")
+            out[spec.index] = (np.asarray(got.faces, np.int64), np.asarray(got.barycentrics, np.float64))
+    return out
+
+
+def spline_edit(loaded: Any, prim: PrimitiveWeights, joint: int, strokes: Any, isos: Sequence[float], *,
+                local: bool = False, device: str = "gpu") -> tuple[np.ndarray, Any]:
+    """The primitive's dense weights with ``joint``'s field solved from the isolines (iso-values ``isos``, one
+    per stroke), the other joints renormalised around it; and the SplineField (for its anchor basis)."""
+    from engine.skinning.weights.spline import SplineField
+    from engine.skinning.weights.table import set_column
+
+    topo = prim.skinned.topology()
+    samples = isoline_samples(loaded, prim, strokes, device=device)
+    dense = prim.dense()
+    current = dense[topo.display_of_control, joint]
+    field = SplineField(topo.positions, topo.triangles, current, samples, local=local, topology=topo)
+    w = field.weights(np.asarray(isos, np.float64))
+    # the rest goes to the nearest other joint where a vertex had no other influence
+    jp = prim.bind_joint_positions()
+    d = np.linalg.norm(prim.positions[:, None, :] - jp[None], axis=2)
+    d[:, joint] = np.inf
+    return set_column(dense, joint, w[topo.control_of_display], np.argmin(d, axis=1)), field

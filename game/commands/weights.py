@@ -115,5 +115,34 @@ def weights_command(args: argparse.Namespace) -> int:
     return run[args.weights_command](args)
 
 
+def spline_weights(args: argparse.Namespace) -> int:
+    from engine.authoring.weights import spline_edit, write_weights
+    from engine.input.strokefile import load_stroke_file
+
+    sf = load_stroke_file(args.splines, roles=("isoline",), brush_radius=False)
+    if not sf.strokes:
+        raise ValueError(f"{Path(args.splines).name}: strokes: no isoline stroke")
+    isos = []
+    for s in sf.strokes:
+        extra = set(s.extra) - {"iso"}
+        if extra:
+            raise ValueError(f"{Path(args.splines).name}: {s.where}: unknown key(s) {sorted(extra)}; an isoline "
+                             "has role, space, points, times and iso")
+        v = s.extra.get("iso")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+            raise ValueError(f"{Path(args.splines).name}: {s.where}.iso: must be a number in [0, 1], got {v!r}")
+        isos.append(float(v))
+    loaded, prims = _load(args.asset)
+    prim = next((p for p in prims if args.joint in p.joint_names), None)
+    if prim is None:
+        prims[0].joint_index(args.joint, "--joint")
+    assert prim is not None
+    dense, field = spline_edit(loaded, prim, prim.joint_index(args.joint, "--joint"), sf, isos, local=args.local)
+    path = write_weights(_source(loaded), args.out, {prim.key: (prim, dense)})
+    print(f"wrote {path}: {args.joint} on {prim.key.export_key} from {len(isos)} isoline(s), "
+          f"{'local' if args.local else 'global'} solve over {field.free.size} of {field.n} vertices")
+    return 0
+
+
 def _extra_commands() -> dict[str, Any]:
-    return {}
+    return {"spline": spline_weights}

@@ -99,3 +99,20 @@ def check_valid(joints: np.ndarray, weights: np.ndarray, *, limit: int | None = 
         if (n > limit).any():
             v = int(np.argmax(n > limit))
             raise ValueError(f"vertex {v} has {int(n[v])} influences, over the limit {limit}")
+
+
+def set_column(dense: np.ndarray, joint: int, values: np.ndarray, fallback: np.ndarray,
+               locked: np.ndarray | None = None) -> np.ndarray:
+    """Give ``joint`` the weights ``values`` (V,) (clipped to [0, 1 - locked sum]) and rescale each row's other
+    unlocked joints to fill the rest (the edited joint is frozen: left out of the normalisation). A row whose
+    other unlocked weights are all zero gives the rest to its ``fallback`` (V,) joint (e.g. the nearest other)."""
+    w = np.array(dense, np.float64)
+    lock = np.zeros(w.shape[1], bool) if locked is None else np.asarray(locked, bool).copy()
+    fixed = w[:, lock].sum(axis=1)
+    w[:, joint] = np.clip(np.asarray(values, np.float64), 0.0, np.clip(1.0 - fixed, 0.0, 1.0))
+    lock[joint] = True
+    others = w[:, ~lock].sum(axis=1)
+    empty = np.flatnonzero(others <= 0)
+    fb = np.asarray(fallback, np.int64)[empty]
+    w[empty, fb] = np.where(lock[fb], w[empty, fb], 1.0)
+    return normalize(w, lock)
