@@ -50,8 +50,8 @@ class DragEdit:
         self.prim, self.dense, self.rows, self.result = prim, dense, rows, result
 
 
-def drag(loaded: Any, prim: PrimitiveWeights, vertex: int, target: Sequence[float], *, clip: Any, time: float,
-         joints: Sequence[str] | None = None, skin_mats: np.ndarray | None = None) -> DragEdit:
+def drag(loaded: Any, prim: PrimitiveWeights, vertex: int, target: Sequence[float] | np.ndarray, *, clip: Any,
+         time: float, joints: Sequence[str] | None = None, skin_mats: np.ndarray | None = None) -> DragEdit:
     """Mohr's drag of display vertex ``vertex`` to world point ``target`` at the frame: the influencing joints
     are the vertex's current non-zero ones or the named ``joints``. The vertex and the display vertices welded
     to it (a seam: one surface point, which the GPU path skins as one control point) get the new weights."""
@@ -203,3 +203,18 @@ def spline_edit(loaded: Any, prim: PrimitiveWeights, joint: int, strokes: Any, i
     d = np.linalg.norm(prim.positions[:, None, :] - jp[None], axis=2)
     d[:, joint] = np.inf
     return set_column(dense, joint, w[topo.control_of_display], np.argmin(d, axis=1)), field
+
+
+def auto_weights(prim: PrimitiveWeights, method: str, max_influences: int) -> np.ndarray:
+    """(D, J) automatic weights of the primitive (engine.skinning.weights.auto), valid and limited."""
+    from engine.skinning.weights.auto import METHODS, bbw_weights, finish_auto, heat_weights
+
+    if method not in METHODS:
+        raise ValueError(f"--method must be one of {METHODS}, got {method!r}")
+    if isinstance(max_influences, bool) or not 1 <= int(max_influences) <= 64:
+        raise ValueError(f"--max-influences must be an integer in [1, 64], got {max_influences}")
+    topo = prim.skinned.topology()
+    jp = prim.bind_joint_positions()
+    fn = heat_weights if method == "heat" else bbw_weights
+    w = fn(topo.positions, topo.triangles, jp, prim.skinned.parents)
+    return finish_auto(w, int(max_influences))[topo.control_of_display]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -39,8 +40,9 @@ def influence_command(args: argparse.Namespace) -> int:
     joint_paths = _joint_paths(loaded, prim, args.clip, times)
     best, _ = suggest_joints(traj, members if members.size else np.array([vertex]), joint_paths)
     k = prim.key.export_key
-    np.savez(out, **{f"{k}_score": score, f"{k}_region": members.astype(np.int32),
-                     f"{k}_joints": np.array([prim.joint_names[i] for i in best])})
+    arrays: dict[str, Any] = {f"{k}_score": score, f"{k}_region": members.astype(np.int32),
+                              f"{k}_joints": np.array([prim.joint_names[i] for i in best])}
+    np.savez(out, **arrays)
     print(f"wrote {out}: {members.size} of {score.size} vertices co-move with vertex {vertex} of {k} "
           f"(threshold {args.threshold}, {len(times)} frames); joints: {', '.join(prim.joint_names[i] for i in best)}")
     return 0

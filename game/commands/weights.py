@@ -144,5 +144,18 @@ def spline_weights(args: argparse.Namespace) -> int:
     return 0
 
 
+def auto_command(args: argparse.Namespace) -> int:
+    from engine.authoring.weights import auto_weights, write_weights
+
+    if isinstance(args.max_influences, bool) or not 1 <= args.max_influences <= 64:
+        raise ValueError(f"--max-influences must be an integer in [1, 64], got {args.max_influences}")
+    loaded, prims = _load(args.asset)
+    edits = {p.key: (p, auto_weights(p, args.method, args.max_influences)) for p in prims}
+    path = write_weights(_source(loaded), args.out, edits, limit=args.max_influences)
+    print(f"wrote {path}: {args.method} weights for {len(edits)} primitive(s), at most {args.max_influences} "
+          "influences per vertex")
+    return 0
+
+
 def _extra_commands() -> dict[str, Any]:
-    return {"spline": spline_weights}
+    return {"spline": spline_weights, "auto": auto_command}

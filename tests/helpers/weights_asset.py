@@ -54,7 +54,7 @@ def tube_asset(path: str | Path, *, influences: int = 8, rings: int = 45, sides:
     for i, name in enumerate(JOINT_NAMES):
         px = JOINT_X[PARENTS[i]] if PARENTS[i] >= 0 else 0.0
         nodes.append(b.add_node(name, translation=(float(JOINT_X[i] - px), 0.0, 0.0)))
-    for i, p in enumerate(PARENTS):
+    for i in range(len(PARENTS)):
         kids = [nodes[k] for k, q in enumerate(PARENTS) if q == i]
         if kids:
             b.set_children(nodes[i], kids)

@@ -66,11 +66,10 @@ from engine.skinning.gpu import records as R
 from engine.skinning.gpu import spring as gpu_spring
 from engine.skinning.gpu import stages as gpu_stages
 from engine.skinning.gpu.contexts import stage_context
-from engine.skinning.gpu.records import influence_sets
 from engine.skinning.gpu.plan import SHADER_STORAGE_BARRIER_BIT, GraphConfig, default_config, plan
 from engine.skinning.gpu.pools import Batch
 from engine.skinning.gpu.pose import upload_dual_quats
-from engine.skinning.gpu.records import DeformHandle, Instance, padded_lists
+from engine.skinning.gpu.records import DeformHandle, Instance, influence_sets, padded_lists
 from engine.skinning.gpu.status import SpringStatusReader
 from engine.skinning.springs.limits import check_spring_ranges, spring_advice
 from engine.skinning.springs.rest import SpringRest, build_rest

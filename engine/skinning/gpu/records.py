@@ -231,7 +231,8 @@ def make_asset(key: Hashable, topo: MeshTopology, binding: Binding | None, joint
                display_faces: tuple[np.ndarray, np.ndarray], normals: np.ndarray | None = None, *,
                skinned_normals: bool = False, fused: bool = False, influence_sets: int = 1) -> Asset:
     """The static records of one asset. joints/weights (D,K) or (V,K), K <= 4 * influence_sets (padded with
-    weight-0 slots to that width: the batch's skin shader reads INFLUENCE_SETS vec4s per control point); inverse_bind (J,4,4) float64;
+    weight-0 slots to that width: the batch's skin shader reads INFLUENCE_SETS vec4s per control point);
+    inverse_bind (J,4,4) float64;
     display_faces: (offset/count (D,2), flat triangle indices) of the triangles around each display vertex;
     skinned_normals: the batch transforms bind normals (``normals`` or the bind surface's); fused: the batch
     has a skin_copy stage (SkinVertex records)."""

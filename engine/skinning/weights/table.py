@@ -47,12 +47,13 @@ def normalize(dense: np.ndarray, locked: np.ndarray | None = None, *, rows: np.n
     return w
 
 
-def to_slots(dense: np.ndarray, *, min_slots: int = 4, locked: np.ndarray | None = None,
-             max_joint: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def to_slots(dense: np.ndarray, *, min_slots: int = 4, locked: np.ndarray | None = None
+             ) -> tuple[np.ndarray, np.ndarray]:
     """Pack (V, J) weights into (V, M) uint16 joints and float32 weights, rows sorted by weight (largest first,
     ties by joint index), M = max(min_slots, 4 * ceil(max non-zeros / 4)). The float32 rounding residue of each
-    row whose float32 values are not within 1e-7 of summing to 1 goes onto its largest unlocked weight so that the float32 values sum to 1 and locked joints keep their
-    exact float32 value (a row of locked joints only keeps its values)."""
+    row whose float32 values are not within 1e-7 of summing to 1 goes onto its largest unlocked weight, so
+    that the float32 values sum to 1 and locked joints keep their exact float32 value (a row of locked joints
+    only keeps its values)."""
     w = np.asarray(dense, np.float64)
     if w.ndim != 2:
         raise ValueError(f"dense weights must be (V, J), got {w.shape}")
