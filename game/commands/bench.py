@@ -26,6 +26,7 @@ BENCHES = {
     "scene": "bench.bench_scene",
     "ecs": "bench.bench_ecs",
     "editor": "bench.bench_editor",
+    "weights": "bench.bench_weights",
 }
 
 

@@ -50,13 +50,16 @@ def edge_graph(positions: np.ndarray, triangles: np.ndarray) -> np.ndarray:
 
 
 def _neighbour_mean(w: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(mean of each vertex's neighbours' rows, has neighbours)."""
+    """(mean of each vertex's neighbours' rows, has neighbours): one sparse product."""
+    import scipy.sparse as sp
+
     n = w.shape[0]
-    acc = np.zeros_like(w)
-    np.add.at(acc, edges[:, 0], w[edges[:, 1]])
-    np.add.at(acc, edges[:, 1], w[edges[:, 0]])
-    deg = np.bincount(edges.reshape(-1), minlength=n).astype(np.float64)
+    i = np.concatenate([edges[:, 0], edges[:, 1]])
+    j = np.concatenate([edges[:, 1], edges[:, 0]])
+    adj = sp.csr_matrix((np.ones(i.size), (i, j)), shape=(n, n))
+    deg = np.asarray(adj.sum(axis=1)).ravel()
     has = deg > 0
+    acc = adj @ w
     acc[has] /= deg[has, None]
     return acc, has
 
@@ -77,38 +80,40 @@ def brush_falloff(positions: np.ndarray, center: Sequence[float], radius: float)
 
 
 def paint(w: np.ndarray, joint: int, factor: np.ndarray, value: float, mode: str, locked: np.ndarray, *,
-          edges: np.ndarray | None = None) -> np.ndarray:
-    """One brush application (see the module docstring); a new array, rows touched renormalised."""
+          edges: np.ndarray | None = None, inplace: bool = False) -> np.ndarray:
+    """One brush application (see the module docstring); rows touched renormalised. Only the touched rows are
+    computed; ``inplace`` writes them into ``w`` (the editor's stroke update) instead of a new array."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if locked[joint]:
         raise ValueError(f"joint {joint} is locked")
-    out = np.array(w, np.float64)
+    out = w if inplace else np.array(w, np.float64)
     f = np.clip(np.asarray(factor, np.float64), 0.0, 1.0)
     rows = np.flatnonzero(f > 0)
     if not rows.size:
         return out
-    col = out[:, joint]
+    sub = out[rows]
+    col = sub[:, joint]
+    fr = f[rows]
     if mode == "add":
-        new = col + value * f
+        new = col + value * fr
     elif mode == "subtract":
-        new = col - value * f
+        new = col - value * fr
     elif mode == "replace":
-        new = col + f * (value - col)
+        new = col + fr * (value - col)
     else:
         if edges is None:
             raise ValueError("blur needs the mesh edges")
         mean, has = _neighbour_mean(out[:, [joint]], edges)
-        new = np.where(has, col + f * (mean[:, 0] - col), col)
-    fixed = out[:, locked].sum(axis=1)
-    new = np.clip(new, 0.0, np.clip(1.0 - fixed, 0.0, 1.0))
-    out[rows, joint] = new[rows]
+        new = np.where(has[rows], col + fr * (mean[rows, 0] - col), col)
+    fixed = sub[:, locked].sum(axis=1)
+    sub[:, joint] = np.clip(new, 0.0, np.clip(1.0 - fixed, 0.0, 1.0))
     # the painted joint is held while the other unlocked joints fill the rest of each touched row
     hold = locked.copy()
     hold[joint] = True
-    others = (~hold).copy()
-    fill = out[np.ix_(rows, np.flatnonzero(others))].sum(axis=1) > 0
-    out = normalize(out, hold, rows=rows[fill])
+    fill = np.flatnonzero(sub[:, ~hold].sum(axis=1) > 0)
+    sub = normalize(sub, hold, rows=fill)
+    out[rows] = sub
     return out
 
 
