@@ -188,7 +188,8 @@ def _window_samples(loaded: Any, prim: PrimitiveWeights, strokes: Any, window: l
 def spline_edit(loaded: Any, prim: PrimitiveWeights, joint: int, strokes: Any, isos: Sequence[float], *,
                 local: bool = False, device: str = "gpu") -> tuple[np.ndarray, Any]:
     """The primitive's dense weights with ``joint``'s field solved from the isolines (iso-values ``isos``, one
-    per stroke), the other joints renormalised around it; and the SplineField (for its anchor basis)."""
+    per stroke), the other joints renormalised around it and limited to the primitive's slot count (the
+    edited joint kept); and the SplineField (for its anchor basis)."""
     from engine.skinning.weights.spline import SplineField
     from engine.skinning.weights.table import set_column
 
@@ -202,7 +203,13 @@ def spline_edit(loaded: Any, prim: PrimitiveWeights, joint: int, strokes: Any, i
     jp = prim.bind_joint_positions()
     d = np.linalg.norm(prim.positions[:, None, :] - jp[None], axis=2)
     d[:, joint] = np.inf
-    return set_column(dense, joint, w[topo.control_of_display], np.argmin(d, axis=1)), field
+    out = set_column(dense, joint, w[topo.control_of_display], np.argmin(d, axis=1))
+    # within the file's influence slots: the edited joint is kept, the smallest other weights give way
+    from engine.skinning.weights.paint import limit
+
+    frozen = np.zeros(prim.n_joints, bool)
+    frozen[joint] = True
+    return limit(out, prim.slots, frozen), field
 
 
 def auto_weights(prim: PrimitiveWeights, method: str, max_influences: int) -> np.ndarray:

@@ -3,8 +3,8 @@
 Lewis and Anjyo's co-movement region of one vertex (engine.skinning.weights.influence): the vertex's trajectory
 over N frames evenly spread over the clip (as ``export-frame --frames N``) is scored against every vertex of its
 primitive. ``R.npz``: ``K_score`` float32 (V,) and ``K_region`` int32 (the vertex indices with score >= T), K the
-primitive key; ``K_joints`` (the skin joints suggested for the region, most co-moving first) as names in a str
-array.
+primitive key (nothing else). The skin joints whose trajectories co-move most with the region (the joints that
+should influence it) are printed.
 """
 from __future__ import annotations
 
@@ -40,8 +40,7 @@ def influence_command(args: argparse.Namespace) -> int:
     joint_paths = _joint_paths(loaded, prim, args.clip, times)
     best, _ = suggest_joints(traj, members if members.size else np.array([vertex]), joint_paths)
     k = prim.key.export_key
-    arrays: dict[str, Any] = {f"{k}_score": score, f"{k}_region": members.astype(np.int32),
-                              f"{k}_joints": np.array([prim.joint_names[i] for i in best])}
+    arrays: dict[str, Any] = {f"{k}_score": score, f"{k}_region": members.astype(np.int32)}
     np.savez(out, **arrays)
     print(f"wrote {out}: {members.size} of {score.size} vertices co-move with vertex {vertex} of {k} "
           f"(threshold {args.threshold}, {len(times)} frames); joints: {', '.join(prim.joint_names[i] for i in best)}")

@@ -315,7 +315,8 @@ def apply_ops(prims: list, ops: list[dict], name: str = "ops") -> tuple[dict[Any
     """Run checked ``ops`` over the primitives (engine.skinning.weights.io.PrimitiveWeights). Returns (dense
     weights per edited primitive key, locked mask per key, the smallest ``limit`` max or None). Joints named in
     any normalize op's ``locked`` are locked for the whole list (no op changes them); every edited row set is
-    renormalised at the end."""
+    renormalised at the end and kept within the influence limit: the smallest ``limit`` op's max, else the
+    primitive's slot count (4 per JOINTS/WEIGHTS set of the file)."""
     from engine.skinning.weights.io import find_primitive
 
     dense: dict[Any, np.ndarray] = {}
@@ -378,8 +379,12 @@ def apply_ops(prims: list, ops: list[dict], name: str = "ops") -> tuple[dict[Any
             cap = int(op["max"]) if cap is None else min(cap, int(op["max"]))
         elif kind == "prune":
             dense[k] = prune(dense[k], float(op["threshold"]), locked[k])
+    by_key = {p.key: p for p in prims}
     for k in dense:
-        dense[k] = finish(dense[k], locked[k])
+        # the influence limit: the smallest limit op's, else the primitive's own slot count (an edit never
+        # widens the file's JOINTS/WEIGHTS sets unasked)
+        keep = cap if cap is not None else by_key[k].slots
+        dense[k] = limit(finish(dense[k], locked[k]), keep, locked[k])
     return dense, locked, cap
 
 
