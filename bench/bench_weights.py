@@ -81,8 +81,9 @@ def run_asset(name: str, repeat: int, bbw: bool) -> list[tuple[str, Spread]]:
         js = np.argsort(-dense[v])[:k]
         prev = np.full(k, 1.0 / k)
         target = mohr.hull_points(prim.positions[v], mats, js).mean(axis=0)
-        rows.append((f"Mohr drag, {k} influences", _time(lambda: mohr.drag_vertex(prim.positions[v], mats, js, prev,
-                                                                                  target), repeat)))
+        rows.append((f"Mohr drag, {k} influences",
+                     _time(lambda js=js, prev=prev, target=target: mohr.drag_vertex(prim.positions[v], mats, js, prev,
+                                                                                   target), repeat)))
     topo = prim.skinned.topology()
     jp = prim.bind_joint_positions()[j]
     tri = topo.triangles
@@ -96,13 +97,13 @@ def run_asset(name: str, repeat: int, bbw: bool) -> list[tuple[str, Spread]]:
     for local in (False, True):
         holder: dict[str, SplineField] = {}
 
-        def setup(local: bool = local) -> None:
+        def setup(local: bool = local, holder: dict[str, SplineField] = holder) -> None:
             holder["f"] = SplineField(topo.positions, tri, cur, shells, local=local, topology=topo)
 
         rows.append((f"spline field solve, {'local' if local else 'global'}", _once(setup)))
         field = holder["f"]
         rows.append((f"spline anchor drag, {'local' if local else 'global'} ({field.free.size} free)",
-                     _time(lambda: field.weights(np.array([0.9, 0.1])), repeat)))
+                     _time(lambda field=field: field.weights(np.array([0.9, 0.1])), repeat)))
     traj = pos[None] + 0.01 * rng.normal(size=(30, 1, 3)) * np.arange(1, 4)[None, None, :] + \
         0.001 * rng.normal(size=(30, pos.shape[0], 3))
     rows.append(("co-movement score, 30 frames", _time(lambda: influence.comovement(traj[:, 0], traj), repeat)))

@@ -70,7 +70,7 @@ def dirichlet_energy(w: np.ndarray, edges: np.ndarray) -> float:
     return float(np.einsum("ij,ij->", d, d))
 
 
-def brush_falloff(positions: np.ndarray, center: Sequence[float], radius: float) -> np.ndarray:
+def brush_falloff(positions: np.ndarray, center: Sequence[float] | np.ndarray, radius: float) -> np.ndarray:
     """(V,) brush factor: (1 - (d/R)^2)^2 inside radius R of ``center``, 0 outside."""
     if not (np.isfinite(radius) and radius > 0):
         raise ValueError(f"radius must be a finite number > 0, got {radius!r}")
