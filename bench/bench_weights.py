@@ -14,6 +14,7 @@ vertex over 30 frames; automatic heat weights (and BBW with ``--bbw``, minutes a
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from collections.abc import Callable
@@ -82,8 +83,7 @@ def run_asset(name: str, repeat: int, bbw: bool) -> list[tuple[str, Spread]]:
         prev = np.full(k, 1.0 / k)
         target = mohr.hull_points(prim.positions[v], mats, js).mean(axis=0)
         rows.append((f"Mohr drag, {k} influences",
-                     _time(lambda js=js, prev=prev, target=target: mohr.drag_vertex(prim.positions[v], mats, js, prev,
-                                                                                   target), repeat)))
+                     _time(functools.partial(mohr.drag_vertex, prim.positions[v], mats, js, prev, target), repeat)))
     topo = prim.skinned.topology()
     jp = prim.bind_joint_positions()[j]
     tri = topo.triangles
@@ -103,7 +103,7 @@ def run_asset(name: str, repeat: int, bbw: bool) -> list[tuple[str, Spread]]:
         rows.append((f"spline field solve, {'local' if local else 'global'}", _once(setup)))
         field = holder["f"]
         rows.append((f"spline anchor drag, {'local' if local else 'global'} ({field.free.size} free)",
-                     _time(lambda field=field: field.weights(np.array([0.9, 0.1])), repeat)))
+                     _time(functools.partial(field.weights, np.array([0.9, 0.1])), repeat)))
     traj = pos[None] + 0.01 * rng.normal(size=(30, 1, 3)) * np.arange(1, 4)[None, None, :] + \
         0.001 * rng.normal(size=(30, pos.shape[0], 3))
     rows.append(("co-movement score, 30 frames", _time(lambda: influence.comovement(traj[:, 0], traj), repeat)))
