@@ -27,7 +27,8 @@ def _session(loaded: Any, clip: Any, time: float):
     if not np.isfinite(time):
         raise ValueError(f"--time must be a finite number of seconds, got {time}")
     s = Session(device="cpu", render=False, deformer="lbs", strict=True)
-    ch = s.spawn(loaded, clip=clip, time=time, speed=0.0, mode="clamp")
+    # an asset without clips holds its rest pose (whatever --clip says)
+    ch = s.spawn(loaded, clip=clip if loaded.asset.clips else None, time=time, speed=0.0, mode="clamp")
     return s, ch
 
 
@@ -103,7 +104,7 @@ def trajectories(loaded: Any, clip: Any, times: np.ndarray, *, device: str = "cp
     from engine.bake import bake
 
     with Session(device=device, render=False, deformer=deformer, strict=True) as s:
-        ch = s.spawn(loaded, clip=clip, speed=0.0, mode="clamp")
+        ch = s.spawn(loaded, clip=clip if loaded.asset.clips else None, speed=0.0, mode="clamp")
         return bake(s, ch, times)
 
 

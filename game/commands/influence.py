@@ -53,7 +53,8 @@ def _joint_paths(loaded, prim, clip, times: np.ndarray) -> np.ndarray:
 
     out = np.zeros((len(times), prim.n_joints, 3))
     with Session(device="cpu", render=False, deformer="lbs", strict=True) as s:
-        ch = s.spawn(loaded, clip=clip, time=float(times[0]), speed=0.0, mode="clamp")
+        ch = s.spawn(loaded, clip=clip if loaded.asset.clips else None, time=float(times[0]), speed=0.0,
+                     mode="clamp")
         for f, t in enumerate(times):
             if loaded.asset.clips:
                 ch.play(clip, time=float(t), speed=0.0)
