@@ -121,6 +121,11 @@ def test_prune_and_limit_functions():
     lm = P.limit(w, 2, np.array([False, False, False, True]))
     assert (lm[0] > 0).sum() == 2 and lm[0, 3] == 0.05  # the locked joint is kept with its value
     assert np.allclose(lm.sum(1), 1)
+    # locked joints leaving room: the row keeps an unlocked weight to fill it, so the locked ones never change
+    w = np.array([[0.24, 0.73, 0.03, 0.0]])
+    lock = np.array([True, True, False, False])
+    for out in (P.prune(w, 0.05, lock), P.limit(w, 3, lock), P.limit(np.array([[0.24, 0.7, 0.03, 0.03]]), 3, lock)):
+        assert out[0, 0] == 0.24 and out[0, 1] in (0.73, 0.7) and abs(out.sum() - 1) < 1e-12
 
 
 @pytest.mark.parametrize("ops, words", [

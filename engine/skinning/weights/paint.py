@@ -187,12 +187,23 @@ def mirror(w: np.ndarray, positions: np.ndarray, names: Sequence[str], axis: str
     return normalize(out, locked, rows=np.concatenate([dst, mid]))
 
 
+def _needs_free(out: np.ndarray, locked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rows whose locked weights leave room below 1, each row's largest unlocked joint): such a row must keep
+    an unlocked weight to fill the room, or its locked weights would have to change."""
+    room = out[:, locked].sum(axis=1) < 1.0 - 1e-9
+    free = np.where(locked[None, :], -1.0, out)
+    return room & (free.max(axis=1, initial=-1.0) > 0), np.argmax(free, axis=1)
+
+
 def limit(w: np.ndarray, n: int, locked: np.ndarray) -> np.ndarray:
-    """At most ``n`` non-zero weights per row: the largest kept (locked joints always kept), rows renormalised."""
+    """At most ``n`` non-zero weights per row: the largest kept (locked joints first, then the largest unlocked
+    one where the locked weights leave room), rows renormalised."""
     if isinstance(n, bool) or int(n) < 1:
         raise ValueError(f"max must be an integer >= 1, got {n!r}")
     out = np.array(w, np.float64)
     key = np.where(locked[None, :] & (out > 0), np.inf, out)
+    need, top = _needs_free(out, locked)
+    key[np.flatnonzero(need), top[need]] = 1e300
     if out.shape[1] > n:
         order = np.argsort(-key, axis=1, kind="stable")
         drop = order[:, int(n):]
@@ -203,13 +214,16 @@ def limit(w: np.ndarray, n: int, locked: np.ndarray) -> np.ndarray:
 
 
 def prune(w: np.ndarray, threshold: float, locked: np.ndarray) -> np.ndarray:
-    """Unlocked weights below ``threshold`` set to 0 (a row keeps its largest weight), rows renormalised."""
+    """Unlocked weights below ``threshold`` set to 0 (a row keeps its largest weight, and its largest unlocked
+    one where the locked weights leave room), rows renormalised."""
     if not (np.isfinite(threshold) and 0 <= threshold < 1):
         raise ValueError(f"threshold must be a number in [0, 1), got {threshold!r}")
     out = np.array(w, np.float64)
     small = (out < threshold) & ~locked[None, :]
     top = np.argmax(out, axis=1)
     small[np.arange(out.shape[0]), top] = False
+    need, free_top = _needs_free(out, locked)
+    small[np.flatnonzero(need), free_top[need]] = False
     out[small] = 0
     return normalize(out, locked)
 
