@@ -184,6 +184,10 @@ def mirror(w: np.ndarray, positions: np.ndarray, names: Sequence[str], axis: str
     if mid.size:
         both = 0.5 * (out[mid] + swapped[mid])
         out[np.ix_(mid, np.flatnonzero(free))] = both[:, free]
+    # a row left without unlocked weight while its locked ones leave room keeps its own (locked never change)
+    need, _ = _needs_free(np.asarray(w, np.float64), locked)
+    lost = need & (out[:, free].sum(axis=1) <= 0)
+    out[lost] = np.asarray(w, np.float64)[lost]
     return normalize(out, locked, rows=np.concatenate([dst, mid]))
 
 
