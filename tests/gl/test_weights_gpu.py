@@ -35,3 +35,18 @@ def test_eight_influences_on_the_gpu_match_the_reference(gl_ctx, tmp_path, metho
     assert sets == [2]
     assert np.abs(four - ref).max() > 1e-3  # the second set changes the result
     np.testing.assert_allclose(got, ref, atol=2e-5)
+
+
+def test_four_and_eight_influence_meshes_in_one_session(gl_ctx, tmp_path):
+    """A 4-influence mesh keeps its (fused) batch beside the 8-influence one; both match the reference."""
+    paths = [tube_asset(tmp_path / f"tube{k}.glb", influences=k, rings=9, sides=6) for k in (4, 8)]
+    with Session(gl=GLContext(gl_ctx, None, True), render=False, deformer="lbs", strict=True, width=64,
+                 height=64) as s:
+        chars = [(s.spawn(load_asset(p), clip="wave", time=0.3, speed=0.0, mode="clamp"), p) for p in paths]
+        got = [(next(iter(ch.vertices().values())), ch.joints(), p) for ch, p in chars]
+        batches = {b.influence_sets: bool(b.fused) for b in s.meshes.graph._batches.values()}
+    assert batches == {1: True, 2: False}
+    for v, world, path in got:
+        (p,) = primitive_weights(load_asset(path))
+        mats = (world[p.joint_nodes].astype(np.float64) @ p.inverse_bind.astype(np.float64)).astype(np.float32)
+        np.testing.assert_allclose(v, lbs(p.positions, p.joints, p.weights, mats), atol=2e-5)
