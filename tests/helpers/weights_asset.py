@@ -75,3 +75,30 @@ def tube_asset(path: str | Path, *, influences: int = 8, rings: int = 45, sides:
     b.add_animation("wave", chans)
     b.add_scene([nodes[0], body])
     return b.save_glb(Path(path))
+
+
+def cli_refusal(capsys, argv: list[str]) -> str:
+    """Run the command line in-process (faster than a subprocess) expecting a refusal: exit 2 with exactly one
+    ``error:`` line, no traceback; returns that line. The logging and warning hooks cli.run sets are restored."""
+    import logging
+    import warnings
+
+    from engine import log
+    from game import cli
+
+    root = logging.getLogger()
+    handlers, level, showwarning = list(root.handlers), root.level, warnings.showwarning
+    try:
+        status = cli.run([str(a) for a in argv])
+    finally:
+        for h in list(root.handlers):
+            if h not in handlers:
+                root.removeHandler(h)
+        root.setLevel(level)
+        warnings.showwarning = showwarning
+        log._state["progress"] = True
+        log._state["force"] = False
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert status == 2 and len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
+    return lines[0]

@@ -14,7 +14,7 @@ from engine.skinning.weights import paint as P
 from engine.skinning.weights.io import primitive_weights
 from engine.skinning.weights.table import normalize
 from tests.conftest import ROOT
-from tests.helpers.weights_asset import JOINT_NAMES, tube_asset
+from tests.helpers.weights_asset import JOINT_NAMES, cli_refusal, tube_asset
 
 
 @pytest.fixture(scope="module")
@@ -137,14 +137,13 @@ def test_prune_and_limit_functions():
     ([{"op": "mirror", "axis": "w", "from": "+"}], "axis"),
     ([{"op": "paint", "joint": "Root", "center": [0, 0, "x"], "radius": 1, "value": 0.5}], "center"),
 ])
-def test_edit_refuses_malformed_ops(tube, tmp_path, ops, words):
-    r = _edit(tmp_path, tube, ops)
-    assert r.returncode == 2 and r.stderr.startswith("error:") and words in r.stderr, r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "out.glb").exists()
+def test_edit_refuses_malformed_ops(tube, tmp_path, capsys, ops, words):
+    (tmp_path / "ops.json").write_text(json.dumps({"version": 1, "ops": ops}))
+    line = cli_refusal(capsys, ["weights", "edit", tube, "--ops", tmp_path / "ops.json", "--out", tmp_path / "o.glb"])
+    assert words in line and not (tmp_path / "o.glb").exists()
 
 
-def test_edit_refuses_a_bad_version(tube, tmp_path):
+def test_edit_refuses_a_bad_version(tube, tmp_path, capsys):
     (tmp_path / "ops.json").write_text('{"version": 2, "ops": []}')
-    r = subprocess.run([sys.executable, str(ROOT / "main.py"), "weights", "edit", str(tube), "--ops", "ops.json",
-                        "--out", "o.glb"], capture_output=True, text=True, cwd=tmp_path)
-    assert r.returncode == 2 and "version" in r.stderr
+    line = cli_refusal(capsys, ["weights", "edit", tube, "--ops", tmp_path / "ops.json", "--out", tmp_path / "o.glb"])
+    assert "version" in line

@@ -9,7 +9,7 @@ import numpy as np
 
 from engine.skinning.weights.influence import comovement, region, suggest_joints
 from tests.conftest import ROOT
-from tests.helpers.weights_asset import tube_asset
+from tests.helpers.weights_asset import cli_refusal, tube_asset
 
 
 def test_synthetic_scores():
@@ -64,11 +64,9 @@ def test_suggest_joints_prefers_the_moving_bone():
     assert best[0] == 1 and sc[0] > 0.99
 
 
-def test_influence_refuses_bad_input(tmp_path):
+def test_influence_refuses_bad_input(tmp_path, capsys):
     src = tube_asset(tmp_path / "tube.glb", influences=4, rings=5, sides=4)
     for args, words in ((["--vertex", "node9_mesh0_prim0:999"], "out of range"),
                         (["--vertex", "node9_mesh0_prim0:1", "--threshold", "2"], "threshold"),
                         (["--vertex", "node9_mesh0_prim0:1", "--clip", "nope"], "nope")):
-        r = subprocess.run([sys.executable, str(ROOT / "main.py"), "influence", str(src), *args, "--out", "r.npz"],
-                           capture_output=True, text=True, cwd=tmp_path)
-        assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert words in cli_refusal(capsys, ["influence", src, *args, "--out", tmp_path / "r.npz"])
