@@ -10,7 +10,8 @@ from engine.gpu.context import GLContext
 from engine.scene import load_asset
 from engine.skinning.skinning import dqs, lbs
 from engine.skinning.weights.io import primitive_weights
-from tests.helpers.weights_asset import tube_asset
+from tests.helpers.weights_asset import JOINT_NAMES as JOINT
+from tests.helpers.weights_asset import run_cli, tube_asset
 
 pytestmark = pytest.mark.gl
 
@@ -50,3 +51,33 @@ def test_four_and_eight_influence_meshes_in_one_session(gl_ctx, tmp_path):
         (p,) = primitive_weights(load_asset(path))
         mats = (world[p.joint_nodes].astype(np.float64) @ p.inverse_bind.astype(np.float64)).astype(np.float32)
         np.testing.assert_allclose(v, lbs(p.positions, p.joints, p.weights, mats), atol=2e-5)
+
+
+def test_window_isolines_through_the_gbuffer(gl_ctx, tmp_path, capsys):
+    """`weights spline` with window-space isolines: the strokes' surface points (picked in the G-buffer of the
+    rest pose through the file's camera) get the joint's iso-values within 0.02."""
+    import json
+
+    from engine.authoring.weights import isoline_samples
+    from engine.input.strokefile import load_stroke_file
+
+    src = tube_asset(tmp_path / "tube.glb", influences=4, rings=23, sides=8)
+    (tmp_path / "s.json").write_text(json.dumps({
+        "version": 1, "camera": {"eye": [0.5, 0.0, 1.5], "target": [0.5, 0.0, 0.0], "fov": 30, "width": 160,
+                                 "height": 120},
+        "strokes": [{"role": "isoline", "space": "window", "iso": 0.85, "points": [[95, 55], [95, 65]]},
+                    {"role": "isoline", "space": "window", "iso": 0.15, "points": [[65, 55], [65, 65]]}]}))
+    status, _, err = run_cli(capsys, ["weights", "spline", src, "--joint", "Arm.L2", "--splines", tmp_path / "s.json",
+                                      "--out", tmp_path / "o.glb"])
+    assert status == 0, err
+    loaded = load_asset(src)
+    (p,) = primitive_weights(loaded)
+    sf = load_stroke_file(tmp_path / "s.json", roles=("isoline",), brush_radius=False)
+    samples = isoline_samples(loaded, p, sf, device="gpu")
+    (q,) = primitive_weights(load_asset(tmp_path / "o.glb"))
+    topo = p.skinned.topology()
+    w = q.dense()[topo.display_of_control, JOINT.index("Arm.L2")]
+    for smp, iso in zip(samples, (0.85, 0.15)):
+        assert smp.faces.size >= 2
+        vals = (smp.barycentrics * w[topo.triangles[smp.faces]]).sum(1)
+        assert np.abs(vals - iso).max() < 0.02

@@ -13,7 +13,7 @@ import numpy as np
 
 from engine.assets.writer import AnimChannel, GltfBuilder
 
-__all__ = ["tube_asset", "JOINT_X", "JOINT_NAMES"]
+__all__ = ["tube_asset", "JOINT_X", "JOINT_NAMES", "run_cli", "cli_refusal"]
 
 JOINT_NAMES = ["Root", "Arm.L1", "Arm.L2", "Arm.L3", "Arm.L4", "Arm.R1", "Arm.R2", "Arm.R3", "Arm.R4"]
 JOINT_X = np.array([0.0, 0.25, 0.5, 0.75, 1.0, -0.25, -0.5, -0.75, -1.0])
@@ -77,9 +77,9 @@ def tube_asset(path: str | Path, *, influences: int = 8, rings: int = 45, sides:
     return b.save_glb(Path(path))
 
 
-def cli_refusal(capsys, argv: list[str]) -> str:
-    """Run the command line in-process (faster than a subprocess) expecting a refusal: exit 2 with exactly one
-    ``error:`` line, no traceback; returns that line. The logging and warning hooks cli.run sets are restored."""
+def run_cli(capsys, argv: list) -> tuple[int, str, str]:
+    """Run the command line in-process (faster than a subprocess): (exit status, stdout, stderr). The logging and
+    warning hooks cli.run sets are restored afterwards."""
     import logging
     import warnings
 
@@ -98,7 +98,13 @@ def cli_refusal(capsys, argv: list[str]) -> str:
         warnings.showwarning = showwarning
         log._state["progress"] = True
         log._state["force"] = False
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def cli_refusal(capsys, argv: list) -> str:
+    """``run_cli`` expecting a refusal: exit 2 with exactly one ``error:`` line, no traceback; returns the line."""
+    status, _, err = run_cli(capsys, argv)
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert status == 2 and len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
     return lines[0]
