@@ -71,7 +71,7 @@ def export_weights(args: argparse.Namespace) -> int:
 
 def edit_weights(args: argparse.Namespace) -> int:
     from engine.authoring.weights import write_weights
-    from engine.skinning.weights.paint import apply_ops, check_ops
+    from engine.skinning.weights.ops import apply_ops, check_ops
     from engine.textfile import load_json
 
     data = load_json(args.ops, "ops file", max_bytes=OPS_MAX_BYTES)

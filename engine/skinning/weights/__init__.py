@@ -5,7 +5,8 @@
 * :mod:`.io`        the skinned primitives of an asset with their weights as stored, and writing every set back
                     into a copy of the source document (float32 weights, nothing else changed);
 * :mod:`.paint`     paint (add/subtract/replace/blur with falloff), smooth, normalize, mirror by joint name,
-                    limit to N influences, prune below a threshold, and the JSON ops list of ``weights edit``;
+                    limit to N influences, prune below a threshold;
+* :mod:`.ops`       the JSON ops list of ``weights edit`` (checked, then run with the paint tools);
 * :mod:`.mohr`      direct manipulation of one vertex (Mohr, Tokheim, Gleicher 2003): the target projected
                     onto the convex hull LBS can reach, exact weights inside, the LP for more than 4 influences,
                     several poses as a least-squares compromise;
