@@ -90,6 +90,10 @@ class WeightsTool:
         prims[key.primitive] = dataclasses.replace(prims[key.primitive], joints=j, weights=w)
         meshes[key.mesh] = dataclasses.replace(meshes[key.mesh], primitives=prims)
         new_loaded = load_asset(dataclasses.replace(asset, meshes=meshes), name=loaded.name)
+        for sp_new, sp_old in zip(new_loaded.skinned, loaded.skinned):
+            # the welded topology depends on positions and triangles only: carried over, not rebuilt
+            if "topology" in sp_old._cache:
+                sp_new._cache["topology"] = sp_old._cache["topology"]
         spawn: dict[str, Any] = dict(matrix=old.matrix, deformer=old.deformer)
         if asset.clips:
             pb = old.playback()
