@@ -3,8 +3,9 @@
 Reading: :func:`primitive_weights` gives, per skinned primitive instanced in the default scene (keyed
 ``node{n}_mesh{m}_prim{p}`` as ``export-frame``), the bind positions, triangles, the skin's joint names and the
 weights of every JOINTS_n/WEIGHTS_n set exactly as the file stores them (normalized integers decoded per the
-glTF spec, no renormalisation), so that tools can keep locked joints bit for bit. Draco-compressed weights are
-taken from the loader (decoded there).
+glTF spec, no renormalisation), so that tools can keep locked joints bit for bit; a row whose weights are all
+zero takes the loader's repair (weight 1 on its first joint). Draco-compressed weights are taken from the loader
+(decoded there).
 
 Writing: :func:`save_weights` re-reads the source document (as engine.anim.save does for poses: materials,
 textures, clips and extensions survive) and replaces the JOINTS_n/WEIGHTS_n attributes of the edited primitives
@@ -100,9 +101,13 @@ def primitive_weights(loaded: Any) -> list[PrimitiveWeights]:
     for sp in loaded.skinned:
         prim = sp.primitive
         raw = _raw_sets(doc, binary, sp.mesh, sp.prim) if doc is not None else None
-        if raw is None or raw[0].shape[0] != prim.vertex_count:
-            raw = (np.asarray(prim.joints, np.int64), np.asarray(prim.weights, np.float32))
-        joints, weights = raw
+        loaded_j, loaded_w = np.asarray(prim.joints, np.int64), np.asarray(prim.weights, np.float32)
+        if raw is None or raw[0].shape != loaded_j.shape:
+            raw = (loaded_j, loaded_w)
+        joints, weights = raw[0].copy(), raw[1].copy()
+        # rows the loader repaired (all weights zero: bound to their first joint) take the repaired values
+        empty = weights.astype(np.float64).sum(axis=1) <= 0
+        joints[empty], weights[empty] = loaded_j[empty], loaded_w[empty]
         names = [asset.nodes[int(n)].name or f"node{int(n)}" for n in sp.skin.joints]
         out.append(PrimitiveWeights(sp.key, np.asarray(prim.positions, np.float32),
                                     np.asarray(prim.indices, np.int64), joints, weights, names,
