@@ -49,8 +49,9 @@ def test_auto_weights_on_the_tube(tmp_path, method):
             assert d[ring].mean(0).argmax() in (j, j - 1 if j not in (1, 5) else 0), (JOINT_NAMES[j], method)
 
 
-def test_heat_weights_on_the_humanoid(tmp_path):
-    r = subprocess.run([sys.executable, str(ROOT / "main.py"), "weights", "auto", "humanoid", "--method", "heat",
+@pytest.mark.parametrize("method", ["heat", "bbw"])
+def test_auto_weights_on_the_humanoid(tmp_path, method):
+    r = subprocess.run([sys.executable, str(ROOT / "main.py"), "weights", "auto", "humanoid", "--method", method,
                         "--out", "h.glb"], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     from engine.assets.library import source_path
