@@ -72,6 +72,18 @@ class WeightsTool:
         """The selected joint's heat map over the frame (the window calls this after every change)."""
         self.character.show_region(heat_sets(self.joint_weights()), primitive=self.prim.key)
 
+    # ---- picking (a SurfaceHit of Session.pick on the tool's primitive) --------------------------------------
+    def bind_point(self, hit: Any) -> np.ndarray:
+        """(3,) the bind-pose position of a picked surface point (the brush centre: painting works on bind
+        positions, so a stroke paints the same skin whatever the pose)."""
+        tri = self.prim.triangles[int(hit.triangle)]
+        return np.asarray(hit.barycentric, np.float64) @ self.prim.positions[tri].astype(np.float64)
+
+    def vertex_at(self, hit: Any) -> int:
+        """The display vertex of the picked triangle nearest the hit (largest barycentric)."""
+        tri = self.prim.triangles[int(hit.triangle)]
+        return int(tri[int(np.argmax(hit.barycentric))])
+
     # ---- edits (each one undo step) -------------------------------------------------------------------------
     def _set(self, dense: np.ndarray) -> None:
         """Apply weights: keep them and re-spawn the character from an asset holding them."""

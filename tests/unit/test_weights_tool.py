@@ -39,3 +39,16 @@ def test_paint_drag_undo_save(tmp_path):
         out = tool.save(tmp_path / "saved.glb")
     (p,) = primitive_weights(load_asset(out))
     np.testing.assert_allclose(p.dense(), tool.dense, atol=1e-6)
+
+
+def test_picking_helpers(tmp_path):
+    from types import SimpleNamespace
+
+    src = tube_asset(tmp_path / "tube.glb", influences=4, rings=5, sides=4)
+    with Session(device="cpu", render=False, deformer="lbs", strict=True) as s:
+        tool = WeightsTool(s, s.spawn(load_asset(src), clip="wave", time=0.0, speed=0.0, mode="clamp"))
+        tri = tool.prim.triangles[3]
+        hit = SimpleNamespace(triangle=3, barycentric=np.array([0.2, 0.7, 0.1]))
+        np.testing.assert_allclose(tool.bind_point(hit), np.array([0.2, 0.7, 0.1]) @ tool.prim.positions[tri],
+                                   atol=1e-6)
+        assert tool.vertex_at(hit) == tri[1]
