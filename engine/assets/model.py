@@ -18,8 +18,9 @@ class Primitive:
     """One triangle list. Non-indexed glTF primitives get ``indices = arange(count).reshape(-1, 3)``.
 
     positions (N,3) float32; normals (N,3) float32 or None; texcoords (N,2) float32 or None (TEXCOORD_0);
-    joints (N,4) uint16 or None (JOINTS_0, indices into the skin's joint list, validated < joint count);
-    weights (N,4) float32 or None (WEIGHTS_0 decoded from normalized ints, renormalised to sum 1);
+    joints (N,4n) uint16 or None (JOINTS_0..JOINTS_{n-1} side by side, 4 influence slots per set; with several
+    sets each row is sorted by weight, largest first; indices into the skin's joint list, validated < count);
+    weights (N,4n) float32 or None (WEIGHTS_0.. decoded from normalized ints, renormalised to sum 1);
     indices (T,3) uint32 (validated < N); material: index into Asset.materials or None.
     target_positions (M,N,3) float32 / target_normals (M,N,3) float32 or None: the M morph targets' POSITION and
     NORMAL deltas (a target without one of them holds zeros there; TANGENT deltas are not kept). The morphed

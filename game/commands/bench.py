@@ -28,6 +28,7 @@ BENCHES = {
     "editor": "bench.bench_editor",
     "cutscene": "bench.bench_cutscene",
     "vr": "bench.bench_vr",
+    "weights": "bench.bench_weights",
 }
 
 

@@ -45,7 +45,11 @@ def describe(asset: Asset) -> str:
         for p, prim in enumerate(mesh.primitives):
             tags = []
             if prim.is_skinned:
-                tags.append("skinned")
+                assert prim.weights is not None
+                used = int((prim.weights > 0).sum(axis=1).max(initial=0))
+                slots = prim.weights.shape[1]
+                tags.append(f"skinned, {slots} influence slots ({slots // 4} JOINTS/WEIGHTS set"
+                            f"{'s' if slots > 4 else ''}), at most {used} used")
             if prim.normals is not None:
                 tags.append("normals")
             if prim.texcoords is not None:

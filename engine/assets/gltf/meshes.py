@@ -218,7 +218,8 @@ class MeshReader(LoaderState):
 
     def _skin_attributes(self, arrays: dict, n_sets: int, where: str,
                          weight_type: int) -> tuple[np.ndarray, np.ndarray]:
-        """JOINTS_n / WEIGHTS_n -> (N,4) uint16 joints, (N,4) float32 weights summing to 1 (repairs warned)."""
+        """JOINTS_0..n / WEIGHTS_0..n -> (N,4n) uint16 joints, (N,4n) float32 weights summing to 1 (repairs
+        warned); with several sets each row is sorted by weight, largest first."""
         j = np.concatenate([arrays[f"JOINTS_{k}"] for k in range(n_sets)], axis=1).astype(np.int64)
         w = np.concatenate([arrays[f"WEIGHTS_{k}"] for k in range(n_sets)], axis=1).astype(np.float32)
         wname = f"{where}.attributes.WEIGHTS_0"
@@ -233,14 +234,10 @@ class MeshReader(LoaderState):
             if dup.any():
                 self.warn(f"{where}.attributes.JOINTS_0", f"{int(dup.sum())} vertex(es) list the same joint twice "
                                                           "(weights add up)")
-        if n_sets > 1:  # keep the 4 largest influences per vertex
-            order = np.argsort(-w, axis=1, kind="stable")[:, :4]
-            dropped = np.take_along_axis(w, np.argsort(-w, axis=1, kind="stable")[:, 4:], axis=1)
+        if n_sets > 1:  # every set kept (4 slots each), each row's influences sorted by weight (largest first)
+            order = np.argsort(-w, axis=1, kind="stable")
             j = np.take_along_axis(j, order, axis=1)
             w = np.take_along_axis(w, order, axis=1)
-            if dropped.size and dropped.max() > 0:
-                self.warn(f"{where}.attributes", f"more than 4 influences per vertex: kept the 4 largest of "
-                                                 f"{4 * n_sets}")
         total = w.sum(axis=1, dtype=np.float64)
         if not np.isfinite(total).all():
             raise AssetError(wname, "weights overflow float32")

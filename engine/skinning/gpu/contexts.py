@@ -33,7 +33,8 @@ def _skin(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: moderngl
         node=node, program=program, instances=batch.buffers["instances"], groups=batch.buffers["groups"],
         source=src, source_static=static, target=batch.control(target)[0], joints=batch.buffers["joints"],
         bones=batch.buffers["bones"], static=_static(batch, S.skin_reads(node.options.get("method", "lbs"))),
-        normal_mats=batch.normal_mats(target) if skinned else None, n_groups=batch.total_groups)
+        normal_mats=batch.normal_mats(target) if skinned else None, n_groups=batch.total_groups,
+        influence_sets=batch.influence_sets)
 
 
 def _skin_copy(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: moderngl.Context

@@ -69,7 +69,7 @@ from engine.skinning.gpu.contexts import stage_context
 from engine.skinning.gpu.plan import SHADER_STORAGE_BARRIER_BIT, GraphConfig, default_config, plan, with_morph
 from engine.skinning.gpu.pools import Batch
 from engine.skinning.gpu.pose import upload_dual_quats
-from engine.skinning.gpu.records import DeformHandle, Instance, padded_lists
+from engine.skinning.gpu.records import DeformHandle, Instance, influence_sets, padded_lists
 from engine.skinning.gpu.status import SpringStatusReader
 from engine.skinning.morph import check_weights, control_deltas, morph_binding
 from engine.skinning.springs.limits import check_spring_ranges, spring_advice
@@ -161,11 +161,11 @@ class DeformerGraph:
             return GraphConfig.from_dict(config)
         return GraphConfig.load(config)
 
-    def _batch_for(self, config: GraphConfig) -> Batch:
-        key = repr(config.to_dict())
+    def _batch_for(self, config: GraphConfig, influence_sets: int = 1) -> Batch:
+        key = repr(config.to_dict()) + (f" influence_sets={influence_sets}" if influence_sets > 1 else "")
         b = self._batches.get(key)
         if b is None:
-            b = Batch(self.resources, config, self.range_groups)
+            b = Batch(self.resources, config, self.range_groups, influence_sets=influence_sets)
             self._batches[key] = b
         return b
 
@@ -180,7 +180,8 @@ class DeformerGraph:
         """Add one skinned mesh instance and return its handle.
 
         topology: welded mesh (engine.skinning.meshprep.prepare_mesh); binding: attachment binding (needed by
-        rigid, irs and spring); joints (D,4) or (V,4) int and weights (D,4)/(V,4): glTF JOINTS_0/WEIGHTS_0 (per
+        rigid, irs and spring); joints (D,K) or (V,K) int and weights (D,K)/(V,K): glTF JOINTS_n/WEIGHTS_n, K
+        influence slots (4 per set; K > 4 skins in an unfused batch with INFLUENCE_SETS = ceil(K/4)) (per
         display vertex: the representative display vertex of each control point is used); inverse_bind (J,4,4);
         parents (J,) within the skin (-1 roots). method: lbs | dqs | rigid | irs | spring | spring-feedback
         picks a built-in graph (else ``config`` or the graph's default). spring: SpringParams of the springs
@@ -214,6 +215,11 @@ class DeformerGraph:
             raise ValueError(f"inverse_bind must have shape (J,4,4) with J >= 1, got {ib.shape}")
         if ib.shape[0] > MAX_JOINTS:
             raise ValueError(f"skin has {ib.shape[0]} joints; the GPU path supports 1..{MAX_JOINTS}")
+        sets = influence_sets(joints)
+        if sets > 1 and cfg.fuse:
+            # more than 4 influences: the fused skin_copy records hold one set; the two-dispatch path reads any
+            # number (skin.comp's INFLUENCE_SETS), so such meshes go to an unfused batch of their own
+            cfg = dataclasses.replace(cfg, fuse=False)
         par = np.asarray(parents).astype(np.int32).reshape(-1)
         if par.shape[0] != ib.shape[0]:
             raise ValueError(f"parents must have shape ({ib.shape[0]},), got {np.asarray(parents).shape}")
@@ -240,11 +246,11 @@ class DeformerGraph:
             offset = np.einsum("m,mvc->vc", morph_w, morph_pos).astype(np.float32)
             rest = (dataclasses.replace(topology, positions=(topology.positions + offset).astype(np.float32)),
                     morph_binding(binding, offset) if binding is not None else None)
-        key = (repr(cfg.to_dict()), asset_key if asset_key is not None else id(topology))
+        key = (repr(cfg.to_dict()) + f" sets={sets}", asset_key if asset_key is not None else id(topology))
         if any(n.stage == "spring" for n in cfg.nodes) and binding is not None:
             rt, rb = rest if rest is not None else (topology, binding)
             check_spring_ranges(params, self._rest_for(key, rt, rb if rb is not None else binding, ib))
-        batch = self._batch_for(cfg)
+        batch = self._batch_for(cfg, sets)
         asset = self._assets.get(key)
         if asset is None:
             skin_opts = next((n.options for n in cfg.nodes if n.stage == "skin"), {})
@@ -254,7 +260,7 @@ class DeformerGraph:
             asset = R.make_asset(key[1], topology, binding, joints, weights, ib, par,
                                  skin_opts.get("influence", (0.5, 0.5)), dfaces,
                                  normals if batch.bind_normals else None, skinned_normals=batch.bind_normals,
-                                 fused=bool(batch.fused), rest_shape=rest)
+                                 fused=bool(batch.fused), influence_sets=sets, rest_shape=rest)
             asset.morph_positions, asset.morph_normals, asset.rest = morph_pos, morph_nrm, rest
             self._assets[key] = asset
         elif asset.topology is not topology and (asset.topology.n_control != topology.n_control

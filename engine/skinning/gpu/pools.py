@@ -79,11 +79,15 @@ def make_image(res: GpuResources, records: np.ndarray, label: str) -> moderngl.T
 class Batch:
     """Meshes that share one graph config: pooled buffers and images, one dispatch per stage.
 
-    ``Batch(resources, config, range_groups)``; ``range_groups``: display ranges start at multiples of this
-    many work groups (the SSBO offset alignment)."""
+    ``Batch(resources, config, range_groups, influence_sets=1)``; ``range_groups``: display ranges start at
+    multiples of this many work groups (the SSBO offset alignment); ``influence_sets``: the joint_ids / weights
+    SSBOs hold that many vec4 rows per control point (assets with more than 4 influences)."""
 
-    def __init__(self, resources: GpuResources, config: GraphConfig, range_groups: int) -> None:
+    def __init__(self, resources: GpuResources, config: GraphConfig, range_groups: int, *,
+                 influence_sets: int = 1) -> None:
         self.resources = resources
+        #: vec4 sets of joint ids / weights per control point of every asset (4 slots each; > 1 only unfused)
+        self.influence_sets = influence_sets
         self.config = config
         self.range_groups = range_groups
         self.plan: Plan = plan(config)

@@ -231,12 +231,20 @@ def normal_records(topo: MeshTopology, dface: np.ndarray, dface_index: np.ndarra
     return tris, verts, faces
 
 
+def influence_sets(joints: np.ndarray) -> int:
+    """vec4 sets (4 influence slots each) that hold the (N,K) joint ids: ceil(K / 4), at least 1."""
+    k = int(np.asarray(joints).shape[1]) if np.ndim(joints) == 2 else L.MAX_INFLUENCES
+    return max(1, -(-k // L.MAX_INFLUENCES))
+
+
 def make_asset(key: Hashable, topo: MeshTopology, binding: Binding | None, joints: np.ndarray,
                weights: np.ndarray, inverse_bind: np.ndarray, parents: np.ndarray, irs_influence: Any,
                display_faces: tuple[np.ndarray, np.ndarray], normals: np.ndarray | None = None, *,
-               skinned_normals: bool = False, fused: bool = False,
+               skinned_normals: bool = False, fused: bool = False, influence_sets: int = 1,
                rest_shape: tuple[MeshTopology, Binding | None] | None = None) -> Asset:
-    """The static records of one asset. joints/weights (D,4) or (V,4); inverse_bind (J,4,4) float64;
+    """The static records of one asset. joints/weights (D,K) or (V,K), K <= 4 * influence_sets (padded with
+    weight-0 slots to that width: the batch's skin shader reads INFLUENCE_SETS vec4s per control point);
+    inverse_bind (J,4,4) float64;
     display_faces: (offset/count (D,2), flat triangle indices) of the triangles around each display vertex;
     skinned_normals: the batch transforms bind normals (``normals`` or the bind surface's); fused: the batch
     has a skin_copy stage (SkinVertex records); rest_shape: the (topology, binding) the springs' rest state is built
@@ -246,8 +254,13 @@ def make_asset(key: Hashable, topo: MeshTopology, binding: Binding | None, joint
     w = np.asarray(weights, np.float32)
     if jn.shape[0] == d and d != v:
         jn, w = jn[topo.display_of_control], w[topo.display_of_control]
-    if jn.shape != (v, 4) or w.shape != (v, 4):
-        raise ValueError(f"joints/weights must be (D,4)=({d},4) or (V,4)=({v},4); got {jn.shape}, {w.shape}")
+    width = L.MAX_INFLUENCES * influence_sets
+    if jn.ndim != 2 or jn.shape[0] != v or not 1 <= jn.shape[1] <= width or w.shape != jn.shape:
+        raise ValueError(f"joints/weights must be (D,K)=({d},K) or (V,K)=({v},K) with 1 <= K <= {width}; got "
+                         f"{jn.shape}, {w.shape}")
+    if jn.shape[1] < width:  # unused slots: joint 0 with weight 0
+        jn = np.concatenate([jn, np.zeros((v, width - jn.shape[1]), jn.dtype)], 1)
+        w = np.concatenate([w, np.zeros((v, width - w.shape[1]), np.float32)], 1)
     ib = inverse_bind
     if jn.size and (jn.min() < 0 or jn.max() >= ib.shape[0]):
         raise ValueError(f"joint indices must lie in [0, {ib.shape[0] - 1}], got [{jn.min()}, {jn.max()}]")
