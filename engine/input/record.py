@@ -400,3 +400,45 @@ class Recorder:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def file_identity(source: str) -> dict[str, str]:
+    """For a character spawned from a file: its absolute path and the SHA-256 of its bytes (a recording then
+    finds it from another folder and can tell another file of the same name); {} for a generated name."""
+    import hashlib
+
+    from engine.assets.library import CHARACTERS
+
+    p = Path(source)
+    if source in {c.name for c in CHARACTERS} or not p.is_file():
+        return {}
+    return {"path": str(p.resolve()), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
+
+
+def resolve_source(asset: dict[str, Any], base: Path | None) -> str:
+    """Where a recorded character's file is now: beside the recording (``base``), as given, at the recorded
+    absolute ``path``, or by its name beside the recording; ValueError naming every place looked at when none
+    holds it. A file whose SHA-256 differs from the recorded one is used with a warning."""
+    import hashlib
+    import logging
+
+    from engine.assets.library import CHARACTERS
+
+    source = str(asset["source"])
+    if source in {c.name for c in CHARACTERS}:
+        return source
+    p = Path(source)
+    places = [base / p] if base is not None and not p.is_absolute() else []
+    places.append(p)
+    if asset.get("path"):
+        places.append(Path(asset["path"]))
+    if base is not None:
+        places.append(base / p.name)
+    found = next((q for q in places if q.is_file()), None)
+    if found is None:
+        looked = ", ".join(dict.fromkeys(str(q) for q in places))
+        raise ValueError(f"asset {source!r} not found (looked at: {looked})")
+    want = asset.get("sha256")
+    if want and hashlib.sha256(found.read_bytes()).hexdigest() != want:
+        logging.getLogger(__name__).warning("%s differs from the file recorded (its SHA-256 changed)", found)
+    return str(found)

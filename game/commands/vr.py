@@ -217,7 +217,7 @@ def run_vr(loaded: Any, device: Any, args: argparse.Namespace, *, window: bool =
 def _recorder(path: str, source: str, device: Any, kwargs: dict[str, Any]) -> Any:
     """A version-2 recording whose header holds the VR set-up (engine/input/record.py)."""
     from engine import __version__
-    from engine.input.record import Recorder, RecordHeader
+    from engine.input.record import Recorder, RecordHeader, file_identity
 
     geo = device.geometry
     vr = {"device": device.name, "fps": float(device.fps), "eyes": geo.to_dict(),
@@ -225,6 +225,7 @@ def _recorder(path: str, source: str, device: Any, kwargs: dict[str, Any]) -> An
           "bulge": dict(kwargs.get("bulge", {})), "probe_size": int(kwargs["probe_size"])}
     header = RecordHeader(width=geo.width, height=geo.height,
                           camera={"eye": [0.0, 1.6, 1.2], "target": [0.0, 1.2, 0.0], "fov": 45.0},
-                          assets=[{"source": str(source), "time": 0.0, "speed": 0.0}], step=1.0 / 60.0,
+                          assets=[{"source": str(source), "time": 0.0, "speed": 0.0, **file_identity(str(source))}],
+                          step=1.0 / 60.0,
                           engine=__version__, vr=vr)
     return Recorder(path, header)

@@ -40,6 +40,7 @@ class RecordedVRDevice:
 def replay_vr(rec: Any, *, screenshot: str | None, export_frame: str | None, save: str | None) -> int:
     """Replay ``rec`` headless and write the outputs (game.commands.vr.write_outputs); returns the frames run."""
     from engine import Session
+    from engine.input.record import resolve_source
     from engine.scene import quiet_load
     from game.commands.vr import write_outputs
     from game.vr.session import VRSession
@@ -47,7 +48,7 @@ def replay_vr(rec: Any, *, screenshot: str | None, export_frame: str | None, sav
     h = rec.header
     vr_h = h.vr
     device = RecordedVRDevice(vr_h)
-    loaded = quiet_load(h.assets[0]["source"])
+    loaded = quiet_load(resolve_source(h.assets[0], rec.path.parent if rec.path is not None else None))
     geo = device.geometry
     with Session(width=geo.width, height=geo.height, deformer="lbs", strict=True) as s:
         ch = s.spawn(loaded, clip=None, time=0.0, speed=0.0, mode="clamp")

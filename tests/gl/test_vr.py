@@ -439,3 +439,28 @@ def test_silhouette_stroke_beside_the_outline_moves_it():
             assert now[band, 0].max() > rest[band, 0].max() + 0.01  # the right outline moved out
         finally:
             vr.release()
+
+
+def test_vr_recording_replays_from_another_folder(tmp_path, monkeypatch):
+    """The recording keeps the asset as given plus its absolute path and hash (engine.input.record), so a
+    relative asset path recorded in one folder replays from any other."""
+    import shutil
+
+    from tests.conftest import ROOT
+
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    work.mkdir()
+    elsewhere.mkdir()
+    shutil.copy(ROOT / "assets" / "cylinder.glb", work / "cyl.glb")
+    rig = _script(tmp_path, RING)
+    a, b, rec = tmp_path / "a.npz", tmp_path / "b.npz", tmp_path / "s.jsonl"
+    monkeypatch.chdir(work)
+    assert run(["vr", "cyl.glb", "--device", "simulated", "--script", str(rig), "--headless", "--eye-size", "16",
+                "--frames", "3", "--export-frame", str(a), "--record", str(rec)]) == 0
+    head = json.loads(rec.read_text().splitlines()[0])
+    assert head["assets"][0]["source"] == "cyl.glb" and len(head["assets"][0]["sha256"]) == 64
+    monkeypatch.chdir(elsewhere)
+    assert run(["replay", str(rec), "--headless", "--export-frame", str(b)]) == 0
+    da, db = np.load(a), np.load(b)
+    for k in da:
+        np.testing.assert_array_equal(da[k], db[k])
