@@ -40,18 +40,18 @@ layout(rgba32i, binding = I_SPRING_HEADS) readonly uniform iimage2D spring_heads
 layout(rgba32i, binding = I_SPRING_INSTANCES) readonly uniform iimage2D spring_instances;
 layout(rgba32i, binding = I_SPRING_POINTS) readonly uniform iimage2D spring_points;
 layout(rgba32i, binding = I_SPRING_SLOTS) readonly uniform iimage2D spring_slots;
-layout(rgba32f, binding = I_SPRING_SRC) readonly uniform image2D src;     // SpringState x_n
-layout(rgba32f, binding = I_SPRING_DST) writeonly uniform image2D dst;    // SpringState x_{n+1}
+// the SpringState ring, bound once per frame (stages.spring): x_0 in ring2, dispatch n reads x_n from ring
+// (n + 2) % 3 and writes x_{n+1} to ring n % 3 (spring_iterate.glsl)
+layout(rgba32f, binding = I_SPRING_RING0) uniform image2D ring0;
+layout(rgba32f, binding = I_SPRING_RING1) uniform image2D ring1;
+layout(rgba32f, binding = I_SPRING_RING2) uniform image2D ring2;
 layout(rgba32f, binding = I_SPRING_FRAME) readonly uniform image2D frame;  // SpringFrame
-layout(std430, binding = B_STATUS) buffer Status { DeformStatus status[]; };
-layout(std430, binding = B_ACTIVE) readonly buffer Active { int active_groups[]; };
-layout(std430, binding = B_PARTIALS) writeonly buffer Partials { float partials[]; };
+layout(std430, binding = B_STATUS) coherent buffer Status { DeformStatus status[]; };
+layout(std430, binding = B_PARTIALS) coherent buffer Partials { float partials[]; };
 layout(std430, binding = B_EDIT) readonly buffer Edit { SpringEdit edit[]; };
 layout(std430, binding = B_VOLUME) coherent buffer Volume { int volume_sums[]; };
 
-uniform int u_iteration;  // index n of this dispatch in the frame (all active instances are at step n); -1: the
-                          // volume pre-pass (sums the regions' volumes at x_0, writes nothing else)
-uniform int u_record;     // 1: a convergence check follows this dispatch; record the maxima
+#include "spring_iterate.glsl"  // the loop state: u_iteration, u_record, the ring, the ticket and the check
 
 const float SIN_EPS = 1e-9;
 
@@ -62,7 +62,7 @@ shared float sh_energy[LOCAL_SIZE];
 ivec4 inst_texel(int k, int t) { return imageLoad(spring_instances, record_texel(k, SPRING_INSTANCE_TEXELS, t)); }
 ivec4 point_texel(int i, int t) { return imageLoad(spring_points, record_texel(i, SPRING_POINT_TEXELS, t)); }
 ivec4 slot_texel(int h, int t) { return imageLoad(spring_slots, record_texel(h, SPRING_SLOT_TEXELS, t)); }
-vec3 state_texel(int i, int t) { return imageLoad(src, record_texel(i, SPRING_STATE_TEXELS, t)).xyz; }
+vec3 state_texel(int i, int t) { return ring_load(src_ring, record_texel(i, SPRING_STATE_TEXELS, t)).xyz; }
 vec3 frame_texel(int i, int t) { return imageLoad(frame, record_texel(i, SPRING_FRAME_TEXELS, t)).xyz; }
 
 // angle between unit vectors u, w (atan2(|perp|, cos), 0 for zero vectors), perp = w - cos u, its length
@@ -73,8 +73,7 @@ float angle_between(vec3 u, vec3 w, out vec3 perp, out float s) {
     return (s == 0.0 && c == 0.0) ? 0.0 : atan(s, c);
 }
 
-void main() {
-    int g = active_groups[gl_WorkGroupID.x];
+void step_group(int g) {  // one iteration of work group g (main: spring_iterate.glsl)
     ivec4 head = imageLoad(spring_heads, record_texel(g, SPRING_HEAD_TEXELS, SPRING_HEAD_GROUP));
     int k = head.z;
     ivec4 run = inst_texel(k, SPRING_INSTANCE_RUN);
@@ -211,8 +210,8 @@ void main() {
             vn = vel;
             xn = x + h * f;
         }
-        imageStore(dst, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_X), vec4(xn, 1.0));
-        imageStore(dst, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_V), vec4(vn, 0.0));
+        ring_store(dst_ring, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_X), vec4(xn, 1.0));
+        ring_store(dst_ring, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_V), vec4(vn, 0.0));
         disp = length(xn - x);
         fmag = length(f);
         // non-finite values poison the maxima (NaN bits compare above +inf) so the check sees divergence

@@ -252,8 +252,7 @@ class Batch:
             mk("n_" + r, nbytes=n_dyn * 48)  # normal transform: 3 vec4 columns per control point
         if self.has_spring:
             mk("status", nbytes=max(1, len(self.instances)) * L.DEFORM_STATUS.size)
-            mk("active", nbytes=max(1, g) * 4)
-            mk("indirect", np.array([0, 1, 1, 0], np.uint32))
+            mk("spring_loop", np.zeros(4, np.int32))  # dispatch index and ticket (stages.spring)
             mk("partials", nbytes=max(1, g) * 4)
             mk("edit", nbytes=n_dyn * R.EDIT_ROW_BYTES)
             mk("spring_vel", np.zeros((n_dyn, 4), np.float32))  # last frame's velocities (dependent mode)
@@ -312,9 +311,9 @@ class Batch:
                                           f"{label} sheads")
             images["sinstances"] = make_image(res, L.SPRING_INSTANCE.zeros(max(1, len(self.instances))),
                                               f"{label} sinstances")  # contents: write_instance_table
-            # spring state (x, v) per control point: S0 (initial) and a ring of three (see stages.spring), and
-            # the frame's attachments; written by the GPU only
-            for name in ("spring_s0", "spring_r0", "spring_r1", "spring_r2"):
+            # spring state (x, v) per control point: a ring of three (x_0 in the third, see stages.spring),
+            # and the frame's attachments; written by the GPU only
+            for name in ("spring_r0", "spring_r1", "spring_r2"):
                 images[name] = make_image(res, L.SPRING_STATE.zeros(n_dyn), f"{label} {name}")
             images["spring_frame"] = make_image(res, L.SPRING_FRAME.zeros(n_dyn), f"{label} spring_frame")
         if self.normal_stages:
