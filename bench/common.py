@@ -145,7 +145,7 @@ def count_stage_calls(context_type: type) -> Iterator[GLCalls]:
 
     saved.append((moderngl.Uniform, "value", value))
     moderngl.Uniform.value = property(value.fget, set_value)
-    run = stages._RUN[context_type]
+    run: Any = stages._RUN[context_type]
 
     def counted_run(c: Any) -> None:
         inside[0] = True

@@ -1,6 +1,7 @@
 #version 430 core
 // Spring Compute (research Algorithm 1; numpy reference engine.skinning.springs.spring_step): one spring
-// iteration for the active work groups of every instance (indirect dispatch; converged instances have none).
+// iteration for every work group of the pool (the groups of stopped instances exit at entry; the loop state,
+// the ring and the convergence check: spring_iterate.glsl).
 // Reads state x_n (positions, velocities), writes x_{n+1}; per work group it reduces max |x_{n+1} - x_n|,
 // max |F(x_n)| (atomicMax on float bits into the instance status) and the energy at x_n (partials[group]).
 //
