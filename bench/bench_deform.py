@@ -105,8 +105,9 @@ def _pose(bind_joints: np.ndarray, inverse_bind: np.ndarray, seed: int = 3):
     return posed @ inverse_bind, posed
 
 
-def _counts_table(ctx, res, rig: tuple) -> None:
-    """The spring stage's GL calls in one frame (after a first frame: programs compiled, pools built)."""
+def _counts_table(ctx, res, rig: tuple, reps: int) -> None:
+    """The spring stage's GL calls in one frame (after a first frame: programs compiled, pools built), and the
+    median wall time inside the stage over ``reps`` frames (each after ctx.finish())."""
     from engine.skinning.gpu.graph import DeformerGraph
     from engine.skinning.gpu.plan import default_config
     from engine.skinning.gpu.stages import SpringContext
@@ -116,7 +117,7 @@ def _counts_table(ctx, res, rig: tuple) -> None:
     skin_mats, posed = _pose(bj, ib)
     print("Spring stage GL calls per frame (counted from Python; scheme 'iterations')")
     head = (f"{'I':>4}{'volume':>8}{'check_every':>13}{'dispatches':>12}{'barriers':>10}{'cmd barriers':>14}"
-            f"{'GL calls':>10}")
+            f"{'GL calls':>10}{'stage ms':>10}{'spread':>8}")
     print(head)
     print("-" * len(head))
     for it in (1, 50):
@@ -133,11 +134,20 @@ def _counts_table(ctx, res, rig: tuple) -> None:
                 graph.run()
                 with count_stage_calls(SpringContext) as n:
                     graph.run()
+                ms = []
+                for _ in range(reps):
+                    ctx.finish()
+                    with count_stage_calls(SpringContext) as t:
+                        graph.run()
+                    ms.append(t.seconds * 1e3)
                 graph.release()
+                sp = Spread.of(ms)
                 print(f"{it:>4}{'on' if k_v else 'off':>8}{every:>13}{n.dispatches:>12}{n.barriers:>10}"
-                      f"{n.command_barriers:>14}{n.calls:>10}")
-    print("GL calls: dispatches, barriers, image / SSBO bindings, uniform writes, buffer writes and copies issued "
-          "by the spring stage's Python code")
+                      f"{n.command_barriers:>14}{n.calls:>10}{sp.median:>10.3f}{sp.pct:>7.0f}%")
+    print(f"mesh: {topo.n_control} control points; GL calls: dispatches, barriers, image / SSBO bindings, uniform "
+          "writes, buffer writes and copies issued by the spring stage's Python code; stage ms: median wall time "
+          f"inside the stage over {reps} frames (on llvmpipe the dispatches run inside their calls: the stage's "
+          "whole cost)")
     print()
 
 
@@ -256,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     res = GpuResources(ctx)
     print(device_line(ctx, f"median of {reps} frames per cell (numpy: of {np_reps} calls); spread = (p75 - p25) / "
                            "median"))
-    _counts_table(ctx, res, _rig("box", True, args.synthetic)[1])
+    _counts_table(ctx, res, _rig("box", True, args.synthetic)[1], reps)
     if args.counts:
         res.release_all()
         ctx.release()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import platform
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -90,12 +91,14 @@ def device_line(ctx: Any | None, repetitions: str) -> str:
 class GLCalls:
     """GL calls counted from Python: ``dispatches`` (``ComputeShader.run`` / ``run_indirect``), ``barriers``
     (``memory_barrier``), ``command_barriers`` (those with GL_COMMAND_BARRIER_BIT) and ``calls`` (every counted
-    moderngl call: the dispatches and barriers, image / SSBO bindings, uniform writes, buffer writes and copies)."""
+    moderngl call: the dispatches and barriers, image / SSBO bindings, uniform writes, buffer writes and copies),
+    ``seconds``: wall time inside the stage (Python and driver; on llvmpipe a dispatch runs inside its call)."""
 
     dispatches: int = 0
     barriers: int = 0
     command_barriers: int = 0
     calls: int = 0
+    seconds: float = 0.0
 
 
 #: moderngl methods that reach the driver, by class name (ComputeShader.run binds the program and dispatches)
@@ -149,9 +152,11 @@ def count_stage_calls(context_type: type) -> Iterator[GLCalls]:
 
     def counted_run(c: Any) -> None:
         inside[0] = True
+        t0 = time.perf_counter()
         try:
             run(c)
         finally:
+            counts.seconds += time.perf_counter() - t0
             inside[0] = False
 
     stages._RUN[context_type] = counted_run

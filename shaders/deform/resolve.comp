@@ -1,6 +1,6 @@
 #version 430 core
 // End of the spring stage: per control point, copy the instance's accepted state (after status.iterations
-// steps: ring (iterations - 1) mod 3, x_0 lying in ring2; SpringState images, spring_iterate.glsl) into the
+// steps: ring image (iterations - 1) mod 3, x_0 lying in the third; SpringState images, spring_iterate.glsl) into the
 // stage's target and keep the velocity.
 layout(local_size_x = LOCAL_SIZE) in;
 
@@ -9,9 +9,7 @@ layout(local_size_x = LOCAL_SIZE) in;
 
 
 layout(std430, binding = B_STATUS) readonly buffer Status { DeformStatus status[]; };
-layout(rgba32f, binding = I_SPRING_RING0) readonly uniform image2D ring0;
-layout(rgba32f, binding = I_SPRING_RING1) readonly uniform image2D ring1;
-layout(rgba32f, binding = I_SPRING_RING2) readonly uniform image2D ring2;
+layout(rgba32f, binding = I_SPRING_RING) readonly uniform image2D ring;  // three images stacked
 layout(std430, binding = B_DST) writeonly buffer Target { vec4 target[]; };
 layout(std430, binding = B_VEL) writeonly buffer VelFinal { vec4 vel_final[]; };
 
@@ -23,13 +21,9 @@ void main() {
     if (i >= inst.n_control) return;
     int di = inst.dyn_base + i;
     int it = status[k].iterations;
-    ivec2 px = record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_X);
-    ivec2 pv = record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_V);
-    vec4 x, v;
-    int r = (it + 2) % 3;  // (it - 1) mod 3, uniform per instance
-    if (r == 0) { x = imageLoad(ring0, px); v = imageLoad(ring0, pv); }
-    else if (r == 1) { x = imageLoad(ring1, px); v = imageLoad(ring1, pv); }
-    else { x = imageLoad(ring2, px); v = imageLoad(ring2, pv); }
+    ivec2 slot = ivec2(0, (it + 2) % 3 * (imageSize(ring).y / 3));  // image (it - 1) mod 3 of the ring
+    vec4 x = imageLoad(ring, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_X) + slot);
+    vec4 v = imageLoad(ring, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_V) + slot);
     target[di] = vec4(x.xyz, 1.0);
     vel_final[di] = v;
 }

@@ -41,11 +41,8 @@ layout(rgba32i, binding = I_SPRING_HEADS) readonly uniform iimage2D spring_heads
 layout(rgba32i, binding = I_SPRING_INSTANCES) readonly uniform iimage2D spring_instances;
 layout(rgba32i, binding = I_SPRING_POINTS) readonly uniform iimage2D spring_points;
 layout(rgba32i, binding = I_SPRING_SLOTS) readonly uniform iimage2D spring_slots;
-// the SpringState ring, bound once per frame (stages.spring): x_0 in ring2, dispatch n reads x_n from ring
-// (n + 2) % 3 and writes x_{n+1} to ring n % 3 (spring_iterate.glsl)
-layout(rgba32f, binding = I_SPRING_RING0) uniform image2D ring0;
-layout(rgba32f, binding = I_SPRING_RING1) uniform image2D ring1;
-layout(rgba32f, binding = I_SPRING_RING2) uniform image2D ring2;
+// the SpringState ring: three images stacked in one, bound once per frame (spring_iterate.glsl)
+layout(rgba32f, binding = I_SPRING_RING) uniform image2D ring;
 layout(rgba32f, binding = I_SPRING_FRAME) readonly uniform image2D frame;  // SpringFrame
 layout(std430, binding = B_STATUS) coherent buffer Status { DeformStatus status[]; };
 layout(std430, binding = B_PARTIALS) coherent buffer Partials { float partials[]; };

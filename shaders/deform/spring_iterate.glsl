@@ -7,9 +7,10 @@
 //   every other group finish: it runs the convergence check of every instance when dispatch n records one
 //   (u_record), then advances [0] to n + 1 and clears the ticket for the next dispatch.
 // * Groups of an instance that stopped (status.converged) exit at entry, taking only their ticket.
-// * The SpringState ring is bound once: x_0 lies in ring2 (spring_frame writes it there), dispatch n reads x_n
-//   from ring (n - 1) mod 3 (ring2 for n <= 0) and writes x_{n+1} to ring n % 3; resolve.comp reads an
-//   instance's accepted state after `iterations` steps from ring (iterations - 1) mod 3, x_{n-1} stays intact
+// * The SpringState ring is one image bound once: three images stacked (image r from row r * height / 3, so a
+//   slot is an offset, not a branch). x_0 lies in image 2 (spring_frame writes it there), dispatch n reads x_n
+//   from image (n - 1) mod 3 (2 for n <= 0) and writes x_{n+1} to image n % 3; resolve.comp reads an
+//   instance's accepted state after `iterations` steps from image (iterations - 1) mod 3; x_{n-1} stays intact
 //   while dispatch n runs (the energy scheme may still reject x_n).
 // The check is engine.skinning.springs.SpringDeformer.iterate's schemes (iterations, displacement, force,
 // energy; divergence), unchanged from the former converge pass.
@@ -24,24 +25,16 @@ uniform int u_check_every;   // record (and check) after every u_check_every-th 
 // this dispatch, read from the loop state in main (plain globals: the iteration body keeps its former names)
 int u_iteration;  // index n of this dispatch (all active instances are at step n); -1: the volume pre-pass
 int u_record;     // 1: the last group checks convergence after this dispatch; record the maxima
-int src_ring;     // ring image holding x_n
-int dst_ring;     // ring image receiving x_{n+1}
+ivec2 src_ring;   // texel offset of the ring image holding x_n
+ivec2 dst_ring;   // texel offset of the ring image receiving x_{n+1}
 
 shared int sh_last;
 
 const uint FINITE_MAX = 0x7f7fffffu;  // bits of the largest finite float; above: inf or NaN
 
-vec4 ring_load(int r, ivec2 p) {
-    if (r == 0) return imageLoad(ring0, p);
-    if (r == 1) return imageLoad(ring1, p);
-    return imageLoad(ring2, p);
-}
+vec4 ring_load(ivec2 slot, ivec2 p) { return imageLoad(ring, p + slot); }
 
-void ring_store(int r, ivec2 p, vec4 v) {
-    if (r == 0) imageStore(ring0, p, v);
-    else if (r == 1) imageStore(ring1, p, v);
-    else imageStore(ring2, p, v);
-}
+void ring_store(ivec2 slot, ivec2 p, vec4 v) { imageStore(ring, p + slot, v); }
 
 void stop(int k, int reason) { status[k].converged = 1; status[k].reason = reason; }
 
@@ -108,8 +101,9 @@ void main() {
     int n = loop_state[0];  // the same for every group: the last group advances it only after all took tickets
     u_iteration = n;
     u_record = (n >= 0 && ((n + 1) % u_check_every == 0 || n + 1 == u_dispatches)) ? 1 : 0;
-    src_ring = n <= 0 ? 2 : (n - 1) % 3;
-    dst_ring = max(n, 0) % 3;
+    int rows = imageSize(ring).y / 3;
+    src_ring = ivec2(0, (n <= 0 ? 2 : (n - 1) % 3) * rows);
+    dst_ring = ivec2(0, max(n, 0) % 3 * rows);
     int k = instance_of_group(uint(g));
     if (status[k].converged == 0) step_group(g);  // uniform per group: a stopped instance's groups exit here
     memoryBarrierBuffer();  // this group's maxima, partials and volume sums before its ticket

@@ -62,7 +62,7 @@ def _spring(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: modern
                                 volume=b["volume"]),
         images=S.SpringImages(heads=im["sheads"], instances=im["sinstances"], points=im["spoints"],
                               slots=im["sslots"], frame=im["spring_frame"],
-                              ring=(im["spring_r0"], im["spring_r1"], im["spring_r2"])),
+                              ring=im["spring_ring"]),
         n_instances=len(batch.instances), n_groups=batch.total_groups,
         dispatches=spring_stage.dispatch_count(i.params for i in batch.instances),
         volume=R.volume_rows(batch.instances, batch.n_bones)

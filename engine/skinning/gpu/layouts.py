@@ -329,10 +329,8 @@ IMAGE_BINDINGS: dict[str, int] = {
     "I_SPRING_POINTS": 2,  # SpringPoint per static control point, rgba32i
     "I_SPRING_SLOTS": 3,   # SpringSlot per static CSR slot, rgba32i
     "I_SPRING_FRAME": 4,   # SpringFrame per control point of the pool, rgba32f
-    "I_SPRING_DST": 5,     # spring_frame: x_0 (SpringState, into ring2), rgba32f
-    "I_SPRING_RING0": 5,   # spring and resolve: the three SpringState ring images, bound once per frame
-    "I_SPRING_RING1": 6,
-    "I_SPRING_RING2": 7,
+    "I_SPRING_RING": 5,    # SpringState ring: three images stacked in one, bound once per frame (x_0 into the
+                           # third by spring_frame; spring reads and writes it; resolve reads it), rgba32f
     # face_normals and vertex_normals
     "I_NORMALS_HEADS": 0,  # NormalsHead per face / display work group, rgba32i
     "I_NORMAL_TRIS": 1,    # NormalTri per static triangle, rgba32i

@@ -22,9 +22,10 @@ Per frame, over the whole control pool:
 4. **resolve** (``resolve.comp``, one dispatch): each instance's accepted state (by its GPU-side iteration
    count) into the stage's target (+ velocities for the next frame).
 
-Spring state (SpringState images, layouts "spring stage images"): a ring of three images bound once per frame;
-spring_frame writes x_0 into ring[2]; dispatch n reads x_n from ring[(n - 1) mod 3] and writes x_{n+1} to
-ring[n % 3]. Three images keep x_{n-1} intact while dispatch n runs, so the energy scheme can still reject the
+Spring state (SpringState images, layouts "spring stage images"): a ring of three images stacked in one
+texture (image r from row r * height / 3: the shaders pick one by an offset, no branch) bound once per frame;
+spring_frame writes x_0 into image 2; dispatch n reads x_n from image (n - 1) mod 3 and writes x_{n+1} to image
+n % 3. Three images keep x_{n-1} intact while dispatch n runs, so the energy scheme can still reject the
 last step. Reference: engine.skinning.springs.
 """
 from __future__ import annotations
@@ -56,7 +57,7 @@ class SpringImages:
     points: moderngl.Texture              # SpringPoint per control point (static pool)
     slots: moderngl.Texture               # SpringSlot per CSR slot (static pool)
     frame: moderngl.Texture               # SpringFrame per control point (this frame's attachments)
-    ring: tuple[moderngl.Texture, moderngl.Texture, moderngl.Texture]  # SpringState; x_0 in ring[2]
+    ring: moderngl.Texture                # SpringState ring: three images stacked; x_0 in the third
 
 
 @dataclass(frozen=True)
@@ -103,12 +104,12 @@ def dispatch_count(params: Iterable[Any]) -> int:
 
 
 def run_frame(c: SpringContext) -> None:
-    """Pass 1: posed attachments, bone references and x_0 (into ring[2])."""
+    """Pass 1: posed attachments, bone references and x_0 (into the ring's third image)."""
     cs = c.program("spring_frame", None)
     bind_all(((c.instances, "B_INSTANCES"), (c.groups, "B_GROUPS"), (c.bones, "B_BONES"),
               (c.buffers.velocities, "B_VEL")) + c.static)
     bind_image(c.images.frame, "I_SPRING_FRAME", read=False, write=True)
-    bind_image(c.images.ring[2], "I_SPRING_DST", read=False, write=True)
+    bind_image(c.images.ring, "I_SPRING_RING", read=False, write=True)
     bind_ssbo(c.source, "B_SKINNED")
     bind_all(((c.target, "B_WARM"), (c.bones_prev, "B_BONES_PREV"), (c.buffers.edit, "B_EDIT")))
     cs.run(c.n_groups)
@@ -141,8 +142,7 @@ def iterate(c: SpringContext) -> None:
     for tex, unit in ((im.heads, "I_SPRING_HEADS"), (im.instances, "I_SPRING_INSTANCES"),
                       (im.points, "I_SPRING_POINTS"), (im.slots, "I_SPRING_SLOTS"), (im.frame, "I_SPRING_FRAME")):
         bind_image(tex, unit)
-    for tex, unit in zip(im.ring, ("I_SPRING_RING0", "I_SPRING_RING1", "I_SPRING_RING2")):
-        bind_image(tex, unit, read=True, write=True)
+    bind_image(im.ring, "I_SPRING_RING", read=True, write=True)
     set_uniform(spring, "u_n_instances", c.n_instances)
     set_uniform(spring, "u_dispatches", c.dispatches)
     set_uniform(spring, "u_check_every", max(1, int(c.node.options.get("check_every", 1))))
@@ -154,8 +154,7 @@ def iterate(c: SpringContext) -> None:
 def resolve(c: SpringContext) -> None:
     """Pass 4: the accepted state of each instance -> target (+ velocities for the next frame)."""
     res = c.program("resolve", None)
-    for tex, unit in zip(c.images.ring, ("I_SPRING_RING0", "I_SPRING_RING1", "I_SPRING_RING2")):
-        bind_image(tex, unit)
+    bind_image(c.images.ring, "I_SPRING_RING")
     bind_ssbo(c.target, "B_DST")
     bind_ssbo(c.buffers.velocities, "B_VEL")
     res.run(c.n_groups)
