@@ -7,6 +7,9 @@
 //   every other group finish: it runs the convergence check of every instance when dispatch n records one
 //   (u_record), then advances [0] to n + 1 and clears the ticket for the next dispatch.
 // * Groups of an instance that stopped (status.converged) exit at entry, taking only their ticket.
+// * Volume sums (B_VOLUME) are reduced per work group in shared memory: each lane leaves its region's share
+//   (volume_add), and after the iteration the first lane of each region in the group adds the group's total with
+//   one atomic (fixed-point ints: the same sums as one atomic per point).
 // * The SpringState ring is one image bound once: three images stacked (image r from row r * height / 3, so a
 //   slot is an offset, not a branch). x_0 lies in image 2 (spring_frame writes it there), dispatch n reads x_n
 //   from image (n - 1) mod 3 (2 for n <= 0) and writes x_{n+1} to image n % 3; resolve.comp reads an
@@ -29,12 +32,35 @@ ivec2 src_ring;   // texel offset of the ring image holding x_n
 ivec2 dst_ring;   // texel offset of the ring image receiving x_{n+1}
 
 shared int sh_last;
+shared int sh_vol_row[LOCAL_SIZE];  // B_VOLUME index this lane adds to (-1: none)
+shared int sh_vol_add[LOCAL_SIZE];  // and its fixed-point share
 
 const uint FINITE_MAX = 0x7f7fffffu;  // bits of the largest finite float; above: inf or NaN
 
 vec4 ring_load(ivec2 slot, ivec2 p) { return imageLoad(ring, p + slot); }
 
 void ring_store(ivec2 slot, ivec2 p, vec4 v) { imageStore(ring, p + slot, v); }
+
+// this lane's share of a region's volume sum (added once per group and region by main)
+void volume_add(int row, int value) {
+    sh_vol_row[gl_LocalInvocationID.x] = row;
+    sh_vol_add[gl_LocalInvocationID.x] = value;
+}
+
+// one atomic per region of the group: the region's first lane adds every lane's share
+void volume_flush(int lid) {
+    barrier();  // every lane's share in shared memory
+    int row = sh_vol_row[lid];
+    if (row < 0) return;
+    for (int j = 0; j < lid; ++j) {
+        if (sh_vol_row[j] == row) return;  // not the region's first lane in this group
+    }
+    int sum = 0;
+    for (int j = lid; j < LOCAL_SIZE; ++j) {
+        if (sh_vol_row[j] == row) sum += sh_vol_add[j];
+    }
+    atomicAdd(volume_sums[row], sum);
+}
 
 void stop(int k, int reason) { status[k].converged = 1; status[k].reason = reason; }
 
@@ -105,7 +131,11 @@ void main() {
     src_ring = ivec2(0, (n <= 0 ? 2 : (n - 1) % 3) * rows);
     dst_ring = ivec2(0, max(n, 0) % 3 * rows);
     int k = instance_of_group(uint(g));
-    if (status[k].converged == 0) step_group(g);  // uniform per group: a stopped instance's groups exit here
+    sh_vol_row[lid] = -1;
+    if (status[k].converged == 0) {  // uniform per group: a stopped instance's groups exit here
+        step_group(g);
+        volume_flush(lid);
+    }
     memoryBarrierBuffer();  // this group's maxima, partials and volume sums before its ticket
     barrier();
     if (lid == 0) sh_last = int(atomicAdd(loop_state[1], 1) == int(gl_NumWorkGroups.x) - 1);
