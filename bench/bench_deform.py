@@ -105,6 +105,17 @@ def _pose(bind_joints: np.ndarray, inverse_bind: np.ndarray, seed: int = 3):
     return posed @ inverse_bind, posed
 
 
+def _volume_atomics(topo, binding, bind_joints) -> tuple[int, int]:
+    """Volume-term atomics per iteration on one mesh: (one per point of a region, as before the per-group
+    reduction; one per work group and region, spring_iterate.glsl's volume_flush)."""
+    from engine.gpu.layouts import LOCAL_SIZE
+    from engine.skinning.gpu.spring import spring_arrays
+
+    region = spring_arrays(topo, binding, bind_joints)[2]["region"][:, 0]
+    on = np.flatnonzero(region >= 0)
+    return int(on.size), len(set(zip((on // LOCAL_SIZE).tolist(), region[on].tolist())))
+
+
 def _counts_table(ctx, res, rig: tuple, reps: int) -> None:
     """The spring stage's GL calls in one frame (after a first frame: programs compiled, pools built), and the
     median wall time inside the stage over ``reps`` frames (each after ctx.finish())."""
@@ -148,6 +159,9 @@ def _counts_table(ctx, res, rig: tuple, reps: int) -> None:
           "writes, buffer writes and copies issued by the spring stage's Python code; stage ms: median wall time "
           f"inside the stage over {reps} frames (on llvmpipe the dispatches run inside their calls: the stage's "
           "whole cost)")
+    per_point, per_group = _volume_atomics(topo, binding, bj)
+    print(f"volume-term atomics per iteration on this mesh: {per_point} with one per point, {per_group} with one per "
+          "work group and region (now)")
     print()
 
 

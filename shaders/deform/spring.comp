@@ -174,7 +174,7 @@ void step_group(int g) {  // one iteration of work group g (main: spring_iterate
         if (vol_on) {
             vec4 pv = intBitsToFloat(point_texel(si, SPRING_POINT_VOL));  // V0_r, S0_r, fixed-point scale
             int n = u_iteration;
-            if (n != 0) volume_add(vbase + max(n, 0) % 3, int(round(vi / 18.0 * pv.z)));
+            if (n != 0) volume_add(r.z, vbase + max(n, 0) % 3, int(round(vi / 18.0 * pv.z)));
             if (n >= 0) {
                 if (r.w != 0) volume_sums[vbase + (n + 1) % 3] = 0;
                 float vr = float(volume_sums[vbase + max(n - 1, 0) % 3]) / pv.z;

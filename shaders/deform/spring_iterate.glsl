@@ -7,9 +7,11 @@
 //   every other group finish: it runs the convergence check of every instance when dispatch n records one
 //   (u_record), then advances [0] to n + 1 and clears the ticket for the next dispatch.
 // * Groups of an instance that stopped (status.converged) exit at entry, taking only their ticket.
-// * Volume sums (B_VOLUME) are reduced per work group in shared memory: each lane leaves its region's share
-//   (volume_add), and after the iteration the first lane of each region in the group adds the group's total with
-//   one atomic (fixed-point ints: the same sums as one atomic per point).
+// * Volume sums (B_VOLUME) are reduced per work group in shared memory: each lane adds its share to its region's
+//   entry of a shared table (volume_add; a shared atomic), and after the iteration each non-zero entry goes out
+//   with one atomic (volume_flush): one per group and region instead of one per point, the same fixed-point
+//   sums. Regions past the table's size (instances of more than VOLUME_TABLE bones) add straight to B_VOLUME.
+//   VOLUME_REDUCE 0 (the node's volume_reduce, stages.spring): one atomic per point instead.
 // * The SpringState ring is one image bound once: three images stacked (image r from row r * height / 3, so a
 //   slot is an offset, not a branch). x_0 lies in image 2 (spring_frame writes it there), dispatch n reads x_n
 //   from image (n - 1) mod 3 (2 for n <= 0) and writes x_{n+1} to image n % 3; resolve.comp reads an
@@ -32,8 +34,12 @@ ivec2 src_ring;   // texel offset of the ring image holding x_n
 ivec2 dst_ring;   // texel offset of the ring image receiving x_{n+1}
 
 shared int sh_last;
-shared int sh_vol_row[LOCAL_SIZE];  // B_VOLUME index this lane adds to (-1: none)
-shared int sh_vol_add[LOCAL_SIZE];  // and its fixed-point share
+#ifndef VOLUME_REDUCE
+#define VOLUME_REDUCE 1
+#endif
+#define VOLUME_TABLE 128
+shared int sh_vol_row[VOLUME_TABLE];  // per region (bone of the instance): its B_VOLUME index this dispatch
+shared int sh_vol_sum[VOLUME_TABLE];  // and the group's fixed-point sum
 
 const uint FINITE_MAX = 0x7f7fffffu;  // bits of the largest finite float; above: inf or NaN
 
@@ -41,25 +47,27 @@ vec4 ring_load(ivec2 slot, ivec2 p) { return imageLoad(ring, p + slot); }
 
 void ring_store(ivec2 slot, ivec2 p, vec4 v) { imageStore(ring, p + slot, v); }
 
-// this lane's share of a region's volume sum (added once per group and region by main)
-void volume_add(int row, int value) {
-    sh_vol_row[gl_LocalInvocationID.x] = row;
-    sh_vol_add[gl_LocalInvocationID.x] = value;
+// this lane's share of region `region`'s volume sum, B_VOLUME index `row` (added per group by volume_flush)
+void volume_add(int region, int row, int value) {
+    if (VOLUME_REDUCE == 0 || region >= VOLUME_TABLE) {
+        atomicAdd(volume_sums[row], value);
+        return;
+    }
+    sh_vol_row[region] = row;  // every lane of the region writes the same index
+    atomicAdd(sh_vol_sum[region], value);
 }
 
-// one atomic per region of the group: the region's first lane adds every lane's share
+void volume_clear(int lid) {
+    for (int j = lid; j < VOLUME_TABLE; j += LOCAL_SIZE) sh_vol_sum[j] = 0;
+    barrier();
+}
+
+// one atomic per region of the group (a zero sum adds nothing and is skipped)
 void volume_flush(int lid) {
-    barrier();  // every lane's share in shared memory
-    int row = sh_vol_row[lid];
-    if (row < 0) return;
-    for (int j = 0; j < lid; ++j) {
-        if (sh_vol_row[j] == row) return;  // not the region's first lane in this group
+    barrier();  // every lane's share in the table
+    for (int j = lid; j < VOLUME_TABLE; j += LOCAL_SIZE) {
+        if (sh_vol_sum[j] != 0) atomicAdd(volume_sums[sh_vol_row[j]], sh_vol_sum[j]);
     }
-    int sum = 0;
-    for (int j = lid; j < LOCAL_SIZE; ++j) {
-        if (sh_vol_row[j] == row) sum += sh_vol_add[j];
-    }
-    atomicAdd(volume_sums[row], sum);
 }
 
 void stop(int k, int reason) { status[k].converged = 1; status[k].reason = reason; }
@@ -131,10 +139,10 @@ void main() {
     src_ring = ivec2(0, (n <= 0 ? 2 : (n - 1) % 3) * rows);
     dst_ring = ivec2(0, max(n, 0) % 3 * rows);
     int k = instance_of_group(uint(g));
-    sh_vol_row[lid] = -1;
     if (status[k].converged == 0) {  // uniform per group: a stopped instance's groups exit here
+        if (VOLUME_REDUCE != 0) volume_clear(lid);
         step_group(g);
-        volume_flush(lid);
+        if (VOLUME_REDUCE != 0) volume_flush(lid);
     }
     memoryBarrierBuffer();  // this group's maxima, partials and volume sums before its ticket
     barrier();

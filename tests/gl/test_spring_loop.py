@@ -3,7 +3,9 @@
 One frame of the spring stage issues the frame pass, the reset, the volume pre-pass (with the volume term), one
 dispatch per iteration and the resolve: no convergence dispatches, no command barriers, and nothing bound or
 uploaded between the iterations (two GL calls per iteration: the dispatch and its memory barrier), whatever
-``check_every`` is. The GPU still equals the numpy reference (engine.skinning.springs) at I = 1, 7 and 50.
+``check_every`` is. The GPU still equals the numpy reference (engine.skinning.springs) at I = 1, 7 and 50, and
+the volume sums added per work group and region (``volume_reduce = "group"``) give exactly the per-point
+atomics' result (fixed-point sums).
 """
 from __future__ import annotations
 
@@ -29,9 +31,10 @@ def rig():
     return tube(rings=8, segments=6)
 
 
-def _graph(gl_ctx, resources, rig, params, check_every):
+def _graph(gl_ctx, resources, rig, params, check_every, **options):
     cfg = default_config("spring").to_dict()
     cfg["nodes"][1]["options"]["check_every"] = check_every
+    cfg["nodes"][1]["options"].update(options)
     graph = DeformerGraph(gl_ctx, resources)
     h = graph.add_mesh(rig.topology, rig.binding, rig.joints, rig.weights, rig.inverse_bind, rig.parents,
                        config=cfg, spring=params)
@@ -110,3 +113,25 @@ def test_displacement_stop_with_check_every_matches_reference(gl_ctx, resources,
         np.testing.assert_allclose(graph.download_control(h, "deformed"), ref, atol=1e-4 * diag, rtol=0)
     finally:
         graph.release()
+
+
+@pytest.mark.parametrize("iterations", [1, 7, 50])
+def test_volume_sums_per_group_equal_per_point(gl_ctx, resources, rig, iterations):
+    params = SpringParams(convergence="iterations", max_iterations=iterations)  # the volume term is on by default
+    out = {}
+    for mode in ("group", "point"):
+        graph, h, posed = _graph(gl_ctx, resources, rig, params, 1, volume_reduce=mode)
+        try:
+            graph.run()
+            out[mode] = graph.download_control(h, "deformed")
+        finally:
+            graph.release()
+    ref, _ = _reference(rig, params, posed)
+    np.testing.assert_array_equal(out["group"], out["point"])  # integer sums: the same bits
+    diag = M.bbox_diagonal(rig.topology.positions)
+    np.testing.assert_allclose(out["group"], ref, atol=TOL * diag, rtol=0)
+
+
+def test_volume_reduce_option_refuses_unknown_values(gl_ctx, resources, rig):
+    with pytest.raises(ValueError, match=r"volume_reduce = 'atomic' .*; valid: 'auto', 'group', 'point'"):
+        _graph(gl_ctx, resources, rig, SpringParams(), 1, volume_reduce="atomic")

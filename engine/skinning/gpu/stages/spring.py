@@ -131,11 +131,21 @@ def pre_pass(c: SpringContext) -> bool:
     return c.volume is not None and c.dispatches > 0
 
 
+def volume_reduce(c: SpringContext) -> bool:
+    """Whether the volume sums are added per work group and region (the node's ``volume_reduce``; "auto": not on
+    a software rasteriser, where the extra barriers and shared atomics cost more than the uncontended atomics)."""
+    mode = c.node.options.get("volume_reduce", "auto")
+    if mode == "auto":
+        renderer = str(c.gl.info.get("GL_RENDERER", "")).lower()
+        return not ("llvmpipe" in renderer or "softpipe" in renderer)
+    return bool(mode == "group")
+
+
 def iterate(c: SpringContext) -> None:
     """Pass 3: the iteration dispatches (the pre-pass first with the volume term). Everything is bound and set
     once; each dispatch reads its index from the loop state and the last work group of each checks convergence
     every ``check_every`` dispatches and after the last (spring_iterate.glsl)."""
-    spring = c.program("spring", None)
+    spring = c.program("spring", {"VOLUME_REDUCE": int(volume_reduce(c))})
     im, b = c.images, c.buffers
     bind_all(((c.instances, "B_INSTANCES"), (c.groups, "B_GROUPS"), (b.status, "B_STATUS"),
               (b.partials, "B_PARTIALS"), (b.loop, "B_SPRING_LOOP"), (b.edit, "B_EDIT"), (b.volume, "B_VOLUME")))
