@@ -18,7 +18,8 @@ Per frame, over the whole control pool:
    dispatch index is read on the GPU from the loop state; the last work group of a dispatch (an atomic ticket)
    runs the convergence check after every ``check_every``-th and the last dispatch (GPU-side maxima / energy
    partials) and advances the index; groups of a stopped instance exit at entry. One dispatch and one memory
-   barrier per iteration, no command barrier; the CPU never waits;
+   barrier per iteration, no command barrier; the CPU never waits. The volume sums go out once per work group
+   and region from shared memory, or once per point (the node's ``volume_reduce``, :func:`volume_reduce`);
 4. **resolve** (``resolve.comp``, one dispatch): each instance's accepted state (by its GPU-side iteration
    count) into the stage's target (+ velocities for the next frame).
 
