@@ -58,12 +58,12 @@ def _spring(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: modern
         target=batch.control(node.outputs["target"])[0], bones=b["bones"], bones_prev=b["bones_prev"],
         warm=batch.pose.warm_prev is not None,  # some instance wants the warm start: keep this frame's bones
         static=_static(batch, spring_stage.STATIC_READS),
-        buffers=S.SpringBuffers(status=b["status"], partials=b["partials"], active=b["active"],
-                                indirect=b["indirect"], edit=b["edit"], velocities=b["spring_vel"],
+        buffers=S.SpringBuffers(status=b["status"], partials=b["partials"], loop=b["spring_loop"],
+                                edit=b["edit"], velocities=b["spring_vel"],
                                 volume=b["volume"]),
         images=S.SpringImages(heads=im["sheads"], instances=im["sinstances"], points=im["spoints"],
-                              slots=im["sslots"], frame=im["spring_frame"], s0=im["spring_s0"],
-                              ring=(im["spring_r0"], im["spring_r1"], im["spring_r2"])),
+                              slots=im["sslots"], frame=im["spring_frame"],
+                              ring=im["spring_ring"]),
         n_instances=len(batch.instances), n_groups=batch.total_groups,
         dispatches=spring_stage.dispatch_count(i.params for i in batch.instances),
         volume=R.volume_rows(batch.instances, batch.n_bones)

@@ -24,9 +24,10 @@ and memory barriers follow from that. :class:`DeformerGraph` runs such graphs fo
   normal transforms. It reads three read-only images (why images: layouts, "fused skin_copy stage"): a
   SkinVertex per display vertex (static pool), a SkinHead per display work group and the batch's joints as
   compact records (written once per frame);
-* springs run up to ``max_iterations`` indirect dispatches per frame; a tiny convergence pass (one work group)
-  reads the GPU-side maxima (atomicMax on float bits) / energy partials every ``check_every`` iterations and
-  rebuilds the list of active work groups, so a converged mesh costs zero work; the CPU never waits;
+* springs run up to ``max_iterations`` dispatches per frame, one memory barrier each and nothing bound or
+  uploaded between them: the dispatch index lives in a GPU buffer, and the last work group of a dispatch (an
+  atomic ticket) reads the GPU-side maxima (atomicMax on float bits) / energy partials every ``check_every``
+  iterations and stops converged instances, whose work groups then exit at entry; the CPU never waits;
 * per frame the CPU packs the poses of all instances of a batch at once (stacked arrays, one batched call per
   quantity, only what the batch's nodes read: LBS needs only the skin matrices) and writes each pose buffer
   once; nothing is read back on the per-frame path but the springs' status (32 bytes per instance, copied on

@@ -102,6 +102,9 @@ class StageSpec:
         return self.outputs[port] if port in self.outputs else self.optional_outputs[port]
 
 
+#: the spring node's volume_reduce values (stages.spring.volume_reduce)
+VOLUME_REDUCE = ("auto", "group", "point")
+
 #: every stage the GPU graph can run; options listed with their defaults
 STAGES: dict[str, StageSpec] = {
     # influence / length_correction / blend: IRS options of engine.skinning.skinning.irs
@@ -109,8 +112,11 @@ STAGES: dict[str, StageSpec] = {
     "skin": StageSpec({"source": "control"}, {"target": "control"},
                       {"method": "lbs", "mode": "bind", "influence": (0.5, 0.5), "length_correction": False,
                        "blend": "nlerp", "normals": "surface"}),
-    # check_every: run the convergence check after every k-th iteration (1 reproduces the reference exactly)
-    "spring": StageSpec({"source": "control"}, {"target": "control"}, {"check_every": 1}),
+    # check_every: run the convergence check after every k-th iteration (1 reproduces the reference exactly);
+    # volume_reduce: the volume term's sums added per work group and region from shared memory ("group"), or one
+    # atomic per point ("point"; cheaper on a software rasteriser, where barriers and shared atomics cost more
+    # than uncontended atomics), "auto": "point" on llvmpipe / softpipe, else "group" (same sums either way)
+    "spring": StageSpec({"source": "control"}, {"target": "control"}, {"check_every": 1, "volume_reduce": "auto"}),
     # optional output normals: skinned normals of the display vertices; the source must be written (this
     # frame) by a skin node with normals = "skinned"
     "copy": StageSpec({"source": "control"}, {"target": "display"}, {}, {"normals": "display"}),
@@ -270,6 +276,10 @@ class GraphConfig:
                 ce = n.options.get("check_every", 1)
                 if not isinstance(ce, int) or isinstance(ce, bool) or not 1 <= ce <= 1000:
                     raise ValueError(f"node {n.name!r}: check_every must be an integer in [1, 1000], got {ce!r}")
+                vr = n.options.get("volume_reduce", "auto")
+                if vr not in VOLUME_REDUCE:
+                    raise ValueError(f"node {n.name!r}: volume_reduce = {_show(vr)}; valid: "
+                                     f"{', '.join(repr(v) for v in VOLUME_REDUCE)}")
             if n.stage == "vertex_normals" and n.options.get("crease_angle") is not None:
                 a = n.options["crease_angle"]
                 if not _is_number(a) or not (0.0 <= a <= 3.141592653589793):

@@ -64,10 +64,13 @@ class RangeAllocator:
         return a
 
 
-def make_image(res: GpuResources, records: np.ndarray, label: str) -> moderngl.Texture:
+def make_image(res: GpuResources, records: np.ndarray, label: str, copies: int = 1) -> moderngl.Texture:
     """A read-only image of vec4 records for the skin_copy, spring and normal stages (layout:
-    layouts.image_rows)."""
+    layouts.image_rows); ``copies`` > 1 stacks that many images of the records one above the other (the spring
+    state ring: copy r at row r * height / copies)."""
     texels = L.image_rows(records)
+    if copies > 1:
+        texels = np.concatenate([texels] * copies, axis=0)
     if texels.shape[0] > res.ctx.info.get("GL_MAX_TEXTURE_SIZE", 16384):
         raise ValueError(f"{label}: {records.shape[0]} records need an image of {texels.shape[0]} rows, more "
                          f"than the driver's GL_MAX_TEXTURE_SIZE; use fewer meshes per graph or fuse = false")
@@ -256,8 +259,7 @@ class Batch:
             mk("n_" + r, nbytes=n_dyn * 48)  # normal transform: 3 vec4 columns per control point
         if self.has_spring:
             mk("status", nbytes=max(1, len(self.instances)) * L.DEFORM_STATUS.size)
-            mk("active", nbytes=max(1, g) * 4)
-            mk("indirect", np.array([0, 1, 1, 0], np.uint32))
+            mk("spring_loop", np.zeros(4, np.int32))  # dispatch index and ticket (stages.spring)
             mk("partials", nbytes=max(1, g) * 4)
             mk("edit", nbytes=n_dyn * R.EDIT_ROW_BYTES)
             mk("spring_vel", np.zeros((n_dyn, 4), np.float32))  # last frame's velocities (dependent mode)
@@ -316,10 +318,9 @@ class Batch:
                                           f"{label} sheads")
             images["sinstances"] = make_image(res, L.SPRING_INSTANCE.zeros(max(1, len(self.instances))),
                                               f"{label} sinstances")  # contents: write_instance_table
-            # spring state (x, v) per control point: S0 (initial) and a ring of three (see stages.spring), and
-            # the frame's attachments; written by the GPU only
-            for name in ("spring_s0", "spring_r0", "spring_r1", "spring_r2"):
-                images[name] = make_image(res, L.SPRING_STATE.zeros(n_dyn), f"{label} {name}")
+            # spring state (x, v) per control point: a ring of three images stacked in one (x_0 in the third,
+            # see stages.spring), and the frame's attachments; written by the GPU only
+            images["spring_ring"] = make_image(res, L.SPRING_STATE.zeros(n_dyn), f"{label} spring_ring", copies=3)
             images["spring_frame"] = make_image(res, L.SPRING_FRAME.zeros(n_dyn), f"{label} spring_frame")
         if self.normal_stages:
             for name, rec in R.NORMAL_IMAGES.items():

@@ -2,11 +2,11 @@
 
 * :mod:`.morph` (morph targets before skinning, only in the graphs of meshes that have them),
   :mod:`.skin` (control domain: LBS / DQS / rigid / IRS), :mod:`.skin_copy` (the fused skin + copy over the
-  display pool), :mod:`.spring` (frame / converge / iterations / resolve), :mod:`.contact` (the springs'
+  display pool), :mod:`.spring` (frame / reset / iterations / resolve), :mod:`.contact` (the springs'
   optional contact term: hashed grid + Jacobi passes), :mod:`.copy` (control -> display),
   :mod:`.face_normals` (face domain), :mod:`.vertex_normals` (display domain);
-* each runs once per batch over pooled buffers (one dispatch per stage; per spring iteration one indirect
-  dispatch plus the one-work-group convergence check); each instance's range is padded to whole work groups
+* each runs once per batch over pooled buffers (one dispatch per stage; per spring iteration one dispatch
+  whose last work group checks convergence); each instance's range is padded to whole work groups
   and group -> instance tables name the instance of every work group;
 * a stage receives a context dataclass of its module naming the buffers, images, program source and counts it
   needs (built from a batch's pools by :mod:`engine.skinning.gpu.contexts`); no stage knows the pools.
