@@ -155,8 +155,11 @@ void main() {
             k_edit = ed.ck.w;
             held = ed.q.y != 0.0;
             if (ed.ck.w > 0.0) f *= step.z;
-            f += k_e * (ed.ck.xyz - ed.ck.w * x);
-            float ee = ed.ck.w * dot(x, x) - 2.0 * dot(ed.ck.xyz, x) + ed.q.x;
+            // targets in scene units, the state in bind units (SpringFrame attach.w: u, spring_frame.comp)
+            float un = imageLoad(frame, record_texel(di, SPRING_FRAME_TEXELS, SPRING_FRAME_ATTACH)).w;
+            vec3 ck = ed.ck.xyz / un;
+            f += k_e * (ck - ed.ck.w * x);
+            float ee = ed.ck.w * dot(x, x) - 2.0 * dot(ck, x) + ed.q.x / (un * un);
             energy += k_e * 0.5 * max(ee, 0.0);
         }
         if (k_b != 0.0) {

@@ -172,6 +172,7 @@ def iterate(c: SpringContext, conv: moderngl.ComputeShader) -> None:
 def resolve(c: SpringContext) -> None:
     """Pass 4: the accepted state of each instance -> target (+ velocities for the next frame)."""
     res = c.program("resolve", None)
+    bind_image(c.images.frame, "I_SPRING_FRAME")  # attach.w: the pose unit (the state is in bind units)
     bind_image(c.images.s0, "I_SPRING_SRC")
     for tex, unit in zip(c.images.ring, ("I_SPRING_RING0", "I_SPRING_RING1", "I_SPRING_RING2")):
         bind_image(tex, unit)
