@@ -12,6 +12,11 @@ Importing this module is enough for bench_reference to list the rows too.
 family of N generated tubes (engine.assets.gen.family) over every pose of ``tube_poses()``
 (engine.skinning.family).
 
+``--rigs`` prints issue 26's table instead: LBS against the springs (defaults, numpy reference, through
+``compare``'s metrics) on the Khronos rigs in ../shared/gltf-samples (CesiumMan, Fox, RiggedFigure) at several
+times of their clips: intersecting face pairs, share of interior edges whose dihedral angle changed by more than
+45 deg, share of edges strained over 30 %, and whether the springs are no worse than LBS on all three.
+
 ``--accel [N]`` prints the iteration counts instead (issue 15 item 4): per member (N of the family) and pose, the
 iterations to the displacement tolerance (no iteration cap) of the defaults (damped semi-implicit steps), of the
 research's explicit update and of that with momentum (``--momentum`` betas), each result's largest distance from the
@@ -279,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--with-lbs", action="store_true", help="add the LBS row for comparison")
     ap.add_argument("--family", type=int, nargs="?", const=12, default=None, metavar="N",
                     help="print the quality table of LBS, DQS and springs on N generated tubes (default 12)")
+    ap.add_argument("--rigs", action="store_true", help="print issue 26's LBS vs springs table on the Khronos rigs")
     ap.add_argument("--accel", type=int, nargs="?", const=4, default=None, metavar="N",
                     help="print iterations to the tolerance with and without acceleration on N tubes (default 4)")
     ap.add_argument("--momentum", default="0.5,0.7,0.8", help="comma-separated momentum betas for --accel")
@@ -306,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
         print(warm_sweep(args.warm_sweep, _floats(args.steps)))
     elif args.warm is not None:
         print(warm_table(args.warm, _floats(args.speeds), far_every=args.far_every, warm_limit=args.warm_limit))
+    elif args.rigs:
+        print(rigs_table())
     elif args.accel is not None:
         print(accel_table(args.accel, _floats(args.momentum)))
     elif args.family is not None:
@@ -316,6 +324,40 @@ def main(argv: list[str] | None = None) -> int:
     else:
         return _reference_table(ap, args)
     return 0
+
+
+#: (file in ../shared/gltf-samples, clip, times) of the --rigs table
+RIGS = (("CesiumMan.glb", "clip0", (0.5, 1.0, 1.5)), ("Fox.glb", "Survey", (0.5, 1.5, 2.5)),
+        ("Fox.glb", "Walk", (0.3, 0.6)), ("Fox.glb", "Run", (0.3, 0.8)), ("RiggedFigure.glb", "clip0", (0.3, 0.5, 0.9)))
+
+
+def rigs_table(root: str = "../shared/gltf-samples") -> str:
+    """Issue 26's table (see the module docstring): one row per rig, clip and time."""
+    import warnings
+
+    from engine import Session
+    from engine.scene import quiet_load
+    from game.commands.compare import VERSUS_LBS, compare_metrics
+
+    head = ("| rig, clip, time | intersecting pairs (LBS / springs) | dihedral > 45 deg, % | strain > 30 %, % "
+            "| springs no worse |")
+    lines = [head, "|---|---|---|---|---|"]
+    worse_rows = 0
+    with Session(device="cpu", render=False, strict=True) as sess, warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for name, clip, times in RIGS:
+            asset = quiet_load(f"{root}/{name}").asset
+            for t in times:
+                m, _, _ = compare_metrics(asset, clip, t, ["lbs", "spring"], session=sess)
+                a, b = m["lbs"]["fold"], m["spring"]["fold"]
+                worse = [k for k in VERSUS_LBS if round(b[k], 5) > round(a[k], 5)]
+                worse_rows += bool(worse)
+                lines.append(f"| {name[:-4]} {clip} {t:g} s | {a['intersecting_pairs']:.0f} / "
+                             f"{b['intersecting_pairs']:.0f} | {100 * a['dihedral_change_45']:.2f} / "
+                             f"{100 * b['dihedral_change_45']:.2f} | {100 * a['strain_30']:.2f} / "
+                             f"{100 * b['strain_30']:.2f} | {'yes' if not worse else 'no'} |")
+    lines.append(f"springs worse than LBS on some column in {worse_rows} of {len(lines) - 2} rows")
+    return "\n".join(lines)
 
 
 def _floats(text: str) -> list[float]:

@@ -149,11 +149,13 @@ void main() {
             }
         }
         float k_edit = 0.0;  // K_i of active surface edits (enters lambda_i)
-        bool held = false;   // static set of a surface edit: no force, no step (reference springs.release_held)
+        // static set of a surface edit, or a rigid point (SpringFrame bone_ref.w, spring_frame.comp): no force, no
+        // step (reference springs.release_held)
+        bool held = imageLoad(frame, record_texel(di, SPRING_FRAME_TEXELS, SPRING_FRAME_BONE_REF)).w > 0.5;
         if (k_e != 0.0) {
             SpringEdit ed = edit[di];
             k_edit = ed.ck.w;
-            held = ed.q.y != 0.0;
+            held = held || ed.q.y != 0.0;
             if (ed.ck.w > 0.0) f *= step.z;
             // targets in scene units, the state in bind units (SpringFrame attach.w: u, spring_frame.comp)
             float un = imageLoad(frame, record_texel(di, SPRING_FRAME_TEXELS, SPRING_FRAME_ATTACH)).w;

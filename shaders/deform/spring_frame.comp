@@ -9,6 +9,8 @@
 // the rotation from its bone to the other one. inst.k2.w > 0 (rigid initial skinning, independent mode): the
 // start is the (blended) rigid skinning a + B R s with s = r * s_dir (reference SpringDeformer.rigid), computed
 // here from the bone records.
+// Rigid points (SpringVertex.rigid.w = bone + 1, reference springs.rigid_points / pose_frame): x_0 is their
+// joint's rigid motion P' + R (bind offset) and SpringFrame bone_ref.w = 1 holds them there (spring.comp).
 // Units (reference springs.pose_unit, SpringDeformer.solve): DeformBone.c.w holds the pose's scene units per bind
 // unit u (1 unless the mesh is given in other units than its joints are posed in); the stage solves in bind
 // units: attachments and x_0 divided by u (about the origin), u kept in SpringFrame attach.w for the edit
@@ -107,7 +109,10 @@ void main() {
     if (blend) ref = turn * ref;
     float u = b.c.w > 0.0 ? b.c.w : 1.0;
     imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_ATTACH), vec4(a / u, u));
-    imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_BONE_REF), vec4(ref, 0.0));
+    // a rigid point (reference springs.rigid_points): held at its joint's rigid motion, flagged in bone_ref.w
+    vec4 rig = vstatic[sidx].rigid;
+    bool rigid = rig.w > 0.5;
+    imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_BONE_REF), vec4(ref, rigid ? 1.0 : 0.0));
     vec3 v0 = (inst.flags & uint(FLAG_KEEP_VELOCITY)) != 0u ? vel_final[didx].xyz : vec3(0.0);
     vec3 x0;
     if (inst.k2.w > 0.0) x0 = a / u + turn * (mat3(b.rot_now) * (vstatic[sidx].sdir.w * vstatic[sidx].sdir.xyz));
@@ -120,6 +125,10 @@ void main() {
         vertex_frame(bp, blend ? mat3(bones_prev[other].rot_now) : mat3(1.0), sidx, blend, a_prev, turn_prev);
         mat3 carry = (turn * mat3(b.rot_now)) * transpose(turn_prev * mat3(bp.rot_now));
         x0 = (a + carry * (last_output[didx].xyz - a_prev)) / u;
+    }
+    if (rigid) {
+        DeformBone br = bones[inst.bone_base + int(rig.w + 0.5) - 1];
+        x0 = br.p.xyz / u + mat3(br.rot_now) * rig.xyz;
     }
     imageStore(s0, record_texel(didx, SPRING_STATE_TEXELS, SPRING_STATE_X), vec4(x0, 1.0));
     imageStore(s0, record_texel(didx, SPRING_STATE_TEXELS, SPRING_STATE_V), vec4(v0, 0.0));

@@ -1,7 +1,7 @@
 """Issue 26, item 1: nothing in the springs depends on the asset's units or on where a scale sits in the node
 hierarchy. The humanoid with its armature under a root scaled 100x (offsets 0.01x) and 0.01x (offsets 100x),
 with the mesh in world units or in the armature's own units (a Blender export), deforms to the original's
-shape within 1e-5 of the bounding-box diagonal (numpy reference; the GPU: tests/gl/test_spring_units_gpu.py)."""
+shape within 1e-5 of the bounding-box diagonal (numpy reference; the GPU: tests/gl/test_spring_real_rigs.py)."""
 from __future__ import annotations
 
 import numpy as np

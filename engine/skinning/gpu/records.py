@@ -254,7 +254,7 @@ def make_asset(key: Hashable, topo: MeshTopology, binding: Binding | None, joint
         arrays["scale"] = np.zeros((v, 4), np.float32)
         arrays["bone_of"] = np.zeros(v, np.int32)
         n_bones = 0
-    rest, arrays["vstatic"], volume = gpu_spring.spring_arrays(topo, binding, bind_joints)
+    rest, arrays["vstatic"], volume = gpu_spring.spring_arrays(topo, binding, bind_joints, joints=jn, weights=w)
     arrays["spoints"] = spring_points(topo, arrays["vstatic"], volume)
     arrays["vregion"] = volume["region"][:, 0].copy()  # per point its volume region (-1 none): volume_rows
     arrays["sslots"] = spring_slots(topo, rest, volume["third"])

@@ -43,6 +43,7 @@ from engine.skinning.springs.params import (
     JOINT_BLEND,
     LAMBDA_COLUMNS,
     MODES,
+    RIGID_WEIGHT,
     S_FLOOR,
     STEP_SAFETY,
     STIFFNESSES,
@@ -61,6 +62,7 @@ from engine.skinning.springs.rest import (
     lambda_columns,
     mesh_islands,
     region_volumes,
+    rigid_points,
     slot_third_corners,
     volume_acts,
     volume_points,
@@ -69,7 +71,8 @@ from engine.skinning.springs.rest import (
 from engine.skinning.springs.solver import Skinner, SpringDeformer, SpringState, SpringStats
 
 __all__ = [
-    "INTEGRATORS", "ACCELERATIONS", "CONVERGENCE_SCHEMES", "MODES", "INITIAL_SKINNING", "BONE_MODES", "S_FLOOR",
+    "INTEGRATORS", "RIGID_WEIGHT", "ACCELERATIONS", "CONVERGENCE_SCHEMES", "MODES", "INITIAL_SKINNING",
+    "BONE_MODES", "S_FLOOR",
     "STIFFNESSES", "SpringParams", "SpringRest", "PoseFrame", "SpringStats", "SpringState", "SpringDeformer",
     "Skinner", "EditTerms", "EditSource",
     "csr_slots", "build_rest", "pose_frame", "spring_forces", "integrate", "spring_step",
@@ -78,6 +81,6 @@ __all__ = [
     "WARM_LIMIT", "pose_motion", "pose_unit", "root_units", "to_pose_unit", "warm_scale", "warm_start_allowed",
     "carry",
     "VOLUME_LAMBDA", "VOLUME_MIN_RATIO", "volume_acts", "volume_points", "edited_regions", "slot_third_corners",
-    "fan_volumes", "region_volumes", "volume_rest",
+    "fan_volumes", "region_volumes", "volume_rest", "rigid_points",
     "FLOAT32_STEP", "spring_ranges", "check_spring_ranges", "spring_advice",
 ]

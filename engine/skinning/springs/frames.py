@@ -33,6 +33,7 @@ class PoseFrame:
     bone_ref: np.ndarray
     bone_attach: np.ndarray | None = None
     bone_rot: np.ndarray | None = None
+    held_target: np.ndarray | None = None  # (V,3): the rigid points' positions (rest.rigid_points), else unused
 
     @property
     def plain_attach(self) -> np.ndarray:
@@ -128,16 +129,20 @@ def pose_frame(binding: Binding, bind_joints: np.ndarray, posed_joints: np.ndarr
     else:
         bdir, _, _ = _unit(c - p, rest.tiny)
         ref = bdir[b]
-    if not joint_blend or rest.blend_w.shape[0] != b.shape[0] or not np.any(rest.blend_other >= 0):
-        return PoseFrame(attach=attach, rot=rot, bone_ref=ref)
-    has = rest.blend_other >= 0
     jrot = joint_rotations(bind_joints, posed)[binding.bones.parent_joint]
+    held = None
+    if rest.held is not None:  # the rigid points: their joint's rigid motion, P'_j + R_j (v - P_j)
+        hb = np.maximum(rest.rigid_bone, 0)
+        held = p[hb] + np.einsum("vij,vj->vi", jrot[hb], rest.rigid_offset)
+    if not joint_blend or rest.blend_w.shape[0] != b.shape[0] or not np.any(rest.blend_other >= 0):
+        return PoseFrame(attach=attach, rot=rot, bone_ref=ref, held_target=held)
+    has = rest.blend_other >= 0
     other = np.where(has, rest.blend_other, b)
     turn = blend_rotations(rot, jrot[other], np.where(has, rest.blend_w, 1.0), b < other)
     joint = np.where((rest.blend_end == 0)[:, None], p[b], c[b])
     return PoseFrame(attach=joint + np.einsum("vij,vj->vi", turn, attach - joint),
                      rot=np.einsum("vij,vjk->vik", turn, rot), bone_ref=np.einsum("vij,vj->vi", turn, ref),
-                     bone_attach=attach, bone_rot=rot)
+                     bone_attach=attach, bone_rot=rot, held_target=held)
 
 
 def pose_motion(bind_joints: np.ndarray, parents: np.ndarray, prev_joints: np.ndarray, posed_joints: np.ndarray

@@ -119,7 +119,7 @@ class SpringDeformer:
         self.bind_joints = bind_joints
         self.parents = parents
         self.skinner = skinner
-        self.rest = build_rest(topology, binding, bind_joints)
+        self.rest = build_rest(topology, binding, bind_joints, joints=joints, weights=weights)
         check_spring_ranges(self.params, self.rest)
         x = np.asarray(topology.positions, np.float64)
         ext = x.max(0) - x.min(0) if v else np.ones(3)
@@ -289,7 +289,7 @@ class SpringDeformer:
         n_max = p.max_iterations if max_iterations is None else int(max_iterations)
         x = np.array(x, np.float64)
         vel = np.zeros_like(x) if vel is None or p.integrator == "explicit" else np.array(vel, np.float64)
-        vel = release_held(vel, edit, p)
+        vel = release_held(vel, edit, p, self.rest)
         a, ref = frame.attach, frame.bone_ref
         # the volume term uses the regions' volumes of the previous state, x_0's own for x_0
         with_volume = bool(np.any(volume_points(self.rest, p, edit)))
@@ -372,6 +372,9 @@ class SpringDeformer:
                 raise ValueError(f"initial has shape {x0.shape}; valid: ({self.topology.n_control}, 3)")
         else:
             x0, warm = self._start(posed, fr, terms)
+        if fr.held_target is not None and self.rest.held is not None:  # the rigid points start where they stay
+            x0 = np.array(x0, np.float64)
+            x0[self.rest.held] = fr.held_target[self.rest.held]
         vel = None
         if self.params.mode == "dependent" and self.state.velocities is not None:
             vel = self.state.velocities
