@@ -48,6 +48,7 @@ from engine.skinning.springs.params import (
     STEP_SAFETY,
     STIFFNESSES,
     VOLUME_LAMBDA,
+    VOLUME_MIN_POINTS,
     VOLUME_MIN_RATIO,
     WARM_LIMIT,
     SpringParams,
@@ -80,7 +81,8 @@ __all__ = [
     "release_held", "JOINT_BLEND", "joint_blend_weights", "mesh_islands", "blend_rotations", "rotation_share",
     "WARM_LIMIT", "pose_motion", "pose_unit", "root_units", "to_pose_unit", "warm_scale", "warm_start_allowed",
     "carry",
-    "VOLUME_LAMBDA", "VOLUME_MIN_RATIO", "volume_acts", "volume_points", "edited_regions", "slot_third_corners",
+    "VOLUME_LAMBDA", "VOLUME_MIN_POINTS", "VOLUME_MIN_RATIO", "volume_acts", "volume_points", "edited_regions",
+    "slot_third_corners",
     "fan_volumes", "region_volumes", "volume_rest", "rigid_points",
     "FLOAT32_STEP", "spring_ranges", "check_spring_ranges", "spring_advice",
 ]

@@ -15,7 +15,14 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from engine.skinning.springs.editterms import EditTerms
-from engine.skinning.springs.params import JOINT_BLEND, RIGID_WEIGHT, S_FLOOR, VOLUME_MIN_RATIO, SpringParams
+from engine.skinning.springs.params import (
+    JOINT_BLEND,
+    RIGID_WEIGHT,
+    S_FLOOR,
+    VOLUME_MIN_POINTS,
+    VOLUME_MIN_RATIO,
+    SpringParams,
+)
 from engine.skinning.springs.vec import _angle, _norm, _unit
 from engine.skinning.types import Binding, MeshTopology, bone_endpoints
 
@@ -255,7 +262,9 @@ def volume_rest(rest: SpringRest, topology: MeshTopology, binding: Binding) -> N
     main = island == main_island[bone]
     rest.vol_v0 = np.bincount(bone, weights=v * main, minlength=n_reg)
     rest.vol_s0 = 3.0 * np.bincount(bone, weights=_norm(g) * main, minlength=n_reg)
-    on = (rest.vol_s0 > 0.0) & (np.abs(rest.vol_v0) > VOLUME_MIN_RATIO * rest.vol_s0 ** 1.5)
+    points = np.bincount(bone, weights=main, minlength=n_reg)
+    on = (rest.vol_s0 > 0.0) & (np.abs(rest.vol_v0) > VOLUME_MIN_RATIO * rest.vol_s0 ** 1.5) & \
+        (points >= VOLUME_MIN_POINTS)
     rest.vol_region = np.where(on[bone] & main, bone, -1)
 
 
