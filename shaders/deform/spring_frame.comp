@@ -7,8 +7,8 @@
 // interior joint J (SpringVertex.rest.z = +-(other bone + 1), + the parent end of its bone, - the child end; 0
 // none; rest.w its own weight w) turns its attachment, frame and bone reference about J by the share 1 - w of
 // the rotation from its bone to the other one. inst.k2.w > 0 (rigid initial skinning, independent mode): the
-// start is the (blended) rigid skinning a + B R s with s = r * s_dir (reference SpringDeformer.rigid), computed
-// here from the bone records.
+// start is the (blended) rigid skinning a + B R s with s = r * s_dir (reference SpringDeformer.rigid): the skin
+// stage's plain rigid output a_b + R s moved by (a / u - a_b) + (B - I) R s.
 // Rigid points (SpringVertex.rigid.w = bone + 1, reference springs.rigid_points / pose_frame): x_0 is their
 // joint's rigid motion P' + R (bind offset) and SpringFrame bone_ref.w = 1 holds them there (spring.comp).
 // Units (reference springs.pose_unit, SpringDeformer.solve): DeformBone.c.w holds the pose's scene units per bind
@@ -115,8 +115,14 @@ void main() {
     imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_BONE_REF), vec4(ref, rigid ? 1.0 : 0.0));
     vec3 v0 = (inst.flags & uint(FLAG_KEEP_VELOCITY)) != 0u ? vel_final[didx].xyz : vec3(0.0);
     vec3 x0;
-    if (inst.k2.w > 0.0) x0 = a / u + turn * (mat3(b.rot_now) * (vstatic[sidx].sdir.w * vstatic[sidx].sdir.xyz));
-    else x0 = skinned[didx].xyz / u;
+    if (inst.k2.w > 0.0) {
+        // the skin stage's rigid output a_b + R s (bind-unit s) moved to the blended start in bind units,
+        // a / u + B R s; a graph file's other skin method feeding the springs gets the same shift, as before
+        vec3 rs = mat3(b.rot_now) * (vstatic[sidx].sdir.w * vstatic[sidx].sdir.xyz);
+        x0 = skinned[didx].xyz + (a / u - (b.p.xyz + attach[sidx].w * (b.c.xyz - b.p.xyz))) + (turn * rs - rs);
+    } else {
+        x0 = skinned[didx].xyz / u;
+    }
     if (b.p.w > 0.5 && !(inst.k2.y != 0.0 && edit[didx].q.y != 0.0)) {
         // warm start: last output carried in the vertex's frame, a + B R (B_prev R_prev)^T (x_prev - a_prev)
         DeformBone bp = bones_prev[inst.bone_base + bone_of[sidx]];

@@ -149,7 +149,7 @@ def fill_record(rec: np.ndarray, params: SpringParams, topology: MeshTopology, *
     rec["energy_rtol"] = p.energy_rtol
     rec["k"] = [p.stiffness("k_s"), p.stiffness("k_l"), p.stiffness("k_t"), p.stiffness("k_b")]
     # z: joint blending on; w: the start is the (blended) rigid skinning (rigid initial skinning, independent
-    # mode: spring_frame.comp computes it from the bone records, as SpringDeformer.rigid / initial_positions)
+    # mode: spring_frame.comp moves the skin stage's plain rigid output, as SpringDeformer.rigid / initial_positions)
     blend = 1.0 if p.joint_blend else 0.0
     rigid_start = 1.0 if (p.initial_skinning == "rigid" and p.mode == "independent") else 0.0
     rec["k2"] = [p.stiffness("k_r"), p.stiffness("k_e"), blend, rigid_start]
