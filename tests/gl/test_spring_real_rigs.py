@@ -47,8 +47,11 @@ def test_scaled_armature_on_gpu_matches_the_original(gl_ctx, resources, k):
     assert float(np.abs(out - ref).max()) <= TOL * diag
 
 
-@pytest.mark.parametrize("params", [{}, {"initial_skinning": "lbs"}, {"warm_start": True}])
-def test_rigid_parts_on_gpu_match_the_reference(gl_ctx, resources, params):
+@pytest.mark.parametrize("params,k", [({}, 1.0), ({"initial_skinning": "lbs"}, 1.0), ({"warm_start": True}, 1.0),
+                                      ({"warm_start": True, "initial_skinning": "lbs"}, 100.0)])
+def test_rigid_parts_on_gpu_match_the_reference(gl_ctx, resources, params, k):
+    """k: the mesh given in the units of an armature scaled k (positions and bind joints / k, posed joints with the
+    scale k): the GPU's result matches the reference of the unscaled arm (warm start and LBS start included)."""
     from tests.helpers.tube_rig import _rot
 
     p = rigid_parts()
@@ -57,19 +60,28 @@ def test_rigid_parts_on_gpu_match_the_reference(gl_ctx, resources, params):
     sp = SpringParams(**params)
     ref = SpringDeformer(topo, binding, p.bind_joints, p.parents, sp, joints=p.joints, weights=p.weights)
     ib = np.linalg.inv(p.bind_joints)
+    scaled_bind = p.bind_joints.copy()
+    scaled_bind[:, :3, 3] /= k
+    topo_k = prepare_mesh((p.positions / k).astype(np.float32), p.triangles)
+    binding_k = bind(topo_k, scaled_bind.astype(np.float32), p.parents)
+    ib_k = np.linalg.inv(scaled_bind)
     graph = DeformerGraph(gl_ctx, resources)
     diag = float(np.linalg.norm(p.positions.max(0) - p.positions.min(0)))
     try:
-        h = graph.add_mesh(topo, binding, p.joints, p.weights, ib, p.parents, method="spring", spring=sp)
+        h = graph.add_mesh(topo_k, binding_k, p.joints, p.weights, ib_k, p.parents, method="spring", spring=sp)
         for deg in (100.0, 110.0):  # two frames: the second starts warm where asked
             posed = p.bind_joints.copy()
             posed[1, :3, :3] = _rot([0, 0, 1], np.radians(deg))
             posed[2] = posed[1] @ ib[1] @ p.bind_joints[2]
-            graph.set_pose(h, (posed @ ib).astype(np.float32), posed.astype(np.float32))
+            world = posed.copy()
+            world[:, :3, :3] *= k
+            graph.set_pose(h, (world @ ib_k).astype(np.float32), world.astype(np.float32))
             graph.run()
             out = graph.download(h)[0]
             x = copy_to_display(topo, ref.solve(posed)[0])
             assert float(np.abs(out - x).max()) <= TOL * diag
+            if params.get("warm_start") and deg == 110.0:
+                assert graph.spring_status(h)["warm"] and ref.state.last.warm
         rigid = p.rigid_joint == 1
         target = (p.positions[rigid] - p.bind_joints[1, :3, 3]) @ posed[1, :3, :3].T + posed[1, :3, 3]
         assert float(np.abs(out[rigid] - target).max()) <= 1e-4 * diag
