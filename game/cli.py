@@ -11,9 +11,13 @@
     skinengine pose ASSET --strokes FILE.json [--clip C --time T] [--deformer D] [--export-frame OUT.npz]
                       [--out POSED.glb] [--screenshot S.png]      line-of-action posing from a strokes file
     skinengine edit ASSET --strokes FILE.json [--clip C --time T] --export-frame OUT.npz [--screenshot S.png]
+    skinengine cutscene validate|info|frame|render|export-otio FILE [...]   cutscene documents (game/cutscene/)
     skinengine bench deform|render|reference|anim|scene|bake|soak|ecs|editor [...] (needs a checkout)
     skinengine editor [--asset A] [--record FILE]   the editor window (pose with strokes); --record records it
     skinengine replay FILE [--headless] [--screenshot S.png] [--export-frame F.npz] [--save P.glb|E.json]
+    skinengine vr ASSET (--device openvr | --device simulated --script RIG.toml) [--headless] [--frames N]
+                      [--eye-size PX] [--screenshot EYES.png] [--export-frame OUT.npz] [--record S.jsonl]
+                      [--save POSED.glb | EDITS.json]      VR sketching (a headset, or a simulated one)
     skinengine --version
 
 This module owns the argument parsing; the command bodies live in game.commands and game.demo and keep their
@@ -285,6 +289,13 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     p.add_argument("--device", default="gpu", choices=("gpu", "cpu"),
                    help="gpu = compute shaders, cpu = numpy reference (default gpu)")
 
+    from game.commands.cutscene import add_cutscene_parser
+
+    add_cutscene_parser(sub, common)
+    from game.commands.vr import add_vr_parser
+
+    add_vr_parser(sub, common)
+
     p = sub.add_parser("bench", parents=[common], help="benchmarks (print tables; needs a checkout)")
     p.add_argument("which", choices=tuple(BENCHES), help="benchmark: %(choices)s")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options passed to the benchmark (see bench WHICH -h)")
@@ -349,7 +360,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 #: input files a command reads that may name a shipped file (``examples/...``, ``assets/sessions/...``)
-_SHIPPED_INPUTS = ("strokes", "load", "file")
+_SHIPPED_INPUTS = ("strokes", "load", "file", "script")
 
 
 def _shipped_inputs(args: argparse.Namespace) -> None:
@@ -384,12 +395,18 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "edit":
         from game.commands.edit import edit_command
         return edit_command(args)
+    if args.command == "cutscene":
+        from game.commands.cutscene import cutscene_command
+        return cutscene_command(args)
     if args.command == "bench":
         from game.commands.bench import run_bench
         return run_bench(args.which, args.rest)
     if args.command == "replay":
         from game.commands.replay import replay_command
         return replay_command(args)
+    if args.command == "vr":
+        from game.commands.vr import vr_command
+        return vr_command(args)
     if args.command is None:
         from engine.gpu.context import display_present
 

@@ -87,6 +87,11 @@ vec3 source_scale(DeformBone b, int sidx, vec3 v) {
     float t = attach[sidx].w;
     return v - (b.p_src.xyz + t * (b.c_src.xyz - b.p_src.xyz));
 #else
+    // a source other than the static bind pose (morphed bind positions): s = v - a at the bind pose
+    if (u_source_static == 0) {
+        float t = attach[sidx].w;
+        return v - (b.p_src.xyz + t * (b.c_src.xyz - b.p_src.xyz));
+    }
     return scale[sidx].xyz;
 #endif
 }

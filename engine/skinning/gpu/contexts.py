@@ -74,8 +74,11 @@ def _copy(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: moderngl
     normals = node.outputs.get("normals")
     skinned = None
     if normals is not None:
-        skinned = S.SkinnedNormals(normal_mats=batch.normal_mats(node.inputs["source"]),
-                                   bind_normals=batch.static_ssbo("bind_normals"), target=batch.display(normals))
+        # a morphed mesh's copy transforms the morph stage's bind normals (display pool) instead of the static ones
+        morphed = batch.morph_normals
+        bind_normals = batch.display(morphed) if morphed else batch.static_ssbo("bind_normals")
+        skinned = S.SkinnedNormals(normal_mats=batch.normal_mats(node.inputs["source"]), bind_normals=bind_normals,
+                                   target=batch.display(normals), pooled=morphed is not None)
     return S.CopyContext(
         node=node, program=program, instances=batch.buffers["instances"], groups=batch.buffers["dgroups"],
         source=src, source_static=static, map=batch.static_ssbo("map"), target=batch.display(node.outputs["target"]),
@@ -116,9 +119,22 @@ def _contact(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: moder
         passes=contact_stage.pass_count(i.params for i in batch.instances))
 
 
+def _morph(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: moderngl.Context) -> S.MorphContext:
+    b = batch.buffers
+    normals = node.outputs.get("normals")
+    return S.MorphContext(
+        node=node, program=program, instances=b["instances"], groups=b["groups"], bind=batch.static_ssbo("bind"),
+        target=batch.control(node.outputs["target"])[0], deltas=b["morph_deltas"], table=b["morph_table"],
+        weights=b["morph_weights"],
+        normals=S.MorphNormals(bind_normals=batch.static_ssbo("bind_normals"), groups=b["dgroups"],
+                               target=batch.display(normals), n_groups=batch.total_dgroups)
+        if normals is not None else None,
+        n_groups=batch.total_groups)
+
+
 _BUILDERS: dict[str, Callable[[Batch, NodeConfig, S.ProgramSource, moderngl.Context], S.StageContext]] = {
     "skin": _skin, "skin_copy": _skin_copy, "spring": _spring, "copy": _copy, "face_normals": _face_normals,
-    "vertex_normals": _vertex_normals, "contact": _contact}
+    "vertex_normals": _vertex_normals, "contact": _contact, "morph": _morph}
 
 
 def stage_context(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: moderngl.Context

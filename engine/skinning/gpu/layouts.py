@@ -309,6 +309,11 @@ BINDINGS: dict[str, int] = {
     # Shares 27 with B_CONTACT_PARAMS: no shader declares both, and each stage binds its buffers before its
     # dispatches.
     "B_VOLUME": 27,
+    # morph stage (stages/morph.py): the batch's target deltas, its per-instance table and the weights of the
+    # frame. Share the skin's static input points: no shader declares both, each stage binds before dispatching.
+    "B_MORPH_DELTAS": 5,
+    "B_MORPH_TABLE": 6,
+    "B_MORPH_WEIGHTS": 7,
 }
 
 #: image units of the image-reading stages (their own namespace; the renderer binds none). Units are per stage: each

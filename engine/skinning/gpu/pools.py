@@ -107,6 +107,9 @@ class Batch:
         self.fused_methods = sorted({n.options.get("method", "lbs") for n in self.fused})
         self.has_spring = any(n.stage == "spring" for n in nodes)
         self.has_contact = any(n.stage == "contact" for n in nodes)  # the springs' contact term
+        #: the morph node (graphs of meshes with morph targets, plan.with_morph) and its normals output
+        self.morph = next((n for n in nodes if n.stage == "morph"), None)
+        self.morph_normals: str | None = self.morph.outputs.get("normals") if self.morph is not None else None
         #: face / vertex normal stages read the NormalsHead / topology images
         self.normal_stages = any(n.stage in ("face_normals", "vertex_normals") for n in nodes)
         #: the static SSBOs some stage of the batch binds (the others are not created)
@@ -258,6 +261,11 @@ class Batch:
         if self.has_contact:
             for name, (data, nbytes) in gpu_stages.contact.pool_buffers(self.instances, n_dyn).items():
                 mk(name, data, nbytes)
+        if self.morph is not None:
+            deltas, table = self._morph_tables()
+            mk("morph_deltas", deltas)
+            mk("morph_table", table)
+            mk("morph_weights", self._morph_weights())
         mk("joints", nbytes=max(1, self.n_joints) * L.DEFORM_JOINT.size if self.pose.needs.joint_ssbo else 16)
         images = self._make_images(new, n_dyn)
         mk("bones", nbytes=max(1, self.n_bones) * L.DEFORM_BONE.size)
@@ -368,6 +376,40 @@ class Batch:
         ctx.copy_buffer(buf, tmp, size=n_old)
         res.release(tmp)
 
+    def _morph_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """The morph stage's static rows (per asset: position deltas per control point, then normal deltas per
+        display vertex, target-major, vec4) and its table (ivec4 per instance: first position row, target
+        count, first weight, first normal row or -1); see shaders/deform/morph.comp."""
+        rows: list[np.ndarray] = []
+        base: dict[int, tuple[int, int]] = {}
+        n = 0
+        for a in self.assets:
+            pos_base = nrm_base = -1
+            if a.morph_positions is not None and a.n_targets:
+                pos_base = n
+                rows.append(L.vec4(a.morph_positions.reshape(-1, 3), 0.0))
+                n += rows[-1].shape[0]
+                if a.morph_normals is not None and self.morph_normals is not None:
+                    nrm_base = n
+                    rows.append(L.vec4(a.morph_normals.reshape(-1, 3), 0.0))
+                    n += rows[-1].shape[0]
+            base[id(a)] = (max(pos_base, 0), nrm_base)
+        table = np.zeros((max(1, len(self.instances)), 4), np.int32)
+        w = 0
+        for k, inst in enumerate(self.instances):
+            pb, nb = base[id(inst.asset)]
+            table[k] = (pb, inst.asset.n_targets, w, nb)
+            w += inst.asset.n_targets
+        deltas = np.concatenate(rows) if rows else np.zeros((1, 4), np.float32)
+        return np.ascontiguousarray(deltas, np.float32), table
+
+    def _morph_weights(self) -> np.ndarray:
+        """Every instance's morph weights, concatenated in instance order (the table's weight rows)."""
+        parts = [inst.morph_weights if inst.morph_weights is not None else np.zeros(inst.asset.n_targets, np.float32)
+                 for inst in self.instances]
+        flat = np.concatenate(parts).astype(np.float32) if parts else np.zeros(0, np.float32)
+        return flat if flat.size else np.zeros(1, np.float32)
+
     # ---- per-instance tables --------------------------------------------------------------------------------
     def write_instance_table(self) -> None:
         """Rewrite the DeformInstance table (and the spring stage's instance image) after a parameter change."""
@@ -393,8 +435,11 @@ class Batch:
 
     # ---- per frame --------------------------------------------------------------------------------------
     def upload_pose(self) -> None:
-        """Pack and write this frame's joint / bone records of every instance (see engine.skinning.gpu.pose)."""
+        """Pack and write this frame's joint / bone records of every instance (see engine.skinning.gpu.pose), and
+        their morph weights (batches with a morph node: a few floats per instance)."""
         self.pose.upload(self.buffers["joints"], self.buffers["bones"], self.skin_joint_images())
+        if self.morph is not None:
+            self.buffers["morph_weights"].write(self._morph_weights().tobytes())
 
     def end_frame(self) -> None:
         """Copy the outputs into caller-given buffers; remember this frame's pose (differential mode)."""
