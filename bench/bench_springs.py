@@ -12,6 +12,13 @@ Importing this module is enough for bench_reference to list the rows too.
 family of N generated tubes (engine.assets.gen.family) over every pose of ``tube_poses()``
 (engine.skinning.family).
 
+``--rigs`` prints issue 26's table instead: LBS against the springs (defaults, numpy reference, through
+``compare``'s metrics) on the Khronos rigs in ../shared/gltf-samples (CesiumMan, Fox, RiggedFigure) at several
+times of their clips: intersecting face pairs, share of interior edges whose dihedral angle changed by more than
+45 deg, share of edges strained over 30 %, and whether the springs (alone and with the contact term) are no worse
+than LBS on all three; then the same for keyed extremes (`EXTREMES`: a clip's pose with every joint's rotation
+from rest taken 1.6 times as far).
+
 ``--accel [N]`` prints the iteration counts instead (issue 15 item 4): per member (N of the family) and pose, the
 iterations to the displacement tolerance (no iteration cap) of the defaults (damped semi-implicit steps), of the
 research's explicit update and of that with momentum (``--momentum`` betas), each result's largest distance from the
@@ -42,6 +49,8 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+
+import numpy as np
 
 if __package__ in (None, ""):  # run as a script: make `bench` and `engine` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -279,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--with-lbs", action="store_true", help="add the LBS row for comparison")
     ap.add_argument("--family", type=int, nargs="?", const=12, default=None, metavar="N",
                     help="print the quality table of LBS, DQS and springs on N generated tubes (default 12)")
+    ap.add_argument("--rigs", action="store_true", help="print issue 26's LBS vs springs table on the Khronos rigs")
     ap.add_argument("--accel", type=int, nargs="?", const=4, default=None, metavar="N",
                     help="print iterations to the tolerance with and without acceleration on N tubes (default 4)")
     ap.add_argument("--momentum", default="0.5,0.7,0.8", help="comma-separated momentum betas for --accel")
@@ -306,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
         print(warm_sweep(args.warm_sweep, _floats(args.steps)))
     elif args.warm is not None:
         print(warm_table(args.warm, _floats(args.speeds), far_every=args.far_every, warm_limit=args.warm_limit))
+    elif args.rigs:
+        print(rigs_table())
     elif args.accel is not None:
         print(accel_table(args.accel, _floats(args.momentum)))
     elif args.family is not None:
@@ -316,6 +328,103 @@ def main(argv: list[str] | None = None) -> int:
     else:
         return _reference_table(ap, args)
     return 0
+
+
+#: (file in ../shared/gltf-samples, clip, times) of the --rigs table
+RIGS = (("CesiumMan.glb", "clip0", (0.5, 1.0, 1.5)), ("Fox.glb", "Survey", (0.5, 1.5, 2.5)),
+        ("Fox.glb", "Walk", (0.3, 0.6)), ("Fox.glb", "Run", (0.3, 0.8)), ("RiggedFigure.glb", "clip0", (0.3, 0.5, 0.9)))
+
+
+#: (file, clip, time) of the --rigs table's keyed extremes: the clip's pose there with every joint's rotation
+#: from rest multiplied by EXAGGERATE (the clip's bends and twists taken further, on every rig alike)
+EXTREMES = (("CesiumMan.glb", "clip0", 0.5), ("Fox.glb", "Survey", 1.5), ("Fox.glb", "Run", 0.8),
+            ("RiggedFigure.glb", "clip0", 0.5))
+EXAGGERATE = 1.6
+
+
+def exaggerated_globals(asset, clip: str, time: float, factor: float = EXAGGERATE) -> np.ndarray:
+    """Node world matrices (N,4,4) of `clip` at `time` with every node's rotation relative to its rest rotation
+    scaled by `factor` (angle x factor about the same axis, capped at 180 deg)."""
+    from engine.anim.fk import global_matrices
+    from engine.anim.pose import Pose
+    from engine.anim.rig import Rig
+    from engine.anim.sampling import ClipSampler
+    from engine.math.quat import from_axis_angle, inverse, multiply, to_axis_angle
+
+    rig = Rig.from_asset(asset)
+    pose = ClipSampler(rig, asset.clips[asset.clip_index(clip)]).sample(time, Pose.rest(rig))
+    rest = rig.rotation.astype(np.float32)
+    rel = multiply(inverse(rest), pose.rotation.astype(np.float32))
+    axis, angle = to_axis_angle(rel)
+    pose.rotation[:] = multiply(rest, from_axis_angle(axis, np.minimum(angle * factor, np.pi)))
+    return global_matrices(rig, pose)
+
+
+def extremes_rows() -> list[tuple[str, dict, dict]]:
+    """(label, LBS fold metrics, springs fold metrics) of the keyed extremes (numpy reference, defaults)."""
+    import warnings
+
+    from engine.scene import load_asset
+    from engine.skinning.metrics import deformation_metrics
+
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for name, clip, t in EXTREMES:
+            loaded = load_asset(f"../shared/gltf-samples/{name}")
+            g = exaggerated_globals(loaded.asset, clip, t)
+            sp = loaded.skinned[0]
+            topo = sp.topology()
+            out = []
+            for method in ("lbs", "spring"):
+                x = np.asarray(sp.deform(g, method), np.float64)[topo.display_of_control]
+                out.append(deformation_metrics(x, topo.positions, topo.triangles))
+            rows.append((f"{name[:-4]} {clip} {t:g} s, rotations x{EXAGGERATE:g}", out[0], out[1]))
+    return rows
+
+
+def rigs_table(root: str = "../shared/gltf-samples") -> str:
+    """Issue 26's table (see the module docstring): one row per rig, clip and time; LBS / springs / springs with
+    the contact term."""
+    import warnings
+
+    from engine import Session
+    from engine.scene import quiet_load
+    from game.commands.compare import VERSUS_LBS, compare_metrics
+
+    head = ("| rig, clip, time | intersecting pairs (LBS / springs / +contact) | dihedral > 45 deg, % | "
+            "strain > 30 %, % | no worse than LBS (springs / +contact) |")
+    lines = [head, "|---|---|---|---|---|"]
+    methods = ("lbs", "spring", "spring+contact")
+    worse_rows = [0, 0]
+    with Session(device="cpu", render=False, strict=True) as sess, warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for name, clip, times in RIGS:
+            asset = quiet_load(f"{root}/{name}").asset
+            for t in times:
+                m, _, _ = compare_metrics(asset, clip, t, list(methods), session=sess)
+                f = [m[d]["fold"] for d in methods]
+                ok = []
+                for k, g in enumerate(f[1:]):
+                    worse = [key for key in VERSUS_LBS if round(g[key], 5) > round(f[0][key], 5)]
+                    worse_rows[k] += bool(worse)
+                    ok.append("yes" if not worse else "no")
+                cells = [" / ".join(f"{g['intersecting_pairs']:.0f}" for g in f),
+                         " / ".join(f"{100 * g['dihedral_change_45']:.2f}" for g in f),
+                         " / ".join(f"{100 * g['strain_30']:.2f}" for g in f), " / ".join(ok)]
+                lines.append(f"| {name[:-4]} {clip} {t:g} s | " + " | ".join(cells) + " |")
+    n = len(lines) - 2
+    lines.append(f"worse than LBS on some column: springs in {worse_rows[0]} of {n} rows, springs+contact in "
+                 f"{worse_rows[1]} of {n}")
+    head = ("| keyed extreme | intersecting pairs (LBS / springs) | dihedral > 45 deg, % | strain > 30 %, % | "
+            "springs no worse |")
+    lines += ["", head, "|---|---|---|---|---|"]
+    for label, a, b in extremes_rows():
+        worse = [k for k in VERSUS_LBS if round(b[k], 5) > round(a[k], 5)]
+        lines.append(f"| {label} | {a['intersecting_pairs']:.0f} / {b['intersecting_pairs']:.0f} | "
+                     f"{100 * a['dihedral_change_45']:.2f} / {100 * b['dihedral_change_45']:.2f} | "
+                     f"{100 * a['strain_30']:.2f} / {100 * b['strain_30']:.2f} | {'yes' if not worse else 'no'} |")
+    return "\n".join(lines)
 
 
 def _floats(text: str) -> list[float]:

@@ -15,7 +15,9 @@ into the inside of its bend) into a contact sheet:
 and, for every skinned primitive (issue 13, `engine.skinning.metrics.deformation_metrics` on the welded
 control points against bind), a second table: intersecting triangle pairs, largest crease (deg), share of
 edges whose dihedral angle changed by more than 45 deg, share strained by more than 30 %, volume ratio,
-roughness and, where the mesh has open boundaries, rim roughness; `*` marks the best method per column.
+roughness and, where the mesh has open boundaries, rim roughness; `*` marks the best method per column; then,
+when lbs is compared, one line per other deformer: "versus lbs: D no worse on isect, dih>45, str>30" or
+"versus lbs: D WORSE on COLUMN VALUE > LBS_VALUE; ..." (issue 26: values compared as printed).
 
 Besides the deformer table's names, ``--deformers`` takes ``spring+contact``: the spring deformer with its
 contact term on (``[spring] contact = true``, engine.skinning.contact).
@@ -34,7 +36,8 @@ from engine.components import PrimitiveKey
 if TYPE_CHECKING:
     from engine.skinning.instances import SkinnedPrimitive
 
-__all__ = ["compare", "compare_metrics", "fold_table", "most_rotated_joint", "open_boundary", "VARIANTS"]
+__all__ = ["compare", "compare_metrics", "fold_table", "versus_lbs", "most_rotated_joint", "open_boundary",
+           "VARIANTS"]
 
 #: compare-only names for a deformer of the table with config overrides: (deformer, DeformerConfig overrides)
 VARIANTS: dict[str, tuple[str, dict]] = {"spring+contact": ("spring", {"spring_contact": True})}
@@ -82,6 +85,33 @@ def fold_table(fold: dict[str, dict]) -> list[str]:
                         for _t, key, _h in cols)
         lines.append(f"{d:<{w}}" + cells)
     return lines
+
+
+#: the fold columns a deformer must not lose to LBS on (issue 26): intersecting pairs, dihedral > 45, strain > 30
+VERSUS_LBS = ("intersecting_pairs", "dihedral_change_45", "strain_30")
+
+
+def versus_lbs(fold: dict[str, dict]) -> list[str]:
+    """One line per deformer besides "lbs" (none without "lbs"): whether it is no worse than LBS on intersecting
+    pairs, dihedral change > 45 deg and strain > 30 % (compared as printed), naming the columns where it is
+    worse with both values."""
+    if "lbs" not in fold:
+        return []
+    titles = {key: t for t, key, _h in FOLD_COLUMNS}
+    out = []
+    for d, m in fold.items():
+        if d == "lbs":
+            continue
+        worse = []
+        for key in VERSUS_LBS:
+            a = round(float(fold["lbs"].get(key, math.nan)), _digits(key))
+            b = round(float(m.get(key, math.nan)), _digits(key))
+            if not b <= a:  # nan counts as worse
+                worse.append(f"{titles[key]} {b:.{_digits(key)}f} > {a:.{_digits(key)}f}")
+        cols = ", ".join(titles[k] for k in VERSUS_LBS)
+        out.append(f"versus lbs: {d} no worse on {cols}" if not worse
+                   else f"versus lbs: {d} WORSE on " + "; ".join(worse))
+    return out
 
 
 def most_rotated_joint(bind_joints: np.ndarray, posed_joints: np.ndarray, parents: np.ndarray) -> int:
@@ -285,6 +315,8 @@ def compare(args: argparse.Namespace) -> int:
             print(f"fold metrics on the welded control points (primitive {i + 1} of {n_prims}; * best per column)")
             for line in fold_table({d: m["fold"] for d, m in metrics.items()}):
                 print("fold " + line)  # not a method's name first: the first table's rows stay unique
+            for line in versus_lbs({d: m["fold"] for d, m in metrics.items()}):
+                print(line)
     if args.out:
         _render_sheet(asset, shown, Path(args.out), args.width, args.height, view_dir=view)
         print(f"wrote {args.out}")

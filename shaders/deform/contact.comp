@@ -34,7 +34,11 @@ uniform uint u_table;
 // grid index of pass flag f (contact_grid.comp: start[h] = grid[T + h], flags from grid[2T + 1])
 uint flag_index(int f) { return 2u * u_table + 1u + uint(f); }
 
-vec3 attach_of(int p) { return imageLoad(frame, record_texel(p, SPRING_FRAME_TEXELS, SPRING_FRAME_ATTACH)).xyz; }
+// the attachment in scene units: SpringFrame holds it in bind units with the pose unit u in w (spring_frame.comp)
+vec3 attach_of(int p) {
+    vec4 f = imageLoad(frame, record_texel(p, SPRING_FRAME_TEXELS, SPRING_FRAME_ATTACH));
+    return f.xyz * f.w;
+}
 
 vec3 unit_or_zero(vec3 v) { float n = length(v); return n > 0.0 ? v / n : vec3(0.0); }
 

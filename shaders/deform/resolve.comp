@@ -1,7 +1,8 @@
 #version 430 core
 // End of the spring stage: per control point, copy the instance's accepted state (after status.iterations
 // steps: ring image (iterations - 1) mod 3, x_0 lying in the third; SpringState images, spring_iterate.glsl) into the
-// stage's target and keep the velocity.
+// stage's target and keep the velocity. The state is in bind units: the target is scaled back to scene units
+// by u (SpringFrame attach.w, spring_frame.comp; reference SpringDeformer.solve).
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "deform_common.glsl"
@@ -10,6 +11,7 @@ layout(local_size_x = LOCAL_SIZE) in;
 
 layout(std430, binding = B_STATUS) readonly buffer Status { DeformStatus status[]; };
 layout(rgba32f, binding = I_SPRING_RING) readonly uniform image2D ring;  // three images stacked
+layout(rgba32f, binding = I_SPRING_FRAME) readonly uniform image2D frame;  // SpringFrame
 layout(std430, binding = B_DST) writeonly buffer Target { vec4 target[]; };
 layout(std430, binding = B_VEL) writeonly buffer VelFinal { vec4 vel_final[]; };
 
@@ -24,6 +26,7 @@ void main() {
     ivec2 slot = ivec2(0, (it + 2) % 3 * (imageSize(ring).y / 3));  // image (it - 1) mod 3 of the ring
     vec4 x = imageLoad(ring, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_X) + slot);
     vec4 v = imageLoad(ring, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_V) + slot);
-    target[di] = vec4(x.xyz, 1.0);
+    float u = imageLoad(frame, record_texel(di, SPRING_FRAME_TEXELS, SPRING_FRAME_ATTACH)).w;
+    target[di] = vec4(x.xyz * u, 1.0);
     vel_final[di] = v;
 }

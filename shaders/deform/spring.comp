@@ -146,14 +146,19 @@ void step_group(int g) {  // one iteration of work group g (main: spring_iterate
             }
         }
         float k_edit = 0.0;  // K_i of active surface edits (enters lambda_i)
-        bool held = false;   // static set of a surface edit: no force, no step (reference springs.release_held)
+        // static set of a surface edit, or a rigid point (SpringFrame bone_ref.w, spring_frame.comp): no force, no
+        // step (reference springs.release_held)
+        bool held = imageLoad(frame, record_texel(di, SPRING_FRAME_TEXELS, SPRING_FRAME_BONE_REF)).w > 0.5;
         if (k_e != 0.0) {
             SpringEdit ed = edit[di];
             k_edit = ed.ck.w;
-            held = ed.q.y != 0.0;
+            held = held || ed.q.y != 0.0;
             if (ed.ck.w > 0.0) f *= step.z;
-            f += k_e * (ed.ck.xyz - ed.ck.w * x);
-            float ee = ed.ck.w * dot(x, x) - 2.0 * dot(ed.ck.xyz, x) + ed.q.x;
+            // targets in scene units, the state in bind units (SpringFrame attach.w: u, spring_frame.comp)
+            float un = imageLoad(frame, record_texel(di, SPRING_FRAME_TEXELS, SPRING_FRAME_ATTACH)).w;
+            vec3 ck = ed.ck.xyz / un;
+            f += k_e * (ck - ed.ck.w * x);
+            float ee = ed.ck.w * dot(x, x) - 2.0 * dot(ck, x) + ed.q.x / (un * un);
             energy += k_e * 0.5 * max(ee, 0.0);
         }
         if (k_b != 0.0) {

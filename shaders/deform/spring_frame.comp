@@ -7,8 +7,14 @@
 // interior joint J (SpringVertex.rest.z = +-(other bone + 1), + the parent end of its bone, - the child end; 0
 // none; rest.w its own weight w) turns its attachment, frame and bone reference about J by the share 1 - w of
 // the rotation from its bone to the other one. inst.k2.w > 0 (rigid initial skinning, independent mode): the
-// start is the blended rigid skinning, i.e. the plain rigid output of the skin stage moved by
-// (a_b - a) + (B - I) R s with s = r * s_dir (reference SpringDeformer.rigid).
+// start is the (blended) rigid skinning a + B R s with s = r * s_dir (reference SpringDeformer.rigid): the skin
+// stage's plain rigid output a_b + R s moved by (a / u - a_b) + (B - I) R s.
+// Rigid points (SpringVertex.rigid.w = bone + 1, reference springs.rigid_points / pose_frame): x_0 is their
+// joint's rigid motion P' + R (bind offset) and SpringFrame bone_ref.w = 1 holds them there (spring.comp).
+// Units (reference springs.pose_unit, SpringDeformer.solve): DeformBone.c.w holds the pose's scene units per bind
+// unit u (1 unless the mesh is given in other units than its joints are posed in); the stage solves in bind
+// units: attachments and x_0 divided by u (about the origin), u kept in SpringFrame attach.w for the edit
+// targets (spring.comp) and the final scaling back (resolve.comp).
 // Warm start (DeformBone.p.w = 1, decided per instance by the pose upload: reference springs.warm_start_allowed):
 // x_0 is the stage's last output carried by the motion of the point's (joint-blended) frame since last frame
 // (reference springs.carry; last frame's frames from last frame's bone records): a + F F_prev^T (x_prev - a_prev)
@@ -100,18 +106,23 @@ void main() {
     } else {
         ref = mat3(b.rot_now) * vstatic[sidx].sdir.xyz;
     }
-    vec3 shift = vec3(0.0);
-    if (blend) {
-        ref = turn * ref;
-        if (inst.k2.w > 0.0) {
-            vec3 rs = mat3(b.rot_now) * (vstatic[sidx].sdir.w * vstatic[sidx].sdir.xyz);
-            shift = (a - (b.p.xyz + attach[sidx].w * (b.c.xyz - b.p.xyz))) + (turn * rs - rs);
-        }
-    }
-    imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_ATTACH), vec4(a, 0.0));
-    imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_BONE_REF), vec4(ref, 0.0));
+    if (blend) ref = turn * ref;
+    float u = b.c.w > 0.0 ? b.c.w : 1.0;
+    imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_ATTACH), vec4(a / u, u));
+    // a rigid point (reference springs.rigid_points): held at its joint's rigid motion, flagged in bone_ref.w
+    vec4 rig = vstatic[sidx].rigid;
+    bool rigid = rig.w > 0.5;
+    imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_BONE_REF), vec4(ref, rigid ? 1.0 : 0.0));
     vec3 v0 = (inst.flags & uint(FLAG_KEEP_VELOCITY)) != 0u ? vel_final[didx].xyz : vec3(0.0);
-    vec3 x0 = skinned[didx].xyz + shift;
+    vec3 x0;
+    if (inst.k2.w > 0.0) {
+        // the skin stage's rigid output a_b + R s (bind-unit s) moved to the blended start in bind units,
+        // a / u + B R s; a graph file's other skin method feeding the springs gets the same shift, as before
+        vec3 rs = mat3(b.rot_now) * (vstatic[sidx].sdir.w * vstatic[sidx].sdir.xyz);
+        x0 = skinned[didx].xyz + (a / u - (b.p.xyz + attach[sidx].w * (b.c.xyz - b.p.xyz))) + (turn * rs - rs);
+    } else {
+        x0 = skinned[didx].xyz / u;
+    }
     if (b.p.w > 0.5 && !(inst.k2.y != 0.0 && edit[didx].q.y != 0.0)) {
         // warm start: last output carried in the vertex's frame, a + B R (B_prev R_prev)^T (x_prev - a_prev)
         DeformBone bp = bones_prev[inst.bone_base + bone_of[sidx]];
@@ -119,7 +130,11 @@ void main() {
         mat3 turn_prev;
         vertex_frame(bp, blend ? mat3(bones_prev[other].rot_now) : mat3(1.0), sidx, blend, a_prev, turn_prev);
         mat3 carry = (turn * mat3(b.rot_now)) * transpose(turn_prev * mat3(bp.rot_now));
-        x0 = a + carry * (last_output[didx].xyz - a_prev);
+        x0 = (a + carry * (last_output[didx].xyz - a_prev)) / u;
+    }
+    if (rigid) {
+        DeformBone br = bones[inst.bone_base + int(rig.w + 0.5) - 1];
+        x0 = br.p.xyz / u + mat3(br.rot_now) * rig.xyz;
     }
     ivec2 third = ivec2(0, imageSize(s0).y / 3 * 2);  // the ring's third image (stages.spring)
     imageStore(s0, record_texel(didx, SPRING_STATE_TEXELS, SPRING_STATE_X) + third, vec4(x0, 1.0));

@@ -135,3 +135,15 @@ def test_view_inside_changes_the_sheet_camera(tmp_path):
 def test_view_refuses_unknown_camera():
     r = _run(CYLINDER, "--view", "above")
     assert r.returncode == 2 and "above" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_versus_lbs_names_the_columns_where_a_deformer_is_worse():
+    from game.commands.compare import versus_lbs
+
+    lbs = {"intersecting_pairs": 3, "dihedral_change_45": 0.0, "strain_30": 0.1}
+    fold = {"lbs": lbs, "spring": {"intersecting_pairs": 2, "dihedral_change_45": 0.0, "strain_30": 0.1},
+            "dqs": {"intersecting_pairs": 5, "dihedral_change_45": 0.02, "strain_30": 0.05}}
+    lines = versus_lbs(fold)
+    assert lines[0] == "versus lbs: spring no worse on isect, dih>45, str>30"
+    assert lines[1] == "versus lbs: dqs WORSE on isect 5 > 3; dih>45 0.020 > 0.000"
+    assert versus_lbs({"spring": lbs}) == []

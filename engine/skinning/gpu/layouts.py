@@ -226,6 +226,7 @@ SPRING_VERTEX = Std430Struct("SpringVertex", [
     ("rest", "vec4"),  # x bone_angle (cone mode), y s_floor (|s| floor of denominators), zw unused
     ("lam", "vec4"),   # Gershgorin coefficients per unit stiffness (springs.lambda_columns), multiplying
                        # x k_s + k_l, y k_t, z k_b, w k_r; lambda_i = dot(lam, those) + k_e K_i (step limiting)
+    ("rigid", "vec4"),  # rigid point (springs.rigid_points): xyz bind offset from its joint, w bone + 1 (0: free)
 ])
 
 # ---- surface-edit row per control point of the pool (records.edit_rows; spring and spring_frame read it) -----

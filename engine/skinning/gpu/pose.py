@@ -17,7 +17,7 @@ from engine.gpu.layouts import pack_mat4
 from engine.skinning.gpu import layouts as L
 from engine.skinning.gpu import spring as gpu_spring
 from engine.skinning.gpu.records import Instance
-from engine.skinning.springs.frames import pose_motion, warm_scale, warm_start_allowed
+from engine.skinning.springs.frames import pose_motion, root_units, warm_scale, warm_start_allowed
 from engine.skinning.types import Bones, bone_endpoints, joint_rotations
 
 
@@ -57,6 +57,7 @@ class PoseStack:
         self.bone_rec = L.DEFORM_BONE.zeros(1)
         self.bones_all: Bones | None = None  # the bones of every instance with joint indices into the stack
         self.bone_rows = np.zeros(0, np.int64)
+        self.root_rows = np.zeros(0, np.int64)
         self.bone_refs = (np.zeros(0, np.int64), np.zeros(0, np.int64))
         # warm start (springs.warm_start_allowed per instance): last frame's poses (None: no last frame since the
         # layout, every instance starts cold), stacked parents, per-instance scales and the instance of each bone
@@ -119,6 +120,11 @@ class PoseStack:
             if inst.asset.binding is not None and inst.asset.n_bones:
                 owner.append(np.full(inst.asset.n_bones, k, np.int64))
         self.bone_instance = np.concatenate(owner)
+        # each instance's skeleton root (its first joint without a parent): the springs' pose unit
+        # (springs.pose_unit), carried in the bone records' c.w
+        self.root_rows = np.array([i.joint_base + (int(np.flatnonzero(i.asset.parents < 0)[0])
+                                                   if np.any(i.asset.parents < 0) else 0) for i in instances],
+                                  np.int64)
         for inst in boned:
             bb = inst.asset.binding.bones  # type: ignore[union-attr]
             jb = inst.joint_base
@@ -190,6 +196,8 @@ class PoseStack:
             angle, offset = pose_motion(self.bind, self.parents_all, self.warm_prev, self.posed)
             a = np.maximum.reduceat(angle, self.joint_starts)
             o = np.maximum.reduceat(offset, self.joint_starts)
+            if self.root_rows.shape[0] == o.shape[0]:  # offsets in bind units, as the reference's solve
+                o = o / root_units(self.bind, self.posed, self.root_rows)
             for k in np.nonzero(wanted)[0]:
                 flags[k] = warm_start_allowed(params[k], a[k:k + 1], o[k:k + 1], self.warm_scales[k])
         self.warm_flags = flags
@@ -216,6 +224,9 @@ class PoseStack:
         if self.needs.warm:
             rec["p"][rows, 3] = self.warm_flags[self.bone_instance]
         rec["c"][rows, :3] = c
+        # the pose's scene units per bind unit (springs.pose_unit): spring_frame.comp solves in bind units
+        units = root_units(self.bind, self.posed, self.root_rows)
+        rec["c"][rows, 3] = units[self.bone_instance]
         rec["p_src"][rows, :3] = ps
         rec["c_src"][rows, :3] = cs
         rec["rot"][rows] = pack_mat4(rot)

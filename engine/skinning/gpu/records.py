@@ -281,7 +281,8 @@ def make_asset(key: Hashable, topo: MeshTopology, binding: Binding | None, joint
         arrays["bone_of"] = np.zeros(v, np.int32)
         n_bones = 0
     rest_topo, rest_binding = rest_shape if rest_shape is not None else (topo, binding)
-    rest, arrays["vstatic"], volume = gpu_spring.spring_arrays(rest_topo, rest_binding, bind_joints)
+    rest, arrays["vstatic"], volume = gpu_spring.spring_arrays(rest_topo, rest_binding, bind_joints, joints=jn,
+                                                               weights=w)
     arrays["spoints"] = spring_points(topo, arrays["vstatic"], volume)
     arrays["vregion"] = volume["region"][:, 0].copy()  # per point its volume region (-1 none): volume_rows
     arrays["sslots"] = spring_slots(topo, rest, volume["third"])

@@ -56,13 +56,16 @@ def rest_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: np
     return rest, vstatic
 
 
-def spring_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: np.ndarray
+def spring_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: np.ndarray, *,
+                  joints: np.ndarray | None = None, weights: np.ndarray | None = None
                   ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """(rest (H,4) per CSR slot: rest_len, rest_dlen, rest_angle, w_t; vstatic (V, SPRING_VERTEX floats): the
     ``gpu_layouts.SPRING_VERTEX`` record of each control point as float32 rows: s_dir xyz, r | bone_angle,
     s_floor, joint-blend code (+-(other bone + 1), + parent end / - child end, 0 none), own blend weight |
     Gershgorin coefficients (``springs.lambda_columns``, the step-limiting lambda_i per unit
-    stiffness; the shader adds k_e K_i and k_v VOLUME_LAMBDA). Zeros without a binding (no spring stage then).
+    stiffness; the shader adds k_e K_i and k_v VOLUME_LAMBDA) | the rigid point's offset and bone + 1
+    (``springs.rigid_points``, from the skin's joints/weights when given; 0: free). Zeros without a binding (no
+    spring stage then).
     The third value holds the volume term's records: "third" (H,) int32 per CSR slot (the face's third corner,
     -1 none), "region" (V,2) int32 (the point's region, -1 none; 1 for the first point of its region) and "vol"
     (V,4) float32 (its region's V0_r, S0_r, the fixed-point scale VOLUME_SCALE / |V0_r|, 0)."""
@@ -76,7 +79,7 @@ def spring_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: 
     volume["region"][:, 0] = -1
     if binding is None or v == 0:
         return rest, vstatic, volume
-    r = build_rest(topology, binding, bind_joints)
+    r = build_rest(topology, binding, bind_joints, joints=joints, weights=weights)
     # slot h of the reference is (rows[h], cols[h]) in row order; place it at its CSR position
     count = np.asarray(topology.adj_count, np.int64)
     start = np.cumsum(count) - count
@@ -92,6 +95,9 @@ def spring_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: 
     rec["rest"][:, 2] = np.where(r.blend_other >= 0, code, 0.0)
     rec["rest"][:, 3] = r.blend_w
     rec["lam"] = r.lam_cols  # columns in springs.LAMBDA_COLUMNS order: k_s + k_l, k_t, k_b, k_r
+    if r.rigid_bone.shape[0] == v:  # the rigid points (springs.rigid_points): offset and bone + 1
+        rec["rigid"][:, :3] = r.rigid_offset
+        rec["rigid"][:, 3] = r.rigid_bone + 1.0
     volume["third"][flat] = r.vol_third
     region = r.vol_region
     volume["region"][:, 0] = region
@@ -142,11 +148,11 @@ def fill_record(rec: np.ndarray, params: SpringParams, topology: MeshTopology, *
     rec["damping"] = p.momentum if momentum else p.damping  # one slot: the explicit update has no damping
     rec["energy_rtol"] = p.energy_rtol
     rec["k"] = [p.stiffness("k_s"), p.stiffness("k_l"), p.stiffness("k_t"), p.stiffness("k_b")]
-    # z: joint blending on; w: the start is the blended rigid skinning (rigid initial skinning, independent mode:
-    # spring_frame.comp moves the skin stage's plain rigid output, as SpringDeformer.rigid / initial_positions)
+    # z: joint blending on; w: the start is the (blended) rigid skinning (rigid initial skinning, independent
+    # mode: spring_frame.comp moves the skin stage's plain rigid output, as SpringDeformer.rigid / initial_positions)
     blend = 1.0 if p.joint_blend else 0.0
-    blend_start = blend if (p.initial_skinning == "rigid" and p.mode == "independent") else 0.0
-    rec["k2"] = [p.stiffness("k_r"), p.stiffness("k_e"), blend, blend_start]
+    rigid_start = 1.0 if (p.initial_skinning == "rigid" and p.mode == "independent") else 0.0
+    rec["k2"] = [p.stiffness("k_r"), p.stiffness("k_e"), blend, rigid_start]
     # the volume term (springs.volume_acts; regions an edit touches are switched off per frame in B_VOLUME)
     rec["k3"] = [p.stiffness("k_v") if volume_acts(p) else 0.0, 0.0, 0.0, 0.0]
 

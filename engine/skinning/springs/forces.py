@@ -87,16 +87,25 @@ def spring_forces(x: np.ndarray, attach: np.ndarray, bone_ref: np.ndarray, rest:
             energy += 0.5 * k_v * _dot(delta, delta)
     if edit is not None and k_e and edit.any_held:
         force[edit.held] = 0.0  # the ROI boundary is held: no force moves it (edits.py, "the sets")
+    if rest.held is not None:
+        force[rest.held] = 0.0  # the rigid points stay at their joint's rigid motion (rest.rigid_points)
     return force, energy
 
 
-def release_held(vel: np.ndarray, edit: EditTerms | None, params: SpringParams) -> np.ndarray:
-    """Velocities with those of held vertices (surface-edit static sets) zeroed: with their force zeroed too,
-    the update leaves them exactly in place, whatever the integrator."""
-    if edit is None or not params.stiffness("k_e") or not edit.any_held:
+def release_held(vel: np.ndarray, edit: EditTerms | None, params: SpringParams,
+                 rest: SpringRest | None = None) -> np.ndarray:
+    """Velocities with those of held vertices (surface-edit static sets, the rest state's rigid points) zeroed:
+    with their force zeroed too, the update leaves them exactly in place, whatever the integrator."""
+    edit_held = edit is not None and bool(params.stiffness("k_e")) and edit.any_held
+    rigid = rest.held if rest is not None else None
+    if not edit_held and rigid is None:
         return vel
     vel = np.array(vel, np.float64)
-    vel[edit.held] = 0.0
+    if edit_held:
+        assert edit is not None and edit.held is not None
+        vel[edit.held] = 0.0
+    if rigid is not None:
+        vel[rigid] = 0.0
     return vel
 
 
@@ -125,7 +134,7 @@ def spring_step(x: np.ndarray, vel: np.ndarray, attach: np.ndarray, bone_ref: np
     step: per-vertex steps; None computes them with `step_sizes` (the plain dt when params.step_limit is off).
     A caller iterating many times passes them in (they depend on the rest state, params and edits only)."""
     force, energy = spring_forces(x, attach, bone_ref, rest, params, edit)
-    vel = release_held(vel, edit, params)
+    vel = release_held(vel, edit, params, rest)
     if step is None:
         step = step_sizes(rest, params, edit)
     x_new, vel_new = integrate(x, vel, force, params, step)

@@ -17,8 +17,8 @@ from engine.skinning.springs.rest import SpringRest
 from engine.skinning.springs.vec import _SIN_EPS, _norm, _unit
 from engine.skinning.types import Binding, bone_endpoints, joint_rotations
 
-__all__ = ["PoseFrame", "rotation_share", "blend_rotations", "pose_frame", "pose_motion", "warm_scale",
-           "warm_start_allowed", "carry"]
+__all__ = ["PoseFrame", "pose_unit", "root_units", "to_pose_unit", "rotation_share", "blend_rotations",
+           "pose_frame", "pose_motion", "warm_scale", "warm_start_allowed", "carry"]
 
 
 @dataclass
@@ -33,6 +33,7 @@ class PoseFrame:
     bone_ref: np.ndarray
     bone_attach: np.ndarray | None = None
     bone_rot: np.ndarray | None = None
+    held_target: np.ndarray | None = None  # (V,3): the rigid points' positions (rest.rigid_points), else unused
 
     @property
     def plain_attach(self) -> np.ndarray:
@@ -41,6 +42,42 @@ class PoseFrame:
     @property
     def plain_rot(self) -> np.ndarray:
         return self.rot if self.bone_rot is None else self.bone_rot
+
+
+def pose_unit(bind_joints: np.ndarray, parents: np.ndarray, posed_joints: np.ndarray) -> float:
+    """The scene units per bind (mesh) unit of a pose: the uniform scale of the skeleton root's skin matrix
+    posed @ inv(bind) (`root_units`; the root: the first joint without a parent).
+
+    It is 1 when the mesh is given in the units its joints are posed in, whatever scale sits on the armature
+    (the scale is then in the bind matrices too and cancels). A mesh exported in the armature's own units under
+    a scaled armature (Blender: a mesh parented to an armature scaled 100x, joint offsets in centimetres) has its
+    bind lengths in those units while the pose is in the scene's: the springs then solve in bind units (the
+    pose divided by this, `to_pose_unit`) and their result is scaled back, so nothing they compute depends on
+    where the scale sits (issue 26, item 1)."""
+    par = np.asarray(parents).reshape(-1)
+    roots = np.flatnonzero(par < 0)
+    row = np.array([roots[0] if roots.size else 0], np.int64)
+    if np.asarray(bind_joints).shape[0] == 0:
+        return 1.0
+    return float(root_units(bind_joints, posed_joints, row)[0])
+
+
+def root_units(bind_joints: np.ndarray, posed_joints: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """(R,) cube root of |det| of the 3x3 blocks of posed @ inv(bind) for the joint rows `rows` (1 where it is
+    not finite and positive): `pose_unit` batched over stacked skeletons (the GPU pose upload)."""
+    bj = np.asarray(bind_joints, np.float64)[rows, :3, :3]
+    pj = np.asarray(posed_joints, np.float64)[rows, :3, :3]
+    with np.errstate(all="ignore"):
+        u = np.cbrt(np.abs(np.linalg.det(pj) / np.linalg.det(bj)))
+    return np.where(np.isfinite(u) & (u > 0.0), u, 1.0)
+
+
+def to_pose_unit(posed_joints: np.ndarray, unit: float) -> np.ndarray:
+    """Joint world matrices (J,4,4) scaled by 1 / unit about the origin (the pose in bind units, `pose_unit`)."""
+    out = np.array(posed_joints, np.float64)
+    if unit != 1.0:
+        out[:, :3, :] /= unit
+    return out
 
 
 def rotation_share(rel: np.ndarray, f: np.ndarray) -> np.ndarray:
@@ -92,16 +129,20 @@ def pose_frame(binding: Binding, bind_joints: np.ndarray, posed_joints: np.ndarr
     else:
         bdir, _, _ = _unit(c - p, rest.tiny)
         ref = bdir[b]
-    if not joint_blend or rest.blend_w.shape[0] != b.shape[0] or not np.any(rest.blend_other >= 0):
-        return PoseFrame(attach=attach, rot=rot, bone_ref=ref)
-    has = rest.blend_other >= 0
     jrot = joint_rotations(bind_joints, posed)[binding.bones.parent_joint]
+    held = None
+    if rest.held is not None:  # the rigid points: their joint's rigid motion, P'_j + R_j (v - P_j)
+        hb = np.maximum(rest.rigid_bone, 0)
+        held = p[hb] + np.einsum("vij,vj->vi", jrot[hb], rest.rigid_offset)
+    if not joint_blend or rest.blend_w.shape[0] != b.shape[0] or not np.any(rest.blend_other >= 0):
+        return PoseFrame(attach=attach, rot=rot, bone_ref=ref, held_target=held)
+    has = rest.blend_other >= 0
     other = np.where(has, rest.blend_other, b)
     turn = blend_rotations(rot, jrot[other], np.where(has, rest.blend_w, 1.0), b < other)
     joint = np.where((rest.blend_end == 0)[:, None], p[b], c[b])
     return PoseFrame(attach=joint + np.einsum("vij,vj->vi", turn, attach - joint),
                      rot=np.einsum("vij,vjk->vik", turn, rot), bone_ref=np.einsum("vij,vj->vi", turn, ref),
-                     bone_attach=attach, bone_rot=rot)
+                     bone_attach=attach, bone_rot=rot, held_target=held)
 
 
 def pose_motion(bind_joints: np.ndarray, parents: np.ndarray, prev_joints: np.ndarray, posed_joints: np.ndarray

@@ -16,7 +16,7 @@ from engine.skinning.contact import CONTACT_MAX_PASSES
 __all__ = [
     "INTEGRATORS", "ACCELERATIONS", "CONVERGENCE_SCHEMES", "MODES", "INITIAL_SKINNING", "BONE_MODES", "S_FLOOR",
     "STEP_SAFETY", "JOINT_BLEND", "WARM_LIMIT", "LAMBDA_COLUMNS", "STIFFNESSES", "VOLUME_LAMBDA", "VOLUME_MIN_RATIO",
-    "SpringParams",
+    "VOLUME_MIN_POINTS", "RIGID_WEIGHT", "SpringParams",
 ]
 
 INTEGRATORS = ("explicit", "semi_implicit")
@@ -80,6 +80,14 @@ VOLUME_LAMBDA = 2.0
 normal; delta_r depends on the vertex itself and, through the region's volume, on every other vertex of the region
 with weights summing to about one: 1 + 1)."""
 VOLUME_MIN_RATIO = 1e-3
+VOLUME_MIN_POINTS = 24
+"""A bone region's volume term needs at least this many points of its shell (a closed sleeve of three rings of
+eight): on coarser regions (a low-poly rig's 2-14 points per bone) the skeleton-relative volume is dominated by
+the region's open borders with its neighbours, and the pressure bent faces that LBS keeps flat (issue 26:
+Khronos' Fox)."""
+RIGID_WEIGHT = 0.999
+"""A control point is bound to one joint when its largest skin weight is at least this share of its weights' sum
+(`rest.rigid_points`); a blend of one byte step (1/255) is still a blend."""
 """A bone region's volume term is on when its bind |V0_r| > VOLUME_MIN_RATIO S0_r^1.5 (a sphere: 0.094; a flat
 panel lying along its bone: ~0): regions that enclose nothing around their bone get no pressure."""
 _BOOLS: tuple[str, ...] = ("step_limit", "joint_blend", "warm_start")  # switches besides the use_* ones

@@ -15,13 +15,21 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from engine.skinning.springs.editterms import EditTerms
-from engine.skinning.springs.params import JOINT_BLEND, S_FLOOR, VOLUME_MIN_RATIO, SpringParams
+from engine.skinning.springs.params import (
+    JOINT_BLEND,
+    RIGID_WEIGHT,
+    S_FLOOR,
+    VOLUME_MIN_POINTS,
+    VOLUME_MIN_RATIO,
+    SpringParams,
+)
 from engine.skinning.springs.vec import _angle, _norm, _unit
 from engine.skinning.types import Binding, MeshTopology, bone_endpoints
 
 __all__ = [
     "SpringRest", "csr_slots", "build_rest", "slot_third_corners", "fan_volumes", "region_volumes", "volume_rest",
     "mesh_islands", "joint_blend_weights", "lambda_columns", "volume_acts", "edited_regions", "volume_points",
+    "rigid_points",
 ]
 
 
@@ -47,6 +55,8 @@ class SpringRest:
     vol_region  (V,) volume term: the vertex's bone region (its binding bone), -1 where the region is off
     vol_v0      (R,) bind skeleton-relative volume of each bone region (`fan_volumes` summed)
     vol_s0      (R,) bind surface area of each bone region (3 sum |G_i|, `fan_volumes`)
+    rigid_bone  (V,) rigid points (`rigid_points`): the bone whose parent joint carries the point rigidly, -1 free
+    rigid_offset (V,3) rigid points: bind position minus that joint's bind position
     """
 
     rows: np.ndarray
@@ -69,10 +79,19 @@ class SpringRest:
     vol_region: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     vol_v0: np.ndarray = field(default_factory=lambda: np.zeros(0))
     vol_s0: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    rigid_bone: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    rigid_offset: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
 
     @property
     def n_vertices(self) -> int:
         return int(self.r.shape[0])
+
+    @property
+    def held(self) -> np.ndarray | None:
+        """(V,) bool: the rigid points (held at their joint's rigid motion), None when there are none."""
+        if self.rigid_bone.shape[0] != self.n_vertices or not np.any(self.rigid_bone >= 0):
+            return None
+        return self.rigid_bone >= 0
 
 
 def csr_slots(adj_offset: np.ndarray, adj_count: np.ndarray, adj_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -85,8 +104,10 @@ def csr_slots(adj_offset: np.ndarray, adj_count: np.ndarray, adj_index: np.ndarr
     return rows, np.asarray(adj_index, np.int64)[flat]
 
 
-def build_rest(topology: MeshTopology, binding: Binding, bind_joints: np.ndarray) -> SpringRest:
-    """Record the bind-pose rest state: edge lengths, scale-vector lengths and angles, bone angles."""
+def build_rest(topology: MeshTopology, binding: Binding, bind_joints: np.ndarray, *,
+               joints: np.ndarray | None = None, weights: np.ndarray | None = None) -> SpringRest:
+    """Record the bind-pose rest state: edge lengths, scale-vector lengths and angles, bone angles; with the
+    skin's joints/weights ((D,4) or (V,4)) also the rigid points (`rigid_points`)."""
     x = np.asarray(topology.positions, np.float64)
     s = np.asarray(binding.scale, np.float64)
     diag = float(np.linalg.norm(x.max(0) - x.min(0))) if x.shape[0] else 1.0
@@ -115,7 +136,54 @@ def build_rest(topology: MeshTopology, binding: Binding, bind_joints: np.ndarray
     rest.blend_other, rest.blend_end, rest.blend_w = joint_blend_weights(binding, bind_joints, r,
                                                                          mesh_islands(topology))
     volume_rest(rest, topology, binding)
+    if joints is not None and weights is not None:
+        rest.rigid_bone, rest.rigid_offset = rigid_points(topology, binding, bind_joints, joints, weights)
     return rest
+
+
+def rigid_points(topology: MeshTopology, binding: Binding, bind_joints: np.ndarray, joints: np.ndarray,
+                 weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where the rig says rigid (issue 26, item 2): per control point (bone or -1, offset (V,3)).
+
+    A point is bound to one joint when its largest skin weight is at least RIGID_WEIGHT. A whole connected
+    shell (`mesh_islands`) whose points are all bound to one and the same joint (a panel, a button, a ball
+    joint, teeth) moves rigidly under LBS: its points are held at that joint's rigid motion, P'_j + R_j (v - P_j)
+    (R_j the polar rotation of the joint, `joint_rotations`), instead of being solved: the springs act where LBS
+    blends. The joint's motion is read from a bone starting at it (its records carry P'_j and R_j, on the GPU
+    too); a joint without one holds nothing. Derived from the weights and the shells alone: no per-asset
+    switch."""
+    from engine.skinning.binding.pipeline import per_control
+
+    n = topology.n_control
+    bone = np.full(n, -1, np.int64)
+    offset = np.zeros((n, 3))
+    if n == 0:
+        return bone, offset
+    jn = np.asarray(per_control(topology, np.asarray(joints)), np.int64)
+    w = np.asarray(per_control(topology, np.asarray(weights)), np.float64)
+    top = np.argmax(w, axis=1)
+    dom = jn[np.arange(n), top]
+    single = w[np.arange(n), top] >= RIGID_WEIGHT * np.maximum(w.sum(1), 1e-30)
+    island = mesh_islands(topology)
+    n_isl = int(island.max()) + 1
+    # a shell is rigid when every point is single-bound to the joint of its first point
+    first = np.full(n_isl, -1, np.int64)
+    first[island[::-1]] = dom[::-1]
+    same = single & (dom == first[island])
+    rigid_shell = np.bincount(island, weights=~same, minlength=n_isl) == 0
+    held = rigid_shell[island]
+    pj = np.asarray(binding.bones.parent_joint, np.int64)
+    n_joints = np.asarray(bind_joints).shape[0]
+    bone_of_joint = np.full(n_joints, -1, np.int64)
+    for b in range(pj.shape[0] - 1, -1, -1):  # set-up only: the first bone starting at each joint
+        bone_of_joint[pj[b]] = b
+    ok = held & (dom >= 0) & (dom < n_joints)
+    bone[ok] = bone_of_joint[dom[ok]]
+    has = bone >= 0
+    x = np.asarray(topology.positions, np.float64)
+    bj = np.asarray(bind_joints, np.float64)
+    offset[has] = x[has] - bj[pj[bone[has]], :3, 3]
+    return bone, offset
 
 
 def slot_third_corners(topology: MeshTopology, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -182,10 +250,22 @@ def volume_rest(rest: SpringRest, topology: MeshTopology, binding: Binding) -> N
         return
     x = np.asarray(topology.positions, np.float64)
     v, g = fan_volumes(x, np.asarray(binding.attach, np.float64), rest)
-    rest.vol_v0 = np.bincount(bone, weights=v, minlength=n_reg)
-    rest.vol_s0 = 3.0 * np.bincount(bone, weights=_norm(g), minlength=n_reg)
-    on = (rest.vol_s0 > 0.0) & (np.abs(rest.vol_v0) > VOLUME_MIN_RATIO * rest.vol_s0 ** 1.5)
-    rest.vol_region = np.where(on[bone], bone, -1)
+    # one shell per region: the shell with the most points on the bone (the skin); the points of other shells on
+    # that bone (clothing over the skin, a panel beside it) get no pressure, so shells that overlap at rest do not
+    # pull each other through a shared volume
+    island = mesh_islands(topology)
+    pair = bone * (int(island.max()) + 1) + island
+    count = np.bincount(pair)
+    order = np.lexsort((-count[pair], bone))  # per bone, its points of the most populated shell first
+    main_island = np.full(n_reg, -1, np.int64)
+    main_island[bone[order[::-1]]] = island[order[::-1]]
+    main = island == main_island[bone]
+    rest.vol_v0 = np.bincount(bone, weights=v * main, minlength=n_reg)
+    rest.vol_s0 = 3.0 * np.bincount(bone, weights=_norm(g) * main, minlength=n_reg)
+    points = np.bincount(bone, weights=main, minlength=n_reg)
+    on = (rest.vol_s0 > 0.0) & (np.abs(rest.vol_v0) > VOLUME_MIN_RATIO * rest.vol_s0 ** 1.5) & \
+        (points >= VOLUME_MIN_POINTS)
+    rest.vol_region = np.where(on[bone] & main, bone, -1)
 
 
 def mesh_islands(topology: MeshTopology) -> np.ndarray:
@@ -202,8 +282,9 @@ def joint_blend_weights(binding: Binding, bind_joints: np.ndarray, r: np.ndarray
 
     The nearer end of a vertex's bone is an interior joint when another bone ends there (parent end: a bone whose
     child joint is this bone's parent joint; child end: exactly one bone starting at the child joint). A vertex at
-    distance d from that joint along its bone, with rho = min(JOINT_BLEND r_i, half the bone), gets the own
-    weight w = 1/2 + 1/2 smoothstep(d / rho) (1 at and past rho).
+    distance d from that joint along its bone, with rho = min(JOINT_BLEND median_r, half the bone) (median_r: the
+    median bind |s| of the points bound to the bone), gets the own weight w = 1/2 + 1/2 smoothstep(d / rho) (1 at
+    and past rho).
 
     island (V,): mesh piece labels (`mesh_islands`). A vertex blends only when its piece also has points bound to
     the bone across the joint: a separate piece bound to one bone (a rigid panel, a shell ending before the
@@ -228,7 +309,15 @@ def joint_blend_weights(binding: Binding, bind_joints: np.ndarray, r: np.ndarray
     end = (t >= 0.5).astype(np.int64)
     other = np.where(end == 0, parent_bone[b], child_bone[b])
     d = np.where(end == 0, t, 1.0 - t) * length[b]
-    rho = np.minimum(JOINT_BLEND * np.asarray(r, np.float64), 0.5 * length[b])
+    # one blend length per bone, from the median bind |s| of its points: every point at one distance from the
+    # joint turns by one share, whatever its own offset, so shells over one another (clothing over the skin)
+    # bend along the same curve and keep their offset, and a flattened cross-section turns as one ring
+    rr = np.asarray(r, np.float64)
+    rmed = np.zeros(nb)
+    for k in np.unique(b):  # set-up only, per bone
+        rk = rr[(b == k) & (rr > 0.0)]
+        rmed[k] = float(np.median(rk)) if rk.size else 0.0
+    rho = np.minimum(JOINT_BLEND * rmed[b], 0.5 * length[b])
     u = np.clip(d / np.where(rho > 0, rho, 1.0), 0.0, 1.0)
     spans = other >= 0
     if island is not None:  # the vertex's piece has points on the other bone

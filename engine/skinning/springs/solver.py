@@ -15,7 +15,16 @@ import numpy as np
 
 from engine.skinning.springs.editterms import EditSource, EditTerms
 from engine.skinning.springs.forces import integrate, release_held, spring_forces, spring_step
-from engine.skinning.springs.frames import PoseFrame, carry, pose_frame, pose_motion, warm_scale, warm_start_allowed
+from engine.skinning.springs.frames import (
+    PoseFrame,
+    carry,
+    pose_frame,
+    pose_motion,
+    pose_unit,
+    to_pose_unit,
+    warm_scale,
+    warm_start_allowed,
+)
 from engine.skinning.springs.limits import (
     _lambda_coefficients,
     check_spring_ranges,
@@ -61,6 +70,15 @@ class SpringState:
 Skinner = Callable[[str, np.ndarray], np.ndarray]
 
 
+def _in_units(terms: EditTerms | None, unit: float) -> EditTerms | None:
+    """Edit terms of scene-unit targets as the solve in bind units sees them (`SpringDeformer.solve`): C_i and
+    Q_i (a position and a squared one, times K_i) divided by unit and unit^2."""
+    if terms is None or unit == 1.0:
+        return terms
+    return EditTerms(terms.stiffness, np.asarray(terms.weighted_target, np.float64) / unit,
+                     np.asarray(terms.q, np.float64) / (unit * unit), terms.held)
+
+
 def _weights_skinner(topology: MeshTopology, bind_joints: np.ndarray, joints: np.ndarray,
                      weights: np.ndarray) -> Skinner:
     """LBS/DQS of the control points through skinning.skin_control_points (glTF JOINTS_0/WEIGHTS_0)."""
@@ -101,7 +119,7 @@ class SpringDeformer:
         self.bind_joints = bind_joints
         self.parents = parents
         self.skinner = skinner
-        self.rest = build_rest(topology, binding, bind_joints)
+        self.rest = build_rest(topology, binding, bind_joints, joints=joints, weights=weights)
         check_spring_ranges(self.params, self.rest)
         x = np.asarray(topology.positions, np.float64)
         ext = x.max(0) - x.min(0) if v else np.ones(3)
@@ -271,7 +289,7 @@ class SpringDeformer:
         n_max = p.max_iterations if max_iterations is None else int(max_iterations)
         x = np.array(x, np.float64)
         vel = np.zeros_like(x) if vel is None or p.integrator == "explicit" else np.array(vel, np.float64)
-        vel = release_held(vel, edit, p)
+        vel = release_held(vel, edit, p, self.rest)
         a, ref = frame.attach, frame.bone_ref
         # the volume term uses the regions' volumes of the previous state, x_0's own for x_0
         with_volume = bool(np.any(volume_points(self.rest, p, edit)))
@@ -335,29 +353,42 @@ class SpringDeformer:
         """Deform for one pose: initial skinning, then spring iterations. Returns float32 (V,3) and stats.
 
         edits: an EditStack (evaluated at clip `time`) or ready EditTerms. initial: start positions overriding
-        the initial skinning (e.g. LBS from skinning.py)."""
-        posed = np.asarray(posed_joints, np.float64)
+        the initial skinning (e.g. LBS from skinning.py).
+
+        The solve runs in bind units: the pose is divided by `pose_unit` (1 unless the mesh is given in other
+        units than its joints are posed in, a mesh under a scaled armature) and the result multiplied back, so
+        the rest state, step limits and tolerances, all measured on the bind mesh, hold in any unit system; the
+        edit targets and `initial` (scene units) are divided alike. The state carried to the next frame stays in
+        bind units."""
+        world = np.asarray(posed_joints, np.float64)
+        unit = pose_unit(self.bind_joints, self.parents, world)
+        posed = to_pose_unit(world, unit)
         fr = self.frame(posed)
-        terms = self.edit_terms(edits, fr, time)
+        terms = _in_units(self.edit_terms(edits, fr if unit == 1.0 else self.frame(world), time), unit)
         warm = False
         if initial is not None:
-            x0 = np.asarray(initial, np.float64)
+            x0 = np.asarray(initial, np.float64) / unit
             if x0.shape != (self.topology.n_control, 3):
                 raise ValueError(f"initial has shape {x0.shape}; valid: ({self.topology.n_control}, 3)")
         else:
             x0, warm = self._start(posed, fr, terms)
+        if fr.held_target is not None and self.rest.held is not None:  # the rigid points start where they stay
+            x0 = np.array(x0, np.float64)
+            x0[self.rest.held] = fr.held_target[self.rest.held]
         vel = None
         if self.params.mode == "dependent" and self.state.velocities is not None:
             vel = self.state.velocities
         x, vel_out, stats = self.iterate(x0, fr, vel=vel, edit=terms)
         carried = x
-        if self.params.contact:  # the optional contact term after the iterations (contact.py)
-            x = self.contact(x, fr)
+        x = x * unit
+        if self.params.contact:  # the optional contact term after the iterations (contact.py), in scene units
+            # as the GPU graph's contact stage, which reads the spring stage's output
+            x = self.contact(x, fr if unit == 1.0 else self.frame(world))
             # as the GPU graph: the frame-dependent loop feeds back the contact's output, a warm start carries
             # the spring stage's own
-            carried = x if self.params.mode == "dependent" else carried
+            carried = x / unit if self.params.mode == "dependent" else carried
         stats.warm = warm
-        self.state = SpringState(positions=carried, velocities=vel_out, frame=fr, joints=posed.copy(),
+        self.state = SpringState(positions=carried, velocities=vel_out, frame=fr, joints=posed,
                                  frames=self.state.frames + 1, last=stats)
         with np.errstate(under="ignore"):  # components below float32's range (e.g. 1e-50) become 0: harmless
             return x.astype(np.float32), stats

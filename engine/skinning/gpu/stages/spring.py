@@ -165,6 +165,7 @@ def iterate(c: SpringContext) -> None:
 def resolve(c: SpringContext) -> None:
     """Pass 4: the accepted state of each instance -> target (+ velocities for the next frame)."""
     res = c.program("resolve", None)
+    bind_image(c.images.frame, "I_SPRING_FRAME")  # attach.w: the pose unit (the state is in bind units)
     bind_image(c.images.ring, "I_SPRING_RING")
     bind_ssbo(c.target, "B_DST")
     bind_ssbo(c.buffers.velocities, "B_VEL")
