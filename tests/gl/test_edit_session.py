@@ -97,7 +97,9 @@ def test_bulge_stays_while_walking(walk):
     finally:
         hero.clear_edits()
         s.settle()
-    np.testing.assert_allclose(hero.vertices()[key], twin.vertices()[key] - offset, atol=1e-5)
+    # the twin stands 3 m away: the springs solve in world coordinates in float32, so two edit-free humanoids
+    # already differ by up to ~2.2e-5 m at this pose (30 iterations); cleared edits leave nothing beyond that
+    np.testing.assert_allclose(hero.vertices()[key], twin.vertices()[key] - offset, atol=5e-5)
 
 
 def test_keyed_weight_and_file_round_trip(walk, tmp_path):
