@@ -122,7 +122,10 @@ class EditorUI:
 
     def _view_rect(self, frac: tuple[float, float, float, float] | None) -> None:
         """The central view moved: an action (recorded, so a replay projects as the session did)."""
-        if self.live:
+        if self.live:  # at once (what the user sees), and as an action for the recording
+            cam = self.editor.session.camera
+            if hasattr(cam, "view_rect"):
+                cam.view_rect = frac
             self.act("view_rect", rect=None if frac is None else [float(v) for v in frac])
 
     def draw(self) -> None:
@@ -525,6 +528,7 @@ def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
     def attach(window: Any) -> None:  # above the loop's event adapter: imgui, then the window keys and clicks
         if panels is not None:
             panels.overlay.attach_window(window)
+            panels.overlay.settle()  # the docked layout's view rectangle holds from the first frame
         window.push_handlers(on_key_press=on_key_press, on_mouse_press=on_mouse_press,
                              on_mouse_release=on_mouse_release, on_close=on_close)
 

@@ -89,6 +89,13 @@ class SessionOverlay:
                 self.layer.resize(renderer.width, renderer.height)
             self.layer.draw(self._build, renderer.framebuffer)
 
+    def settle(self, frames: int = 3) -> None:
+        """Run ``frames`` UI frames now (drawn into the renderer's frame, shown by the next one), so a docked
+        layout has its sizes and the scene's rectangle is applied before the first frame takes input."""
+        r = self.session.renderer
+        for _ in range(frames):
+            self._draw(r)
+
     def _build(self) -> None:
         if self.menu is not None:
             self.menu()
