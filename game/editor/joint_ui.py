@@ -34,15 +34,12 @@ class JointUI:
         self.ui = ui
         self._using = False  # the gizmo was being dragged last frame
         self._shown = False  # the gizmo was drawn this frame
+        self._over = False  # the pointer was over the gizmo (or dragged it) in the last frame
 
     def captures_mouse(self) -> bool:
         """The pointer is over the gizmo or drags it (the imgui layer keeps the mouse then)."""
-        if not self._shown:
-            return False
-        from imgui_bundle import imguizmo
-
-        gz = imguizmo.im_guizmo
-        return bool(gz.is_over() or gz.is_using())
+        # as of the last frame, like imgui's own want_capture_mouse (ImGuizmo answers inside a frame only)
+        return self._shown and self._over
 
     def draw(self) -> None:
         ed = self.ui.editor
@@ -129,6 +126,7 @@ class JointUI:
             q = gizmo_rotation(ch, joint, new)
             self.ui.act("rotate_joint", joint=int(joint), rotation=[float(v) for v in q])
         using = bool(gz.is_using())
+        self._over = using or bool(gz.is_over())
         if self._using and not using:
             self.ui.act("end_edit")  # the drag ended: the next rotation is a new undo step
         self._using = using

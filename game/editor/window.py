@@ -78,7 +78,8 @@ class EditorUI:
         #: the docked layout: tools on the left, the character, joint and help on the right, messages, undo
         #: history and profiler along the bottom, the scene in the centre (game/ui/dock.py)
         self.dock = DockLayout(left=("Tools",), right=("Help (H)", "Joint", "###character"),
-                               bottom=("Messages", "Undo history", "Profiler (P)"))
+                               bottom=("Messages", "Undo history", "Profiler (P)"),
+                               front=("###character", "Messages"))
         self.live = bool(live)
         self.overlay = SessionOverlay(editor.session, show_profiler=False, show_help=show_help,
                                       help_lines=HELP_LINES, profiler_at=(260.0, 8.0),

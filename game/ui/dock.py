@@ -4,6 +4,7 @@
     def build() -> None:                         # inside an ImGuiLayer frame (docking on)
         rect = dock.begin()                      # the dockspace over the window, below the menu bar
         ... panels: imgui.begin("Tools") ...     # docked by name into the default layout
+        dock.end()                               # the front tabs of a fresh layout
     dock.view_rect                               # (x, y, w, h) window pixels of the central node
 
 A dockspace covers the main viewport's work area (the window below the main menu bar). Its central node is
@@ -32,7 +33,7 @@ class DockLayout:
     window those columns and the row take."""
 
     def __init__(self, *, left: Sequence[str] = (), right: Sequence[str] = (), bottom: Sequence[str] = (),
-                 sizes: tuple[float, float, float] = (0.22, 0.24, 0.22)) -> None:
+                 sizes: tuple[float, float, float] = (0.22, 0.24, 0.22), front: Sequence[str] = ()) -> None:
         for s in sizes:
             if not 0.05 <= s <= 0.45:
                 raise ValueError(f"dock sizes must be fractions in [0.05, 0.45], got {sizes!r}")
@@ -42,6 +43,9 @@ class DockLayout:
         self.view_rect: tuple[float, float, float, float] | None = None
         self._built = False
         self.reset_requested = False
+        #: windows whose tabs are brought to the front once the default layout is built
+        self.front = tuple(front)
+        self._focus_frames = 0
 
     def begin(self) -> tuple[float, float, float, float] | None:
         """Submit the dockspace (call first in the frame, after the main menu bar); builds the default layout
@@ -89,3 +93,11 @@ class DockLayout:
             for name in names:
                 internal.dock_builder_dock_window(name, node)
         internal.dock_builder_finish(dock_id)
+        self._focus_frames = 2  # the windows exist from the next frame on
+
+    def end(self) -> None:
+        """After the panels of a frame: bring :attr:`front`'s tabs forward after a fresh default layout."""
+        if self._focus_frames > 0:
+            self._focus_frames -= 1
+            for name in self.front:
+                imgui.set_window_focus(name)

@@ -90,6 +90,11 @@ def _pyglet_keys() -> dict[int, Any]:
     return pairs
 
 
+#: imgui's modifier key (a name of imgui.Key) each left/right modifier key sets
+_MODIFIER_OF = {imgui.Key.left_ctrl: "mod_ctrl", imgui.Key.right_ctrl: "mod_ctrl",
+                imgui.Key.left_shift: "mod_shift", imgui.Key.right_shift: "mod_shift",
+                imgui.Key.left_alt: "mod_alt", imgui.Key.right_alt: "mod_alt"}
+
 _VERTEX_SIZE = 20  # ImDrawVert: 2 float pos, 2 float uv, 4 byte colour
 _INDEX_SIZE = 4  # ImDrawIdx: uint32 in imgui-bundle
 
@@ -520,9 +525,13 @@ class ImGuiLayer:
 
     def _key(self, symbol: int, down: bool) -> bool:
         self._use()
+        io = imgui.get_io()
         k = PYGLET_KEYS.get(symbol)
         if k is not None:
-            imgui.get_io().add_key_event(k, down)
+            io.add_key_event(k, down)
+            mod = _MODIFIER_OF.get(k)
+            if mod is not None:  # imgui tells shortcuts (Ctrl+A in a text field) by its modifier keys
+                io.add_key_event(getattr(imgui.Key, mod), down)
         return self.wants_keyboard
 
     # -- lifetime ------------------------------------------------------------------------------------------
