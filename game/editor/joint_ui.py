@@ -70,8 +70,8 @@ class JointUI:
             imgui.text_wrapped(f"joint {st.joint}: {ch.loaded.rig.names[st.joint]}")
             if imgui.button("deselect"):
                 self.ui.act("select_joint", joint=None)
-        t = float(ch.playback().local_time) if ch.clips else 0.0
-        if imgui.button(f"key pose at {t:.2f} s (Ctrl+K)"):
+        # no live time in the label: a still panel lets the cached UI layer skip redrawing (game/ui/ui_cache.py)
+        if imgui.button("key pose at the playhead (Ctrl+K)"):
             self.ui.act("key_pose")
         keys = ch.keyed.get(DEFAULT_KEY_CLIP, {})
         imgui.text_wrapped(f"clip '{DEFAULT_KEY_CLIP}': {len(keys)} key(s)")

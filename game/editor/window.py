@@ -67,7 +67,7 @@ class EditorUI:
     :class:`engine.input.events.Action` events into the editor's queue, so a recording replays them."""
 
     def __init__(self, editor: Any, *, show_help: bool = True, live: bool = True,
-                 persist_layout: bool = True) -> None:
+                 persist_layout: bool = False) -> None:
         from game.editor.joint_ui import JointUI
         from game.ui.dock import DockLayout
         from game.ui.filedialog import FileDialog
@@ -75,11 +75,10 @@ class EditorUI:
         from game.ui.userdirs import layout_ini_path
 
         self.editor = editor
-        #: the docked layout: tools on the left, the character, joint and help on the right, messages, undo
-        #: history and profiler along the bottom, the scene in the centre (game/ui/dock.py)
-        self.dock = DockLayout(left=("Tools",), right=("Help (H)", "Joint", "###character"),
-                               bottom=("Messages", "Undo history", "Profiler (P)"),
-                               front=("###character", "Messages"))
+        #: the docked layout: tools on the left, the character and joint panels on the right, messages, undo
+        #: history, help and profiler along the bottom, the scene in the centre (game/ui/dock.py)
+        self.dock = DockLayout(left=("Tools",), right=("###character", "Joint"),
+                               bottom=("Messages", "Undo history", ("Help (H)", "Profiler (P)")))
         self.live = bool(live)
         self.overlay = SessionOverlay(editor.session, show_profiler=False, show_help=show_help,
                                       help_lines=HELP_LINES, profiler_at=(260.0, 8.0),
@@ -455,7 +454,7 @@ class EditorUI:
 
 def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
                       before_frame: Callable[[int, Any], None] | None = None, autosave: bool = False,
-                      persist_layout: bool = True) -> list[float]:
+                      persist_layout: bool = False) -> list[float]:
     """The interactive editor loop: pyglet events -> the editor's queue (imgui takes the events over its
     panels first); one frame per redraw. ``before_frame(i, window)`` runs before frame i (scripted input:
     tests dispatch pyglet events to the window there). ``autosave``: record the session to the user's cache
@@ -638,7 +637,7 @@ def run_editor(args: argparse.Namespace) -> int:
         if args.record:
             ed.record(args.record)
         try:
-            run_editor_window(ed, frames=args.frames, autosave=True)
+            run_editor_window(ed, frames=args.frames, autosave=True, persist_layout=True)
         finally:
             path = ed.stop_recording()
         if path is not None:

@@ -4,16 +4,15 @@
     def build() -> None:                         # inside an ImGuiLayer frame (docking on)
         rect = dock.begin()                      # the dockspace over the window, below the menu bar
         ... panels: imgui.begin("Tools") ...     # docked by name into the default layout
-        dock.end()                               # the front tabs of a fresh layout
     dock.view_rect                               # (x, y, w, h) window pixels of the central node
 
 A dockspace covers the main viewport's work area (the window below the main menu bar). Its central node is
 pass-through (no background, no mouse): the scene shows there and the pointer reaches the tools. Panels cannot
 dock over the central node, so a docked panel never covers the character; the host keeps the scene's camera
 image inside :attr:`DockLayout.view_rect` (engine.render.camera ``view_rect``). The first time (no layout in
-the imgui ini file) the default layout is built: a left column, a right column and a bottom row, each a tab
-stack of the named windows; afterwards the user's splits, sizes and tabs come back from the ini file (the
-layer's ``ini_path``, game/ui/userdirs.py).
+the imgui ini file) the default layout is built: a left column, a right column and a bottom row, each split
+into a panel per named window or tab stack; afterwards the user's splits, sizes and tabs come back from the
+ini file (the layer's ``ini_path``, game/ui/userdirs.py).
 """
 from __future__ import annotations
 
@@ -29,11 +28,13 @@ DOCKSPACE_NAME = "skinengine dockspace"
 
 class DockLayout:
     """A dockspace with a pass-through central view and a default layout (see the module docstring).
-    ``left``/``right``/``bottom``: window names docked there by default; ``sizes``: the fractions of the
-    window those columns and the row take."""
+    ``left``/``right``/``bottom``: what is docked there by default, each a sequence of groups: a window name
+    (a panel of its own: a column's are stacked, the bottom row's side by side) or a tuple of names (a tab
+    stack, the first shown); ``sizes``: the fractions of the window those columns and the row take."""
 
-    def __init__(self, *, left: Sequence[str] = (), right: Sequence[str] = (), bottom: Sequence[str] = (),
-                 sizes: tuple[float, float, float] = (0.22, 0.24, 0.22), front: Sequence[str] = ()) -> None:
+    def __init__(self, *, left: Sequence[str | Sequence[str]] = (), right: Sequence[str | Sequence[str]] = (),
+                 bottom: Sequence[str | Sequence[str]] = (),
+                 sizes: tuple[float, float, float] = (0.22, 0.24, 0.22)) -> None:
         for s in sizes:
             if not 0.05 <= s <= 0.45:
                 raise ValueError(f"dock sizes must be fractions in [0.05, 0.45], got {sizes!r}")
@@ -43,9 +44,6 @@ class DockLayout:
         self.view_rect: tuple[float, float, float, float] | None = None
         self._built = False
         self.reset_requested = False
-        #: windows whose tabs are brought to the front once the default layout is built
-        self.front = tuple(front)
-        self._focus_frames = 0
 
     def begin(self) -> tuple[float, float, float, float] | None:
         """Submit the dockspace (call first in the frame, after the main menu bar); builds the default layout
@@ -79,25 +77,31 @@ class DockLayout:
         internal.dock_builder_set_node_size(dock_id, vp.work_size)
         rest = dock_id
         left_w, right_w, bottom_h = self.sizes
-        placed: list[tuple[Sequence[str], int]] = []
+        placed: list[tuple[Sequence[str | Sequence[str]], int]] = []
         if self.left:
             _, left, rest = internal.dock_builder_split_node_py(rest, imgui.Dir.left, left_w)
             placed.append((self.left, left))
         if self.right:
             _, right, rest = internal.dock_builder_split_node_py(rest, imgui.Dir.right, right_w / (1.0 - left_w))
             placed.append((self.right, right))
+        bottom_node = -1
         if self.bottom:
-            _, bottom, rest = internal.dock_builder_split_node_py(rest, imgui.Dir.down, bottom_h)
-            placed.append((self.bottom, bottom))
-        for names, node in placed:
-            for name in names:
-                internal.dock_builder_dock_window(name, node)
+            _, bottom_node, rest = internal.dock_builder_split_node_py(rest, imgui.Dir.down, bottom_h)
+            placed.append((self.bottom, bottom_node))
+        for groups, node in placed:
+            self._fill(node, groups, imgui.Dir.down if node != bottom_node else imgui.Dir.right)
         internal.dock_builder_finish(dock_id)
-        self._focus_frames = 2  # the windows exist from the next frame on
 
-    def end(self) -> None:
-        """After the panels of a frame: bring :attr:`front`'s tabs forward after a fresh default layout."""
-        if self._focus_frames > 0:
-            self._focus_frames -= 1
-            for name in self.front:
-                imgui.set_window_focus(name)
+    @staticmethod
+    def _fill(node: int, groups: Sequence[str | Sequence[str]], direction: imgui.Dir) -> None:
+        """Split ``node`` into one part per group (equal shares, along ``direction``: stacked in a column,
+        side by side in the bottom row); a group of several names is a tab stack, the first shown."""
+        internal = imgui.internal
+        parts = [(g,) if isinstance(g, str) else tuple(g) for g in groups]
+        for k, names in enumerate(parts):
+            here = node
+            if k < len(parts) - 1:  # split this group's share off the start; the rest goes on
+                opposite = imgui.Dir.up if direction == imgui.Dir.down else imgui.Dir.left
+                _, here, node = internal.dock_builder_split_node_py(node, opposite, 1.0 / (len(parts) - k))
+            for name in names:
+                internal.dock_builder_dock_window(name, here)

@@ -109,8 +109,6 @@ class SessionOverlay:
             fn()
         if self.show_help and self.help_lines:
             self._draw_help()
-        if self.dock is not None:
-            self.dock.end()
 
     def _apply_view_rect(self, rect: tuple[float, float, float, float] | None) -> None:
         """The central node (window pixels) -> the fractions the camera's image fills; applied when it changed."""

@@ -262,7 +262,8 @@ with Session(window=True, width=W, height=H, title="autosave") as s:
 
     run_editor_window(ed, frames=60 if phase == "crash" else 6, before_frame=before, autosave=True,
                       persist_layout=False)
-    out.update(layer=None if ch.pose_layer is None else ed.selected.pose_layer.rotation.tolist(),
+    now_ch = ed.selected
+    out.update(layer=None if now_ch.pose_layer is None else now_ch.pose_layer.rotation.tolist(),
                history=ed.undo.history, messages=ed.state.messages, unsaved=ed.unsaved)
 print("RESULT " + json.dumps(out))
 '''
