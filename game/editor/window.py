@@ -35,7 +35,11 @@ HELP_LINES = (
     "   outline (view from the side)",
     "O  orbit tool (left-drag orbits too)",
     "click a character to select it",
+    "K  skeleton: click a joint, then drag",
+    "   its gizmo's rings to turn it",
+    "Ctrl+K key the pose at the playhead",
     "Ctrl+Z undo, Ctrl+Shift+Z redo",
+    "Ctrl+O open, Ctrl+S save, +Shift: as",
     *VIEW_HELP,
     "Esc drop strokes (quit when none)",
 )
