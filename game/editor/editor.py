@@ -223,7 +223,7 @@ class Editor:
         st.editable.clear()
         st.finished.clear()
         st.drawing, st.knot_drag = None, None
-        self.posing.last = self.posing.last_pair = self.posing.base = None
+        self.posing.last = self.posing.last_pair = self.posing.base = self.posing.world = None
         self.surface.reset()
         self.undo.clear()
         self.saved_mark = self.undo.mark()
