@@ -16,13 +16,13 @@ HAND_L = 8
 
 def _stroke(ed: Editor, s: Session, points, t0: float) -> float:
     t = t0
-    ed.queue.push(PointerDown(t, *points[0]))
+    ed.queue.push(PointerDown(t, points[0][0], points[0][1]))
     s.step()
     for p in points[1:]:
         t += 1 / 60
-        ed.queue.push(PointerMove(t, *p, buttons=Buttons.LEFT))
+        ed.queue.push(PointerMove(t, p[0], p[1], buttons=Buttons.LEFT))
         s.step()
-    ed.queue.push(PointerUp(t + 1 / 60, *points[-1]))
+    ed.queue.push(PointerUp(t + 1 / 60, points[-1][0], points[-1][1]))
     s.step()
     return t + 0.1
 
