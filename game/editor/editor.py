@@ -183,10 +183,11 @@ class Editor:
         return written
 
     def open(self, path: str | Path) -> Any:
-        """Open a .gltf/.glb in place of the characters: it is loaded first (a refusal, ValueError, leaves the
-        scene and the edits as they are), then replaces them; a saved file's ``pose`` clip is played held at
+        """Open a .gltf/.glb in place of the characters: it is loaded first (a refusal leaves the scene and the
+        edits as they are), then replaces them; a saved file's ``pose`` clip is played held at
         0 s (the pose as saved) and its ``<stem>.edits.json`` beside it loaded (on the spring deformer, which
-        edits need). The undo history starts again and the file becomes the save target."""
+        edits need). The undo history starts again and the file becomes the save target. A refusal
+        (ValueError, or the loader's engine.assets.errors.AssetError naming the file and why) changes nothing."""
         p = Path(path)
         if self.recorder is not None:
             raise ValueError("a --record recording holds the characters it started with: "

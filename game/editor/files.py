@@ -88,9 +88,11 @@ class FileCommands:
 
     def open(self, path: str) -> bool:
         """Open ``path`` in place of the characters; a refusal becomes a message (the scene stays)."""
+        from engine.assets.errors import AssetError
+
         try:
             self.ed.open(path)
-        except (ValueError, OSError) as exc:
+        except (AssetError, ValueError, OSError) as exc:  # the loader's refusals name the file and why
             self.ed.state.say(f"open refused: {exc}")
             return False
         return True

@@ -544,9 +544,11 @@ def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
         if asking == "restore":
             rec, previous = previous, None
             if choice == "restore" and rec is not None:
+                from engine.assets.errors import AssetError
+
                 try:
                     autosaving.restore(ed, rec, window=window)
-                except ValueError as exc:
+                except (AssetError, ValueError) as exc:
                     ed.state.say(f"restore refused: {exc}")
             else:
                 autosaving.discard_previous()
