@@ -187,7 +187,8 @@ class Editor:
         edits as they are), then replaces them; a saved file's ``pose`` clip is played held at
         0 s (the pose as saved) and its ``<stem>.edits.json`` beside it loaded (on the spring deformer, which
         edits need). The undo history starts again and the file becomes the save target. A refusal
-        (ValueError, or the loader's engine.assets.errors.AssetError naming the file and why) changes nothing."""
+        of the file (ValueError, or the loader's engine.assets.errors.AssetError naming the file and why) changes
+        nothing; a refused edits file beside it is said in a message, the character opened without them."""
         p = Path(path)
         if self.recorder is not None:
             raise ValueError("a --record recording holds the characters it started with: "
@@ -201,15 +202,20 @@ class Editor:
         posed = "pose" in clips
         ch = self.spawn(str(p), clip="pose" if posed else (0 if clips else None), speed=0.0 if posed else 1.0,
                         deformer="spring" if edits.is_file() else None)
-        if edits.is_file():
-            ch.load_edits(edits)
+        with_edits = edits.is_file()
+        if with_edits:
+            try:
+                ch.load_edits(edits)
+            except ValueError as exc:  # the character is open; its edits file is refused on its own
+                with_edits = False
+                self.state.say(f"{edits.name} refused: {exc}")
         self.state.selected = ch.entity
         self.save_path = p if p.suffix.lower() == ".glb" else None
         self.saved_mark = self.undo.mark()
         self.frame_camera()
         if self.autosaver is not None:  # the autosave's header names the characters: start it again
             self.start_autosave(self.autosaver.path)
-        self.state.say(f"opened {p.name}" + (" with its edits" if edits.is_file() else ""))
+        self.state.say(f"opened {p.name}" + (" with its edits" if with_edits else ""))
         return ch
 
     def clear_scene(self) -> None:
