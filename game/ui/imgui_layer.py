@@ -369,16 +369,20 @@ class ImGuiLayer:
         return out
 
     def _backdrop(self, cmd_list: Any) -> Rect | None:
-        """The opaque backdrop (GL rectangle: the whole pixels inside the window) of a top-level window's
-        draw list; None for other lists (background, foreground, child windows) and off-screen windows."""
+        """The opaque backdrop (GL rectangle: the whole pixels inside the window) of a top-level or docked
+        window's draw list; None for other lists (background, foreground, child regions, windows without a
+        background) and off-screen windows."""
         # ``_owner_name`` is imgui's own field (ImDrawList::_OwnerName) as imgui-bundle names it, not ours
         window = imgui.internal.find_window_by_name(cmd_list._owner_name)
-        # a window without a background (the dockspace's host over the whole view) gets no backdrop either
-        if window is None or window.flags & (imgui.WindowFlags_.child_window | imgui.WindowFlags_.no_background) \
-                or window.hidden:
-            return None
+        if window is None or window.hidden or window.flags & imgui.WindowFlags_.no_background:
+            return None  # a window without a background (the dockspace's host over the whole view): none either
+        if window.flags & imgui.WindowFlags_.child_window and window.dock_node is None:
+            return None  # a child region inside a panel (a docked panel is flagged a child too: it gets one)
         p, s, h = window.pos, window.size, self.height
-        rect = (math.ceil(p.x), h - math.floor(p.y + s.y), math.floor(p.x + s.x), h - math.ceil(p.y))
+        top = p.y
+        if window.dock_node is not None:  # the dock node's tab bar over a docked panel is the host's to draw
+            top = max(top, window.inner_rect.min.y)
+        rect = (math.ceil(p.x), h - math.floor(p.y + s.y), math.floor(p.x + s.x), h - math.ceil(top))
         return intersect(rect, (0, 0, self.width, h))
 
     def _sparse_cover(self, v0: int, n_v: int, i0: int, n_i: int, clip: Rect) -> tuple[Rect | None, tuple[Rect, ...]]:
