@@ -6,7 +6,14 @@ into the editor's systems (game/editor/), and the real-time replay of a recordin
 ``KEY_BINDINGS``): P pose tool (left-drag draws a baseline, then an offset stroke), B bulge tool and S
 silhouette tool (surface edits, game/editor/surface.py; the Tools panel sets them), O orbit tool, right-drag
 orbits, middle-drag pans, wheel zooms, Ctrl+Z / Ctrl+Shift+Z undo / redo, Space pause, ``.`` one step,
-``[`` / ``]`` time scale, Esc drops the strokes (and quits when there are none).
+``[`` / ``]`` time scale, K the skeleton (a click on a joint: its rotate gizmo, game/editor/joint_ui.py), Ctrl+K
+keys the pose, Ctrl+O / Ctrl+S / Ctrl+Shift+S open / save / save as (game/editor/files.py), Esc drops the
+strokes (and quits when there are none, asking first when edits are unsaved).
+
+The panels dock around a central view (game/ui/dock.py) under a menu bar; the scene's camera image fills the
+central view (its ``view_rect``, set at once and recorded as a ``view_rect`` action). From the command line the
+layout is kept in the user's config folder and the session autosaved to the user's cache
+(game/editor/autosave.py).
 """
 from __future__ import annotations
 
