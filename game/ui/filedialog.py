@@ -10,7 +10,8 @@ an imgui window when the desktop has none.
 portable-file-dialogs runs an external program on Linux (zenity, matedialog, qarma or kdialog, found on PATH;
 the Windows and macOS dialogs are always there) without blocking the frame: :meth:`FileDialog.poll` asks it
 each frame whether the user answered. Where none of those programs exists (a bare X server, Xvfb in the
-tests) or ``native=False``, the typed-path window shows instead: a text field with the path, Enter or OK
+tests), with ``SKINENGINE_FILE_DIALOG=typed`` in the environment, or ``native=False``, the typed-path window
+shows instead: a text field with the path, Enter or OK
 accepts it, Esc or Cancel gives up.
 """
 from __future__ import annotations
@@ -29,7 +30,9 @@ LINUX_BACKENDS = ("zenity", "matedialog", "qarma", "kdialog")
 
 def native_backend() -> str | None:
     """The program portable-file-dialogs would use ("zenity", "kdialog", ...; "system" on Windows and macOS),
-    None when there is none (then the typed path is asked for)."""
+    None when there is none or ``SKINENGINE_FILE_DIALOG=typed`` is set (then the typed path is asked for)."""
+    if os.environ.get("SKINENGINE_FILE_DIALOG", "").strip().lower() == "typed":
+        return None  # the user (or a test) asked for the typed path
     if sys.platform in ("win32", "darwin"):
         return "system"
     if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):

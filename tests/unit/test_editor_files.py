@@ -26,6 +26,9 @@ def test_without_a_dialog_program_the_path_is_typed(monkeypatch):
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     assert native_backend() is None
+    monkeypatch.setenv("DISPLAY", ":99")
+    monkeypatch.setenv("SKINENGINE_FILE_DIALOG", "typed")
+    assert native_backend() is None  # asked for, even with a display and a dialog program
     d = FileDialog()
     assert not d.native and not d.active
     d.ask("save", "Save as", default="/tmp/x.glb")
