@@ -1,6 +1,6 @@
 """Benchmark of the GPU deformer graph: the research's Table 1 for the project's meshes, plus a batch sweep.
 
-    python main.py bench deform [--quick] [--synthetic] [--reps N]
+    python main.py bench deform [--quick] [--synthetic] [--reps N] [--counts]
 
 Per mesh (assets/box.glb ~1.8k control points, plus ~5.6k, humanoid ~16k, humanoid_dense ~90k through
 engine.assets.library.character_path; synthetic tubes when a character is unavailable, with --synthetic, and
@@ -18,6 +18,10 @@ instances of that mesh through the LBS graph with skinned normals (fused: one sk
 -> copy) and with surface normals (skin_copy -> face normals -> vertex normals): ms per stage (every stage is one
 dispatch for all N meshes: the dispatch count does not grow with N), the CPU time of packing and uploading the
 poses, and the wall time of a whole ``run()`` to ``ctx.finish()`` with its spread.
+First a table of the spring stage's GL calls per frame (counted from Python around the stage, see
+bench.common.count_stage_calls; the same on every device): dispatches, memory barriers, command barriers and
+all GL calls for I = 1 and 50 iterations, with and without the volume term and its pre-pass, checking
+convergence every iteration and every 50; ``--counts`` prints only that table.
 Prints tables; asserts nothing. ``--quick`` uses small tubes (for llvmpipe). On a software rasteriser the
 "GPU" times are the CPU's (timer queries there count wall time, the machine's other processes included).
 """
@@ -34,7 +38,7 @@ import numpy as np
 if __package__ in (None, ""):  # run as a script: make `bench` and `engine` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import Spread, device_line  # noqa: E402
+from bench.common import Spread, count_stage_calls, device_line  # noqa: E402
 
 ITERATIONS = (1, 25, 50, 100)
 SIZES = {"box": 1802, "plus": 5634, "humanoid": 16000, "humanoid_dense": 90000}
@@ -99,6 +103,66 @@ def _pose(bind_joints: np.ndarray, inverse_bind: np.ndarray, seed: int = 3):
         r[:3, :3] = np.eye(3) + np.sin(0.3) * k + (1 - np.cos(0.3)) * k @ k
         posed[j] = bind_joints[j] @ r
     return posed @ inverse_bind, posed
+
+
+def _volume_atomics(topo, binding, bind_joints) -> tuple[int, int]:
+    """Volume-term atomics per iteration on one mesh: (one per point of a region, as before the per-group
+    reduction; one per work group and region, spring_iterate.glsl's volume_flush)."""
+    from engine.gpu.layouts import LOCAL_SIZE
+    from engine.skinning.gpu.spring import spring_arrays
+
+    region = spring_arrays(topo, binding, bind_joints)[2]["region"][:, 0]
+    on = np.flatnonzero(region >= 0)
+    return int(on.size), len(set(zip((on // LOCAL_SIZE).tolist(), region[on].tolist())))
+
+
+def _counts_table(ctx, res, rig: tuple, reps: int) -> None:
+    """The spring stage's GL calls in one frame (after a first frame: programs compiled, pools built), and the
+    median wall time inside the stage over ``reps`` frames (each after ctx.finish())."""
+    from engine.skinning.gpu.graph import DeformerGraph
+    from engine.skinning.gpu.plan import default_config
+    from engine.skinning.gpu.stages import SpringContext
+    from engine.skinning.springs import SpringParams
+
+    topo, binding, jn, w, ib, par, bj = rig
+    skin_mats, posed = _pose(bj, ib)
+    print("Spring stage GL calls per frame (counted from Python; scheme 'iterations')")
+    head = (f"{'I':>4}{'volume':>8}{'check_every':>13}{'dispatches':>12}{'barriers':>10}{'cmd barriers':>14}"
+            f"{'GL calls':>10}{'stage ms':>10}{'spread':>8}")
+    print(head)
+    print("-" * len(head))
+    for it in (1, 50):
+        for k_v in (1.0, 0.0):
+            for every in (1, 50):
+                cfg = default_config("spring").to_dict()
+                cfg["nodes"][1]["options"]["check_every"] = every
+                graph = DeformerGraph(ctx, res)
+                params = SpringParams(convergence="iterations", max_iterations=it, k_v=k_v)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    h = graph.add_mesh(topo, binding, jn, w, ib, par, config=cfg, spring=params)
+                graph.set_pose(h, skin_mats, posed)
+                graph.run()
+                with count_stage_calls(SpringContext) as n:
+                    graph.run()
+                ms = []
+                for _ in range(reps):
+                    ctx.finish()
+                    with count_stage_calls(SpringContext) as t:
+                        graph.run()
+                    ms.append(t.seconds * 1e3)
+                graph.release()
+                sp = Spread.of(ms)
+                print(f"{it:>4}{'on' if k_v else 'off':>8}{every:>13}{n.dispatches:>12}{n.barriers:>10}"
+                      f"{n.command_barriers:>14}{n.calls:>10}{sp.median:>10.3f}{sp.pct:>7.0f}%")
+    print(f"mesh: {topo.n_control} control points; GL calls: dispatches, barriers, image / SSBO bindings, uniform "
+          "writes, buffer writes and copies issued by the spring stage's Python code; stage ms: median wall time "
+          f"inside the stage over {reps} frames (on llvmpipe the dispatches run inside their calls: the stage's "
+          "whole cost)")
+    per_point, per_group = _volume_atomics(topo, binding, bj)
+    print(f"volume-term atomics per iteration on this mesh: {per_point} with one per point, {per_group} with one per "
+          "work group and region (now)")
+    print()
 
 
 def _time_graph(graph, reps: int, node: str | None = None) -> Spread:
@@ -200,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--synthetic", action="store_true", help="synthetic tubes instead of the characters")
     ap.add_argument("--reps", type=int, default=None,
                     help="timed frames per measurement; the median is shown (default 11, quick 7)")
+    ap.add_argument("--counts", action="store_true", help="only the table of the spring stage's GL calls")
     args = ap.parse_args(argv)
     reps = args.reps or (7 if args.quick else 11)
     if reps < 1:
@@ -215,6 +280,11 @@ def main(argv: list[str] | None = None) -> int:
     res = GpuResources(ctx)
     print(device_line(ctx, f"median of {reps} frames per cell (numpy: of {np_reps} calls); spread = (p75 - p25) / "
                            "median"))
+    _counts_table(ctx, res, _rig("box", True, args.synthetic)[1], reps)
+    if args.counts:
+        res.release_all()
+        ctx.release()
+        return 0
     print("Table 1: spring stage GPU ms, scheme 'iterations'")
     source = []
     head = (f"{'mesh':<20}{'ctrl':>7}{'tris':>8}{'I=1':>9}{'I=25':>9}{'I=50':>9}{'I=100':>9}{'spread':>7}"

@@ -7,7 +7,9 @@
   = (p75 - p25) / median in percent (the interquartile range: one pre-empted call on a shared machine moves
   the max by 100x, not the quartiles), the figure the tables print as ``spread``: a cell whose spread is large
   is a cell to re-run, not a result;
-* :func:`median_of`: the median of a list of samples (a plain float, for the tables' cells).
+* :func:`median_of`: the median of a list of samples (a plain float, for the tables' cells);
+* :func:`count_stage_calls`: the GL calls one stage of the deformer graph issues from Python (dispatches,
+  memory barriers, command barriers, every moderngl call that reaches the driver), counted while it runs.
 
 Numbers to print and compare within one run, never to assert on.
 """
@@ -15,13 +17,15 @@ from __future__ import annotations
 
 import os
 import platform
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Spread", "device_line", "median_of", "cpu_name"]
+__all__ = ["GLCalls", "Spread", "count_stage_calls", "cpu_name", "device_line", "median_of"]
 
 
 @dataclass(frozen=True)
@@ -81,3 +85,84 @@ def device_line(ctx: Any | None, repetitions: str) -> str:
         device = f"CPU only (no GL): {cpu_name()}"
     threads = os.environ.get("LP_NUM_THREADS", "default")
     return f"device: {device}; {os.cpu_count()} CPUs, LP_NUM_THREADS {threads}; {repetitions}"
+
+
+@dataclass
+class GLCalls:
+    """GL calls counted from Python: ``dispatches`` (``ComputeShader.run`` / ``run_indirect``), ``barriers``
+    (``memory_barrier``), ``command_barriers`` (those with GL_COMMAND_BARRIER_BIT) and ``calls`` (every counted
+    moderngl call: the dispatches and barriers, image / SSBO bindings, uniform writes, buffer writes and copies),
+    ``seconds``: wall time inside the stage (Python and driver; on llvmpipe a dispatch runs inside its call)."""
+
+    dispatches: int = 0
+    barriers: int = 0
+    command_barriers: int = 0
+    calls: int = 0
+    seconds: float = 0.0
+
+
+#: moderngl methods that reach the driver, by class name (ComputeShader.run binds the program and dispatches)
+_COUNTED = {"ComputeShader": ("run", "run_indirect"), "Context": ("memory_barrier", "copy_buffer"),
+            "Texture": ("bind_to_image",), "Buffer": ("bind_to_storage_buffer", "write")}
+
+
+@contextmanager
+def count_stage_calls(context_type: type) -> Iterator[GLCalls]:
+    """Count the GL calls of every run of the graph stage whose context is ``context_type`` (e.g.
+    ``SpringContext``) inside the ``with`` block; calls outside that stage are not counted."""
+    import moderngl
+
+    from engine.skinning.gpu import stages
+    from engine.skinning.gpu.plan import COMMAND_BARRIER_BIT
+
+    counts = GLCalls()
+    inside = [False]
+    saved: list[tuple[Any, str, Any]] = []
+
+    def wrap(cls: Any, name: str) -> None:
+        original = getattr(cls, name)
+
+        def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if inside[0]:
+                counts.calls += 1
+                if name.startswith("run"):
+                    counts.dispatches += 1
+                elif name == "memory_barrier":
+                    counts.barriers += 1
+                    bits = args[0] if args else kwargs.get("barriers", 0)
+                    counts.command_barriers += int(bool(int(bits) & COMMAND_BARRIER_BIT))
+            return original(self, *args, **kwargs)
+
+        saved.append((cls, name, original))
+        setattr(cls, name, counted)
+
+    for cls_name, names in _COUNTED.items():
+        for name in names:
+            wrap(getattr(moderngl, cls_name), name)
+    value = moderngl.Uniform.value  # a property: count its setter (one glProgramUniform)
+
+    def set_value(self: Any, v: Any) -> None:
+        if inside[0]:
+            counts.calls += 1
+        value.fset(self, v)
+
+    saved.append((moderngl.Uniform, "value", value))
+    moderngl.Uniform.value = property(value.fget, set_value)
+    run: Any = stages._RUN[context_type]
+
+    def counted_run(c: Any) -> None:
+        inside[0] = True
+        t0 = time.perf_counter()
+        try:
+            run(c)
+        finally:
+            counts.seconds += time.perf_counter() - t0
+            inside[0] = False
+
+    stages._RUN[context_type] = counted_run
+    try:
+        yield counts
+    finally:
+        stages._RUN[context_type] = run
+        for cls, name, original in reversed(saved):
+            setattr(cls, name, original)

@@ -1,7 +1,9 @@
 """Baking: the deformed vertices of many frames of one character, in one process.
 
-``bake(session, character, times)`` returns ``{PrimitiveKey: (F, D, 3) float32}`` for every skinned primitive:
-the character's clip sampled at each time (one batched sampling and FK over all frames), then deformed
+``bake(session, character, times)`` returns ``{PrimitiveKey: (F, D, 3) float32}`` for every skinned primitive
+(and every unskinned one with morph targets: morphed in numpy and placed by its node's world matrix): the
+character's clip sampled at each time (one batched sampling and FK over all frames; morph weights per frame
+from the clip's weights channels, a script's override winning as in the frame), then deformed
 
 * on the gpu device, frame-independent deformers (LBS, DQS, rigid, IRS, the springs' default mode): a BLOCK of
   frames per dispatch, as instances of the mesh in a deformer graph of their own (static data shared, one pose
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
     from engine.scene import DeformSettings
     from engine.session import Character, Session
 
-__all__ = ["bake", "parse_times", "pose_matrices", "frame_independent", "MAX_FRAMES"]
+__all__ = ["bake", "parse_times", "pose_matrices", "morph_frames", "frame_independent", "MAX_FRAMES"]
 
 #: frames one bake may produce (memory of the result: F x vertices x 12 bytes)
 MAX_FRAMES = 100_000
@@ -81,6 +83,29 @@ def pose_matrices(character: Character, times: Sequence[float] | np.ndarray, *, 
     return np.matmul(s.world.get(character.entity, Placement).matrix, g).astype(np.float32)
 
 
+def morph_frames(character: Character, times: np.ndarray, *, mode: str = "clamp") -> list[dict[int, np.ndarray]]:
+    """Per time, the morph weights of the character's morphed mesh nodes (node -> (M,)): the override set by
+    script, else the clip's weights channel at that time, else the rest weights; empty dicts without morphs."""
+    from engine.anim import Playback
+    from engine.components import Animator, MorphWeights
+
+    s = character.session
+    morph = s.world.try_get(character.entity, MorphWeights)
+    if morph is None:
+        return [{} for _ in range(len(times))]
+    pb = s.world.get(character.entity, Animator).playback
+    out = []
+    for t in np.asarray(times, np.float64).reshape(-1):
+        sampled = {}
+        if isinstance(pb, Playback):
+            sampler = pb.samplers[pb.clip]
+            sampled = sampler.sample_weights(float(wrap_time(float(t), sampler.duration, mode)))
+        frame = MorphWeights(morph.rest, morph.override)
+        frame.update(sampled)
+        out.append(frame.current)
+    return out
+
+
 def default_block_mb(session: Session) -> float:
     """The block budget for this session's device: small on a software rasteriser (CPU caches), large on a GPU."""
     if session.ctx is None:
@@ -117,13 +142,16 @@ def bake(session: Session, character: Character, times: Sequence[float] | np.nda
     out: dict[PrimitiveKey, np.ndarray] = {}
     done = 0
     total = f * len(loaded.skinned)
+    weights = morph_frames(character, t, mode=mode)
     for sp in loaded.skinned:
         key = PrimitiveKey(sp.node, sp.mesh, sp.prim)
         res = np.empty((f, sp.primitive.vertex_count, 3), np.float32)
         out[key] = res
+        morphed = bool(sp.primitive.target_count)
         if session.graph is None:  # numpy reference, frame by frame
             for i in range(f):
-                res[i] = sp.deform(g_all[i], settings.deformer, config=settings.config)
+                res[i] = sp.deform(g_all[i], settings.deformer, config=settings.config,
+                                   morph=weights[i].get(sp.node) if morphed else None)
                 done += 1
                 if progress is not None:
                     progress(done, total)
@@ -147,6 +175,9 @@ def bake(session: Session, character: Character, times: Sequence[float] | np.nda
             joints_all = g_all[:, sp.skin.joints]
             for block in blocks:
                 graph.set_poses(handles[:len(block)], skin_all[block], joints_all[block])
+                if morphed:
+                    for h, i in zip(handles, block):
+                        graph.set_morph_weights(h, weights[i][sp.node])
                 graph.run()
                 for i, pos in zip(block, graph.download_positions(handles[:len(block)])):
                     res[i] = pos
@@ -155,6 +186,14 @@ def bake(session: Session, character: Character, times: Sequence[float] | np.nda
                     progress(done, total)
         finally:
             graph.release()
+    from engine.skinning.morph import morph
+
+    for key, prim in loaded.morphed_rigid_primitives():  # static meshes morph too (numpy, as the frame does)
+        res = np.empty((f, prim.vertex_count, 3), np.float32)
+        for i in range(f):
+            g = g_all[i, key.node]
+            res[i] = morph(prim.positions, prim.target_positions, weights[i].get(key.node)) @ g[:3, :3].T + g[:3, 3]
+        out[key] = res
     return out
 
 

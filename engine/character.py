@@ -1,5 +1,5 @@
-"""A handle on one spawned character of a :class:`engine.session.Session`: playback, placement, deformer, pose
-layer and keyed poses, surface edits, deformed vertices, regions shown, removal.
+"""A handle on one spawned character of a :class:`engine.session.Session`: playback, placement, deformer, morph
+weights, pose layer and keyed poses, surface edits, deformed vertices, regions shown, removal.
 
 The character reaches its session only through the session's public methods (``refresh_pose``,
 ``mark_pose_changed``, ``pose_changed``, ``require_renderer``, ``show_marks``, its world and scene meshes).
@@ -18,6 +18,7 @@ from engine.assets.model import Asset
 from engine.components import (
     Animator,
     DeformedMeshes,
+    MorphWeights,
     Placement,
     PoseLayer,
     PrimitiveKey,
@@ -218,6 +219,52 @@ class Character:
         self._session.meshes.set_settings(self.entity, deform_settings(deformer, config, graph, cur))
         self._session.refresh_pose(self.entity)
         return self
+
+    # -- morph targets -------------------------------------------------------------------------------------
+    @property
+    def morph_nodes(self) -> dict[int, int]:
+        """Mesh nodes with morph targets: glTF node -> target count (empty for a character without them)."""
+        self.require_alive()
+        morph = self._session.world.try_get(self.entity, MorphWeights)
+        return {} if morph is None else {n: int(w.shape[0]) for n, w in morph.rest.items()}
+
+    def _morph_node(self, target: int | str) -> int:
+        """A morphed mesh node by glTF node index, node name or mesh name; ValueError listing the choices."""
+        nodes = self.morph_nodes
+        asset = self.asset
+        if isinstance(target, (int, np.integer)) and not isinstance(target, bool) and int(target) in nodes:
+            return int(target)
+        if isinstance(target, str):
+            for n in nodes:
+                mesh = asset.nodes[n].mesh
+                if asset.nodes[n].name == target or (mesh is not None and asset.meshes[mesh].name == target):
+                    return n
+        choices = ", ".join(f"{n} ({asset.nodes[n].name!r}, {c} targets)" for n, c in nodes.items()) or "none"
+        raise ValueError(f"no mesh node with morph targets {target!r}; {self.name!r} has: {choices}")
+
+    def set_morph_weights(self, target: int | str, weights: Sequence[float] | np.ndarray | None) -> Character:
+        """Set the morph-target weights of one mesh node (``target``: glTF node index, node name or mesh name),
+        one number per target; they win over the clip's weights channel until cleared with ``weights=None``
+        (then the clip's, else the rest weights, apply again). The pose is updated at once."""
+        self.require_alive()
+        from engine.skinning.morph import check_weights
+
+        node = self._morph_node(target)
+        morph = self._session.world.get(self.entity, MorphWeights)
+        if weights is None:
+            morph.override.pop(node, None)
+        else:
+            morph.override[node] = check_weights(weights, self.morph_nodes[node],
+                                                 f"morph weights of node {node}")
+        self._session.refresh_pose(self.entity)
+        return self
+
+    def morph_weights(self, target: int | str) -> np.ndarray:
+        """The morph weights the next deformation of one mesh node uses (override, clip or rest), a copy."""
+        self.require_alive()
+        node = self._morph_node(target)
+        morph = self._session.world.get(self.entity, MorphWeights)
+        return np.array(morph.current.get(node, morph.rest[node]), np.float32)
 
     # -- posing (research 7.2) ------------------------------------------------------------------------------
     @property

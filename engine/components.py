@@ -14,7 +14,8 @@ from engine.anim import Playback, Pose, Rig
 from engine.anim.posing import apply_rotation_deltas
 from engine.assets.model import Asset
 
-__all__ = ["PrimitiveKey", "Placement", "AssetRef", "Animator", "PoseLayer", "SkeletonPose", "DeformedMeshes"]
+__all__ = ["PrimitiveKey", "Placement", "AssetRef", "Animator", "PoseLayer", "SkeletonPose", "DeformedMeshes",
+           "MorphWeights", "playback_weights"]
 
 
 class PrimitiveKey(NamedTuple):
@@ -83,6 +84,34 @@ class PoseLayer:
         if self.hold is not None:
             pose.copy_from(self.hold)
         return apply_rotation_deltas(pose, self.rotation, out=pose)
+
+
+@dataclass
+class MorphWeights:
+    """Morph-target weights of a character's morphed mesh nodes (node -> (M,) float32): ``rest`` (node.weights,
+    else mesh.weights), ``override`` (set by script: ``Character.set_morph_weights``; wins over the clip) and
+    ``current``, what the next deformation uses: per node the override, else the playing clip's weights channel,
+    else the rest weights (refreshed by :meth:`update` on every animation step)."""
+
+    rest: dict[int, np.ndarray]
+    override: dict[int, np.ndarray] = field(default_factory=dict)
+    current: dict[int, np.ndarray] = field(default_factory=dict)
+
+    def update(self, sampled: dict[int, np.ndarray]) -> None:
+        """``current`` from the clip's ``sampled`` weights (node -> (M,); other nodes ignored)."""
+        cur = {}
+        for node, rest in self.rest.items():
+            w = self.override.get(node)
+            if w is None:
+                w = sampled.get(node)
+                w = rest if w is None or w.shape != rest.shape else w
+            cur[node] = w
+        self.current = cur
+
+
+def playback_weights(playback: Playback | StillPlayback) -> dict[int, np.ndarray]:
+    """The morph weights a Playback's clip gives now (a StillPlayback gives none)."""
+    return playback.morph_weights() if isinstance(playback, Playback) else {}
 
 
 @dataclass

@@ -11,7 +11,7 @@ INPUT         once per frame  ``input_begin_system``: the events devices pushed 
                               demo's window add their systems after it (shortcuts, camera controls, strokes)
 TOOLS         once per frame  (tools consume strokes: posing, surface edits, UI actions)
 ANIMATION     per fixed step  ``animation_system``: advance each Animator by the fixed step, sample its
-                              pose
+                              pose (and its morph weights: clip channels, script overrides)
 SKELETON      per fixed step  ``skeleton_system``: forward kinematics batched per rig (placement
                               included); keeps the previous step's matrices for interpolation
 DEFORM        per fixed step  ``surface_edit_step_system``: surface edits -> spring forces, for
@@ -53,7 +53,17 @@ from typing import Any
 import numpy as np
 
 from engine.anim import Playback, global_matrices_batched
-from engine.components import Animator, AssetRef, DeformedMeshes, Placement, PoseLayer, SkeletonPose
+from engine.anim.timeline import TimelinePlayback
+from engine.components import (
+    Animator,
+    AssetRef,
+    DeformedMeshes,
+    MorphWeights,
+    Placement,
+    PoseLayer,
+    SkeletonPose,
+    playback_weights,
+)
 from engine.ecs import Clock, Phase, Schedule, World
 from engine.gpu.timers import record_gpu_timings
 from engine.input.events import input_begin_system
@@ -122,6 +132,8 @@ def animation_system(world: World) -> None:
             pose.translation, pose.rotation, pose.scale = t[i], q[i], sc[i]
     for _e, (anim, layer) in world.query(Animator, PoseLayer):
         layer.apply(anim.pose)
+    for _e, (anim, morph) in world.query(Animator, MorphWeights):  # characters with morph targets only
+        morph.update(playback_weights(anim.playback))
 
 
 def skeleton_system(world: World) -> None:
@@ -144,9 +156,9 @@ def skeleton_system(world: World) -> None:
 
 def _surface_edits(world: World, *, dependent: bool) -> None:
     """Every character's surface edits reduced to spring forces (engine.skinning.edits.EditStack.terms) for its
-    current pose (the last fixed step's) and clip time, handed to the deformer graph (gpu device) or the numpy
-    reference (cpu device) before it runs. Runs where the deformer runs: ``dependent`` True in DEFORM
-    (frame-dependent deformers), False in DEFORM_FRAME (the others)."""
+    current pose (the last fixed step's) and clip time (on a timeline: its live segment's), handed to the deformer
+    graph (gpu device) or the numpy reference (cpu device) before it runs. Runs where the deformer runs:
+    ``dependent`` True in DEFORM (frame-dependent deformers), False in DEFORM_FRAME (the others)."""
     if not world.count(SurfaceEdits, SkeletonPose, Animator):  # no edits: the systems cost one cached query
         return
     meshes = world.resource(SceneMeshes)
@@ -156,7 +168,7 @@ def _surface_edits(world: World, *, dependent: bool) -> None:
         if not meshes.settings[e].takes_edits:  # kept for a switch back to springs, no forces to compute now
             continue
         rows = {i.key: i for i in meshes.instances.get(e, ())}
-        t = anim.playback.local_time if isinstance(anim.playback, Playback) else 0.0
+        t = anim.playback.local_time if isinstance(anim.playback, (Playback, TimelinePlayback)) else 0.0
         cfg = meshes.settings[e].config
         for key in list(comp.stacks):
             stack = comp.stacks[key]
@@ -209,6 +221,8 @@ def _deform(world: World, meshes: SceneMeshes, alpha: float) -> None:
         if e in meshes.instances:
             g = skel.globals if alpha >= 1.0 else interpolate_matrices(skel.previous, skel.globals, alpha)
             rows.append((e, g, out.positions))
+    for e, (morph,) in world.query(MorphWeights):
+        meshes.morph[e] = morph.current
     meshes.pose_many(rows)  # characters sharing an asset: one stacked skin-matrix product
     for e, _g, positions in rows:
         meshes.upload(e, positions)

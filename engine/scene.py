@@ -30,6 +30,7 @@ from engine.components import PrimitiveKey
 from engine.skinning import registry
 from engine.skinning.config import DeformerConfig
 from engine.skinning.instances import SkinnedPrimitive, skinned_primitives
+from engine.skinning.morph import morph
 
 if TYPE_CHECKING:
     from engine.skinning.gpu.graph import DeformerGraph, DeformHandle
@@ -60,6 +61,21 @@ class LoadedAsset:
 
             self._samplers = [ClipSampler(self.rig, c) for c in self.asset.clips]
         return self._samplers
+
+    def morph_rest(self) -> dict[int, np.ndarray]:
+        """Rest morph weights (node.weights, else mesh.weights) of every mesh node of the default scene whose
+        mesh has morph targets: node -> (M,) float32 (empty for an asset without morph targets)."""
+        out = {}
+        for n in self.asset.scene_nodes():
+            node = self.asset.nodes[n]
+            if node.mesh is not None and self.asset.meshes[node.mesh].target_count:
+                out[n] = self.asset.morph_weights(n)
+        return out
+
+    def morphed_rigid_primitives(self) -> list[tuple[PrimitiveKey, Primitive]]:
+        """The unskinned primitives that have morph targets (``export-frame`` writes them beside the skinned
+        ones: their vertices change with the clip too)."""
+        return [(k, p) for k, p in self.rigid_primitives() if p.target_count]
 
     def rigid_primitives(self) -> list[tuple[PrimitiveKey, Primitive]]:
         """Unskinned primitives of the default scene (they follow their node's world matrix)."""
@@ -147,8 +163,13 @@ def add_to_graph(graph: DeformerGraph, sp: SkinnedPrimitive, loaded: LoadedAsset
         if needs_binding else None
     how: dict[str, Any] = dict(config=settings.graph) if settings.graph is not None \
         else dict(method=spec.gpu_preset if spec is not None else None, spring=cfg.spring)
+    targets = None
+    if prim.target_count:
+        assert prim.target_positions is not None
+        targets = (prim.target_positions, prim.target_normals if prim.normals is not None else None,
+                 loaded.asset.morph_weights(sp.node))
     return graph.add_mesh(sp.topology(), binding, prim.joints, prim.weights, sp.skin.inverse_bind, sp.parents,
-                          normals=prim.normals,
+                          normals=prim.normals, morph=targets,
                           asset_key=(loaded.name, id(loaded.asset), sp.mesh, sp.prim, sp.skin_index, cfg.binding),
                           **how)
 
@@ -185,6 +206,9 @@ class SceneMeshes:
         self.assets: dict[int, LoadedAsset] = {}
         #: entity -> positions drawn instead of deforming (cpu device; comparisons and tools)
         self.held: dict[int, dict[PrimitiveKey, np.ndarray]] = {}
+        #: entity -> this frame's morph weights per mesh node (engine.components.MorphWeights.current; set by the
+        #: frame before ``pose_many``); entities without morph targets are absent
+        self.morph: dict[int, dict[int, np.ndarray]] = {}
         #: profiling hook: time every deformer stage (``DeformerGraph.run(profile=True)``, serialises the GPU);
         #: set by engine.profile.trace.Profiler
         self.profile_graph = False
@@ -255,6 +279,7 @@ class SceneMeshes:
         self.settings.pop(entity, None)
         self.assets.pop(entity, None)
         self.held.pop(entity, None)
+        self.morph.pop(entity, None)
 
     def set_settings(self, entity: int, settings: DeformSettings) -> None:
         """Switch an entity to another deformer; on failure the previous one stays."""
@@ -289,18 +314,30 @@ class SceneMeshes:
     def _pose_one(self, inst: MeshInstance, globals_: np.ndarray, out: dict[PrimitiveKey, np.ndarray],
                   settings: DeformSettings) -> None:
         sp = inst.skinned
+        weights = self._weights(inst)
         if sp is not None and inst.deform is not None:
             joints = globals_[sp.skin.joints]
             self.graph.set_pose(inst.deform, sp.skin_matrices(globals_), joints)  # type: ignore[union-attr]
+            if weights is not None:
+                self.graph.set_morph_weights(inst.deform, weights)  # type: ignore[union-attr]
             if inst.handle is not None:
                 jp = joints[:, :3, 3]
                 inst.handle.bounds = (jp.min(0) - inst.radius, jp.max(0) + inst.radius)
         elif sp is not None:
             edits = inst.edit_terms if settings.deformer == "spring" else None  # as a GPU graph without springs
-            out[inst.key] = sp.deform(globals_, settings.deformer, config=settings.config, edits=edits)
+            out[inst.key] = sp.deform(globals_, settings.deformer, config=settings.config, edits=edits,
+                                      morph=weights)
         else:
             g = globals_[inst.key.node]
-            out[inst.key] = (inst.primitive.positions @ g[:3, :3].T + g[:3, 3]).astype(np.float32)
+            prim = inst.primitive
+            p = morph(prim.positions, prim.target_positions, weights)  # static meshes morph too (numpy)
+            out[inst.key] = (p @ g[:3, :3].T + g[:3, 3]).astype(np.float32)
+
+    def _weights(self, inst: MeshInstance) -> np.ndarray | None:
+        """This frame's morph weights of the primitive's node, or None (no morph targets)."""
+        if not inst.primitive.target_count:
+            return None
+        return self.morph.get(inst.entity, {}).get(inst.key.node)
 
     def pose_many(self, poses: list[tuple[int, np.ndarray, dict[PrimitiveKey, np.ndarray]]]) -> None:
         """``pose`` for many entities: (entity, node world matrices, out) rows. GPU-deformed primitives shared
@@ -324,6 +361,11 @@ class SceneMeshes:
             joints = g[:, sp.skin.joints]
             handles = [r[0].deform for r in rows if r[0].deform is not None]
             self.graph.set_poses(handles, sp.skin_matrices(g), joints)
+            if sp.primitive.target_count:  # one shared primitive per group: no per-instance check otherwise
+                for inst, _ in rows:
+                    w = self._weights(inst)
+                    if w is not None and inst.deform is not None:
+                        self.graph.set_morph_weights(inst.deform, w)
             jp = joints[:, :, :3, 3]
             lo, hi = jp.min(1), jp.max(1)
             for (inst, _), a, b in zip(rows, lo, hi):

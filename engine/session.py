@@ -31,11 +31,13 @@ from engine.components import (
     Animator,
     AssetRef,
     DeformedMeshes,
+    MorphWeights,
     Placement,
     PoseLayer,
     PrimitiveKey,
     SkeletonPose,
     StillPlayback,
+    playback_weights,
 )
 from engine.ecs import Clock, Phase, World
 from engine.frame import View, build_schedule
@@ -213,6 +215,9 @@ class Session:
         e = self.world.spawn(AssetRef(loaded.name, asset, rig), Placement(m),
                              SkeletonPose.of(np.zeros((rig.count, 4, 4), np.float32)), DeformedMeshes(),
                              Animator(playback, pose))
+        rest = loaded.morph_rest()
+        if rest:  # only characters with morph targets carry weights (the frame's morph loops skip the rest)
+            self.world.add(e, MorphWeights(rest))
         try:
             self.meshes.add(e, loaded, settings)
         except BaseException:
@@ -249,6 +254,9 @@ class Session:
         skel = self.world.get(entity, SkeletonPose)
         skel.globals[...] = g
         skel.previous[...] = g
+        morph = self.world.try_get(entity, MorphWeights)
+        if morph is not None:
+            morph.update(playback_weights(anim.playback))
         self._dirty = True
 
     @property

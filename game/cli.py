@@ -11,9 +11,15 @@
     skinengine pose ASSET --strokes FILE.json [--clip C --time T] [--deformer D] [--export-frame OUT.npz]
                       [--out POSED.glb] [--screenshot S.png]      line-of-action posing from a strokes file
     skinengine edit ASSET --strokes FILE.json [--clip C --time T] --export-frame OUT.npz [--screenshot S.png]
+    skinengine cutscene validate|info|frame|render|export-otio FILE [...]   cutscene documents (game/cutscene/)
+    skinengine weights auto|export|edit|drag|spline ASSET [...]   skin-weight tools (see the README)
+    skinengine influence ASSET --clip C --vertex KEY:I [--frames N] [--threshold T] --out R.npz
     skinengine bench deform|render|reference|anim|scene|bake|soak|ecs|editor [...] (needs a checkout)
     skinengine editor [--asset A] [--record FILE]   the editor window (pose with strokes); --record records it
     skinengine replay FILE [--headless] [--screenshot S.png] [--export-frame F.npz] [--save P.glb|E.json]
+    skinengine vr ASSET (--device openvr | --device simulated --script RIG.toml) [--headless] [--frames N]
+                      [--eye-size PX] [--screenshot EYES.png] [--export-frame OUT.npz] [--record S.jsonl]
+                      [--save POSED.glb | EDITS.json]      VR sketching (a headset, or a simulated one)
     skinengine --version
 
 This module owns the argument parsing; the command bodies live in game.commands and game.demo and keep their
@@ -285,10 +291,58 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
     p.add_argument("--device", default="gpu", choices=("gpu", "cpu"),
                    help="gpu = compute shaders, cpu = numpy reference (default gpu)")
 
+    from game.commands.cutscene import add_cutscene_parser
+
+    add_cutscene_parser(sub, common)
+    from game.commands.vr import add_vr_parser
+
+    add_vr_parser(sub, common)
+    _add_weights_parsers(sub, common)
+
     p = sub.add_parser("bench", parents=[common], help="benchmarks (print tables; needs a checkout)")
     p.add_argument("which", choices=tuple(BENCHES), help="benchmark: %(choices)s")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options passed to the benchmark (see bench WHICH -h)")
     return parser
+
+
+def _add_weights_parsers(sub: Any, common: ArgumentParser) -> None:
+    """`weights auto|export|edit|drag|spline` and `influence` (game/commands/weights.py, influence.py)."""
+    w = sub.add_parser("weights", parents=[common], help="skin-weight tools: auto, export, edit, drag, spline")
+    ws = w.add_subparsers(dest="weights_command", metavar="TOOL", parser_class=ArgumentParser, required=True)
+    p = ws.add_parser("auto", parents=[common], help="automatic weights (bone heat diffusion or bounded biharmonic)")
+    p.add_argument("asset", help="glTF / GLB file with a skin")
+    p.add_argument("--method", required=True, choices=("heat", "bbw"), help="heat (Blender's bone heat) or bbw")
+    p.add_argument("--out", required=True, metavar="OUT.glb", help="the asset with the new weights")
+    p.add_argument("--max-influences", type=int, default=4, metavar="N", help="influences per vertex (default 4)")
+    p = ws.add_parser("export", parents=[common], help="write every skinned primitive's joints and weights (.npz)")
+    p.add_argument("asset", help="glTF / GLB file with a skin")
+    p.add_argument("--out", required=True, metavar="W.npz", help="K_joints uint16 (V,M), K_weights float32 (V,M)")
+    p = ws.add_parser("edit", parents=[common], help="paint, smooth, normalize, mirror, limit, prune (OPS.json)")
+    p.add_argument("asset", help="glTF / GLB file with a skin")
+    p.add_argument("--ops", required=True, metavar="OPS.json", help='{"version": 1, "ops": [...]} (see the README)')
+    p.add_argument("--out", required=True, metavar="OUT.glb", help="the asset with the edited weights")
+    p = ws.add_parser("drag", parents=[common], help="drag a posed vertex; its weights follow (Mohr 2003)")
+    p.add_argument("asset", help="glTF / GLB file with a skin")
+    _add_clip_time(p, clip_default="0")
+    p.add_argument("--vertex", required=True, metavar="KEY:I", help="primitive key and vertex index")
+    p.add_argument("--target", required=True, metavar="X,Y,Z", help="world point to drag the vertex to")
+    p.add_argument("--joints", default=None, metavar="NAMES", help="influencing joints, comma separated "
+                   "(default: the vertex's current ones)")
+    p.add_argument("--out", required=True, metavar="OUT.glb", help="the asset with the vertex's new weights")
+    p = ws.add_parser("spline", parents=[common], help="a joint's weights from isoline splines (Bang and Lee 2018)")
+    p.add_argument("asset", help="glTF / GLB file with a skin")
+    p.add_argument("--joint", required=True, metavar="NAME", help="the joint whose weights the splines shape")
+    p.add_argument("--splines", required=True, metavar="S.json", help="strokes file with role isoline and iso")
+    p.add_argument("--local", action="store_true", help="solve only near the joint (w > 0.05 plus 4 rings)")
+    p.add_argument("--out", required=True, metavar="OUT.glb", help="the asset with the new weights")
+    p = sub.add_parser("influence", parents=[common],
+                       help="co-movement region of a vertex over a clip (Lewis and Anjyo)")
+    p.add_argument("asset", help="glTF / GLB file with a skin")
+    p.add_argument("--clip", default="0", metavar="NAME_OR_INDEX", help="clip name or index (default 0)")
+    p.add_argument("--vertex", required=True, metavar="KEY:I", help="primitive key and vertex index")
+    p.add_argument("--frames", type=int, default=30, metavar="N", help="frames over the clip (default 30)")
+    p.add_argument("--threshold", type=float, default=0.75, metavar="T", help="region score (default 0.75)")
+    p.add_argument("--out", required=True, metavar="R.npz", help="K_score (V,), K_region vertex indices")
 
 
 def _demo_flag(name: str) -> str:
@@ -338,6 +392,8 @@ _OUTPUTS: dict[str, tuple[tuple[str, str, bool], ...]] = {
     "export-frame": (("out", "--out", False),),
     "render": (("out", "--out", True), ("gbuffer", "--gbuffer", True)),
     "compare": (("out", "--out", True),),
+    "weights": (("out", "--out", False),),
+    "influence": (("out", "--out", False),),
 }
 
 
@@ -349,7 +405,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 #: input files a command reads that may name a shipped file (``examples/...``, ``assets/sessions/...``)
-_SHIPPED_INPUTS = ("strokes", "load", "file")
+_SHIPPED_INPUTS = ("strokes", "load", "file", "script", "ops", "splines")
 
 
 def _shipped_inputs(args: argparse.Namespace) -> None:
@@ -384,12 +440,24 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "edit":
         from game.commands.edit import edit_command
         return edit_command(args)
+    if args.command == "cutscene":
+        from game.commands.cutscene import cutscene_command
+        return cutscene_command(args)
+    if args.command == "weights":
+        from game.commands.weights import weights_command
+        return weights_command(args)
+    if args.command == "influence":
+        from game.commands.influence import influence_command
+        return influence_command(args)
     if args.command == "bench":
         from game.commands.bench import run_bench
         return run_bench(args.which, args.rest)
     if args.command == "replay":
         from game.commands.replay import replay_command
         return replay_command(args)
+    if args.command == "vr":
+        from game.commands.vr import vr_command
+        return vr_command(args)
     if args.command is None:
         from engine.gpu.context import display_present
 

@@ -1,6 +1,7 @@
 """Animation: clip sampling (STEP / LINEAR / CUBICSPLINE), playback and crossfades, forward kinematics.
 
 Per frame: ``ClipSampler.sample`` (or ``Playback.evaluate``) writes a local :class:`Pose`;
+``timeline.TimelinePlayback`` plays clip segments placed on a timeline (trims, speeds, crossfades; cutscenes);
 ``fk.global_matrices`` composes world matrices level by level; ``fk.skin_matrices`` gives
 ``joint world @ inverse bind`` for the skinning stage. All of it is batched numpy over nodes, and the ``*_batch``
 / ``*_batched`` variants add an instance axis for many characters sharing one rig. Quaternions and TRS

@@ -208,6 +208,21 @@ class Playback:
         s = self.samplers[clip]
         return s.sample(float(wrap_time(time, s.duration, self.mode)), self._poses[clip])
 
+    def morph_weights(self) -> dict[int, np.ndarray]:
+        """The morph weights the playing clip(s) give now: node -> (M,) float32 (nodes without a weights
+        channel are absent). During a crossfade from a clip, nodes both clips animate are lerped by the fade
+        weight; a crossfade started during another one takes the target's weights."""
+        s = self.samplers[self.clip]
+        out = s.sample_weights(float(wrap_time(self.time, s.duration, self.mode)))
+        if self._from_clip is not None:
+            f = self.samplers[self._from_clip]
+            src = f.sample_weights(float(wrap_time(self._from_time, f.duration, self.mode)))
+            a = np.float32(self.fade_weight)
+            for node, w in src.items():
+                if node in out and out[node].shape == w.shape:
+                    out[node] = (w + a * (out[node] - w)).astype(np.float32)
+        return out
+
     def evaluate(self, out: Pose | None = None) -> Pose:
         """The current local pose (with any crossfade applied), written into ``out`` or a new pose."""
         target = self.sample_clip(self.clip, self.time)

@@ -22,10 +22,14 @@ padded by repeating their last key). Sampling a group at times ``t`` (one per in
    are stored per unit time, hence the scaling; the products are precomputed). Cubic rotations are normalised.
 4. One fancy-index assignment writes the group into the pose arrays.
 
-Morph-target ``weights`` channels are not part of a skeletal pose; they are skipped and listed in ``skipped``.
+Morph-target ``weights`` channels are not part of a skeletal pose: each is compiled on its own
+(:class:`WeightChannel`, M weights per key, the same key lookup rule and the same Hermite spline with its
+tangents scaled by the key interval) and sampled by :meth:`ClipSampler.sample_weights` into one (M,) array per
+node. There are few of them (one per morphed mesh node), so they are sampled one channel at a time.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +40,7 @@ from engine.assets.model import Clip
 from engine.math import quat
 from engine.math.numerics import quiet_underflow
 
-__all__ = ["ClipSampler", "PATHS", "INTERPOLATIONS"]
+__all__ = ["ClipSampler", "WeightChannel", "PATHS", "INTERPOLATIONS"]
 
 PATHS = ("translation", "rotation", "scale")
 INTERPOLATIONS = ("STEP", "LINEAR", "CUBICSPLINE")
@@ -100,6 +104,63 @@ class _Group:
         return p
 
 
+@dataclass(eq=False)
+class WeightChannel:
+    """One compiled morph-weights channel: ``node``, key ``times`` (K,) float64, key ``values`` (K, M) float32
+    (cubic: the spline vertices), and for CUBICSPLINE ``out_scaled`` / ``in_scaled`` (K, M): dt_k * b_k and
+    dt_k * a_{k+1} (zero on the last key)."""
+
+    node: int
+    interpolation: str
+    times: np.ndarray
+    values: np.ndarray
+    out_scaled: np.ndarray | None = None
+    in_scaled: np.ndarray | None = None
+
+    @classmethod
+    def compile(cls, where: str, node: int, interpolation: str, times: np.ndarray,
+                values: np.ndarray) -> WeightChannel:
+        tk = np.asarray(times, np.float64)
+        vals = np.asarray(values, np.float32)
+        if tk.ndim != 1 or tk.shape[0] < 1 or not np.all(np.isfinite(tk)) or np.any(np.diff(tk) <= 0):
+            raise ValueError(f"{where}.times must be a non-empty, finite, strictly increasing (K,) array")
+        cubic = interpolation == "CUBICSPLINE"
+        k = tk.shape[0]
+        if vals.ndim != (3 if cubic else 2) or vals.shape[0] != k or (cubic and vals.shape[1] != 3):
+            raise ValueError(f"{where}.values has shape {vals.shape}; {interpolation} weights need "
+                             f"{'(K, 3, M)' if cubic else '(K, M)'} with K = {k}")
+        if not np.all(np.isfinite(vals)):
+            raise ValueError(f"{where}.values contains non-finite numbers")
+        if not cubic:
+            return cls(node, interpolation, tk, vals.copy())
+        dt = np.diff(tk)[:, None].astype(np.float32)
+        out_s = np.zeros_like(vals[:, 1])
+        in_s = np.zeros_like(vals[:, 1])
+        out_s[:-1] = dt * vals[:-1, 2]
+        in_s[:-1] = dt * vals[1:, 0]
+        return cls(node, interpolation, tk, vals[:, 1].copy(), out_s, in_s)
+
+    @property
+    def width(self) -> int:
+        return int(self.values.shape[1])
+
+    def sample(self, t: float) -> np.ndarray:
+        """(M,) float32 weights at clip time ``t``: the first key's before it, the last key's after it."""
+        k = int(np.searchsorted(self.times, t, side="right")) - 1
+        if k < 0:
+            return self.values[0].copy()
+        if k >= self.times.shape[0] - 1 or self.interpolation == "STEP":
+            return self.values[k].copy()
+        u = np.float32(min(max((t - self.times[k]) / (self.times[k + 1] - self.times[k]), 0.0), 1.0))
+        v0, v1 = self.values[k], self.values[k + 1]
+        if self.interpolation == "LINEAR":
+            return (v0 + u * (v1 - v0)).astype(np.float32)
+        assert self.out_scaled is not None and self.in_scaled is not None
+        u2, u3 = u * u, u * u * u
+        return ((2 * u3 - 3 * u2 + 1) * v0 + (u3 - 2 * u2 + u) * self.out_scaled[k] + (3 * u2 - 2 * u3) * v1
+                + (u3 - u2) * self.in_scaled[k]).astype(np.float32)
+
+
 class ClipSampler:
     """Compiled form of one clip for one rig. ``sample(t, pose)`` / ``sample_batch(times, T, R, S)``."""
 
@@ -107,11 +168,17 @@ class ClipSampler:
         self.name = clip.name
         self.node_count = rig.count
         self.skipped: list[str] = []
+        #: morph-target weight channels (sampled by :meth:`sample_weights`)
+        self.weights: list[WeightChannel] = []
         buckets: dict[tuple[str, str], list[int]] = {}
         for ci, ch in enumerate(clip.channels):
             where = f"clip {clip.name!r} channels[{ci}]"
             if ch.path == "weights":
-                self.skipped.append(f"{where}: morph weights of node {ch.node} (not a skeletal channel)")
+                if ch.interpolation not in INTERPOLATIONS:
+                    raise ValueError(f"{where}.interpolation = {ch.interpolation!r}; valid: {INTERPOLATIONS}")
+                if not 0 <= ch.node < rig.count:
+                    raise ValueError(f"{where}.node = {ch.node} out of range 0..{rig.count - 1}")
+                self.weights.append(WeightChannel.compile(where, ch.node, ch.interpolation, ch.times, ch.values))
                 continue
             if ch.path not in PATHS:
                 raise ValueError(f"{where}.path = {ch.path!r}; valid: {PATHS + ('weights',)}")
@@ -125,8 +192,12 @@ class ClipSampler:
             self._check_channel(where, ch.path, ch.interpolation, ch.times, ch.values)
             buckets.setdefault((ch.path, ch.interpolation), []).append(ci)
 
-        self.start = min((float(clip.channels[i].times[0]) for b in buckets.values() for i in b), default=0.0)
-        self.end = max((float(clip.channels[i].times[-1]) for b in buckets.values() for i in b), default=0.0)
+        firsts = [float(clip.channels[i].times[0]) for b in buckets.values() for i in b]
+        lasts = [float(clip.channels[i].times[-1]) for b in buckets.values() for i in b]
+        firsts += [float(w.times[0]) for w in self.weights]
+        lasts += [float(w.times[-1]) for w in self.weights]
+        self.start = min(firsts, default=0.0)
+        self.end = max(lasts, default=0.0)
         self.groups = [self._compile(clip, path, interp, idx) for (path, interp), idx in sorted(buckets.items())]
         animated = np.zeros((3, rig.count), bool)
         for grp in self.groups:
@@ -226,6 +297,16 @@ class ClipSampler:
                                  f"got {arr.shape}")
         for grp in self.groups:
             outs[grp.path][:, grp.nodes] = grp.sample(t)
+
+    def sample_weights(self, t: float, out: dict[int, np.ndarray] | None = None) -> dict[int, np.ndarray]:
+        """The morph weights of every node the clip animates at clip time ``t``: node -> (M,) float32, written
+        into ``out`` (returned) or a new dict."""
+        out = {} if out is None else out
+        if not math.isfinite(t):
+            raise ValueError(f"time must be finite, got {t!r}")
+        for ch in self.weights:
+            out[ch.node] = ch.sample(float(t))
+        return out
 
     def sample(self, t: float, pose_out: Pose) -> Pose:
         """Write the clip at time ``t`` (seconds, clip time; not wrapped) into ``pose_out``; returns it."""

@@ -18,9 +18,13 @@ class Primitive:
     """One triangle list. Non-indexed glTF primitives get ``indices = arange(count).reshape(-1, 3)``.
 
     positions (N,3) float32; normals (N,3) float32 or None; texcoords (N,2) float32 or None (TEXCOORD_0);
-    joints (N,4) uint16 or None (JOINTS_0, indices into the skin's joint list, validated < joint count);
-    weights (N,4) float32 or None (WEIGHTS_0 decoded from normalized ints, renormalised to sum 1);
+    joints (N,4n) uint16 or None (JOINTS_0..JOINTS_{n-1} side by side, 4 influence slots per set; with several
+    sets each row is sorted by weight, largest first; indices into the skin's joint list, validated < count);
+    weights (N,4n) float32 or None (WEIGHTS_0.. decoded from normalized ints, renormalised to sum 1);
     indices (T,3) uint32 (validated < N); material: index into Asset.materials or None.
+    target_positions (M,N,3) float32 / target_normals (M,N,3) float32 or None: the M morph targets' POSITION and
+    NORMAL deltas (a target without one of them holds zeros there; TANGENT deltas are not kept). The morphed
+    vertex is ``positions + sum_m w_m * target_positions[m]`` (glTF 2.0, 3.7.2.2; engine.skinning.morph).
     """
 
     positions: np.ndarray
@@ -30,6 +34,13 @@ class Primitive:
     joints: np.ndarray | None = None
     weights: np.ndarray | None = None
     material: int | None = None
+    target_positions: np.ndarray | None = None
+    target_normals: np.ndarray | None = None
+
+    @property
+    def target_count(self) -> int:
+        """Number of morph targets (0: none)."""
+        return 0 if self.target_positions is None else int(self.target_positions.shape[0])
 
     @property
     def vertex_count(self) -> int:
@@ -46,8 +57,17 @@ class Primitive:
 
 @dataclass
 class Mesh:
+    """``weights``: (M,) float32 default morph weights (mesh.weights, zeros when absent; M = 0 without morph
+    targets); ``target_names``: mesh.extras.targetNames when the file gives M strings, else empty."""
+
     name: str
     primitives: list[Primitive]
+    weights: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+    target_names: list[str] = field(default_factory=list)
+
+    @property
+    def target_count(self) -> int:
+        return int(self.weights.shape[0])
 
 
 @dataclass
@@ -64,6 +84,8 @@ class Node:
     matrix: np.ndarray | None = None
     mesh: int | None = None
     skin: int | None = None
+    #: (M,) float32 node.weights: morph weights overriding the mesh's default ones, or None
+    weights: np.ndarray | None = None
 
 
 @dataclass
@@ -81,10 +103,11 @@ class Skin:
 class Channel:
     """One animation channel. times (K,) float32 strictly increasing, finite, >= 0.
     values: (K, C) for STEP/LINEAR; (K, 3, C) for CUBICSPLINE as (in-tangent, value, out-tangent).
-    C = 3 for translation/scale, 4 for rotation (xyzw, normalised at load)."""
+    C = 3 for translation/scale, 4 for rotation (xyzw, normalised at load), M (the node's mesh's morph target
+    count) for weights."""
 
     node: int
-    path: str  # "translation" | "rotation" | "scale"
+    path: str  # "translation" | "rotation" | "scale" | "weights"
     interpolation: str  # "STEP" | "LINEAR" | "CUBICSPLINE"
     times: np.ndarray
     values: np.ndarray
@@ -158,6 +181,14 @@ class Asset:
             out.append(n)
             stack.extend(reversed(self.nodes[n].children))
         return out
+
+    def morph_weights(self, node: int) -> np.ndarray:
+        """The rest morph weights of ``node``'s mesh: node.weights when given, else mesh.weights (a copy)."""
+        n = self.nodes[node]
+        if n.mesh is None:
+            return np.zeros(0, np.float32)
+        w = n.weights if n.weights is not None else self.meshes[n.mesh].weights
+        return np.array(w, np.float32)
 
     def clip_index(self, name_or_index: str | int) -> int:
         """Resolve a clip by name or index; raises ValueError listing the valid choices."""

@@ -21,8 +21,10 @@ What the builder guarantees (glTF 2.0 section 3 and 5; each rule is checked, bad
   animation data no target;
 - POSITION accessors and animation inputs carry ``min``/``max`` (required), other vertex attributes too;
 - indices are UNSIGNED_SHORT when every index fits below 65535 (the primitive-restart value is never
-  used), else UNSIGNED_INT; JOINTS_0 is UNSIGNED_BYTE for skins up to 256 joints, else UNSIGNED_SHORT;
-- WEIGHTS_0 is FLOAT, each row non-negative and renormalised so its float32 sum is 1 within 2e-7;
+  used), else UNSIGNED_INT; JOINTS_n is UNSIGNED_BYTE for skins up to 256 joints, else UNSIGNED_SHORT;
+- WEIGHTS_n is FLOAT, each row non-negative and renormalised so its float32 sum is 1 within 2e-7; joints and
+  weights of shape (N, 4k) are written as k sets JOINTS_0..JOINTS_{k-1} / WEIGHTS_0.. (4 slots each; a width
+  that is not a multiple of 4 is padded with weight-0 slots);
 - rotation outputs are unit quaternions (x, y, z, w); animation times strictly increasing and >= 0;
 - a scene list, the default ``scene``, and ``asset.version``/``asset.generator``;
 - float values below 1e-12 in magnitude are written as 0 (rounding noise would underflow when squared).
@@ -267,8 +269,12 @@ class GltfBuilder:
                          joint_count: int | None) -> dict[str, int]:
         j = np.asarray(joints)
         w = np.asarray(weights, np.float64)
-        if j.shape != (n, 4) or w.shape != (n, 4):
-            raise ValueError(f"primitive {pi}: joints and weights must be ({n}, 4), got {j.shape} and {w.shape}")
+        if j.ndim != 2 or j.shape[0] != n or j.shape[1] < 1 or w.shape != j.shape:
+            raise ValueError(f"primitive {pi}: joints and weights must be ({n}, 4k), got {j.shape} and {w.shape}")
+        if j.shape[1] % 4:
+            pad = 4 - j.shape[1] % 4
+            j = np.concatenate([j, np.zeros((n, pad), j.dtype)], 1)
+            w = np.concatenate([w, np.zeros((n, pad))], 1)
         if j.min() < 0:
             raise ValueError(f"primitive {pi}: negative joint index {j.min()}")
         limit = joint_count if joint_count is not None else int(j.max()) + 1
@@ -287,8 +293,40 @@ class GltfBuilder:
         w32[rows, big] = np.float32(1.0) - others
         jdtype = np.uint8 if limit <= 256 else np.uint16
         j = np.where(w32 > 0, j, 0)  # unused slots point at joint 0 with weight 0
-        return {"JOINTS_0": self.add_accessor(j.astype(jdtype), target="vertex"),
-                "WEIGHTS_0": self.add_accessor(w32, target="vertex", min_max=True)}
+        return self.skin_sets(j.astype(jdtype), w32)
+
+    def skin_sets(self, joints: np.ndarray, weights: np.ndarray) -> dict[str, int]:
+        """Accessors of (N, 4k) joints (uint8/uint16) and float32 weights, written as they are (no
+        renormalisation: the caller's exact float32 values), one JOINTS_s / WEIGHTS_s pair per 4 columns."""
+        j, w = np.asarray(joints), np.asarray(weights)
+        if j.ndim != 2 or j.shape[1] % 4 or w.shape != j.shape or w.dtype != np.float32 \
+                or j.dtype not in (np.uint8, np.uint16):
+            raise ValueError(f"joints (N,4k) uint8/uint16 and weights (N,4k) float32, got {j.shape} {j.dtype} and "
+                             f"{w.shape} {w.dtype}")
+        out: dict[str, int] = {}
+        for k in range(j.shape[1] // 4):
+            out[f"JOINTS_{k}"] = self.add_accessor(np.ascontiguousarray(j[:, 4 * k:4 * k + 4]), target="vertex")
+            out[f"WEIGHTS_{k}"] = self.add_accessor(np.ascontiguousarray(w[:, 4 * k:4 * k + 4]), target="vertex",
+                                                    min_max=True)
+        return out
+
+    def replace_skin_sets(self, mesh: int, primitive: int, joints: np.ndarray, weights: np.ndarray) -> None:
+        """Point ``meshes[mesh].primitives[primitive]`` at new JOINTS_n/WEIGHTS_n accessors (``skin_sets``); its
+        old sets are dropped from the primitive (and from a Draco extension's attribute map, so the decoder
+        leaves them alone)."""
+        prim = self._json["meshes"][int(mesh)]["primitives"][int(primitive)]
+        n = prim["attributes"]["POSITION"]
+        count = int(self._json["accessors"][int(n)]["count"])
+        if np.asarray(joints).shape[0] != count:
+            raise ValueError(f"meshes[{mesh}].primitives[{primitive}] has {count} vertices, the weights "
+                             f"{np.asarray(joints).shape[0]} rows")
+        for k in [k for k in prim["attributes"] if k.startswith(("JOINTS_", "WEIGHTS_"))]:
+            del prim["attributes"][k]
+        draco = prim.get("extensions", {}).get("KHR_draco_mesh_compression")
+        if draco is not None:
+            for k in [k for k in draco.get("attributes", {}) if k.startswith(("JOINTS_", "WEIGHTS_"))]:
+                del draco["attributes"][k]
+        prim["attributes"].update(self.skin_sets(joints, weights))
 
     def add_node(self, name: str, *, translation: Sequence[float] | None = None,
                  rotation: Sequence[float] | None = None, scale: Sequence[float] | None = None,

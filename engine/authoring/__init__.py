@@ -10,6 +10,8 @@ command line: inputs are strokes, window points, cameras and characters of a :cl
   builder (region of interest + profile or offset stroke).
 * :mod:`engine.authoring.silhouette`: silhouette pixels of a character and the silhouette-edit builder.
 * :mod:`engine.authoring.laplacian`: edits solved by Laplacian surface editing (the research's baseline).
+* :mod:`engine.authoring.stage`: staging a still as ``render`` draws it (the ground at the deformed bounds; the
+  cutscene frames use the same rule) and every character's deformed vertices under their export-frame keys.
 
 Builders return plain data (``SurfaceEdit``, 3D ``Stroke``); the caller adds them (``Character.add_edit``,
 ``Character.apply_line_of_action``), keeps the undo step and writes files.

@@ -8,8 +8,10 @@ these plain, immutable events; tools never read a windowing library.
 * Keys (:class:`KeyDown`, :class:`KeyUp`) are lower-case names (``"z"``, ``"space"``, ``"escape"``,
   ``"bracketleft"``), so a recording does not depend on a library's key codes; :class:`Text` carries typed text.
 * :class:`Wheel` is a scroll in notches (``dy`` > 0: away from the user).
-* :class:`TrackedSample` is a 3D sample of a tracked device: position (metres) and orientation (unit
-  quaternion x, y, z, w), with its buttons and a trigger ``pressure``.
+* :class:`TrackedSample` is a 3D sample of a tracked device (a VR headset ``"head"`` or controller ``"left"`` /
+  ``"right"``): position (metres, tracking space) and orientation (unit quaternion x, y, z, w), with its
+  pointer buttons, the trigger value as ``pressure``, the VR :class:`VRButtons` held (``controls``: grip, menu,
+  primary, secondary, stick press) and the stick/trackpad ``axis`` (x, y in [-1, 1]).
 * :class:`Action` is a tool or UI action (``name`` and JSON-able ``args``): choosing a tool, undo, a slider
   moved in a panel. Panels emit actions instead of changing state, so a recording replays them.
 * :class:`Resize` is the window's new size in pixels.
@@ -33,9 +35,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
-__all__ = ["Buttons", "Modifiers", "InputEvent", "PointerDown", "PointerMove", "PointerUp", "Wheel", "KeyDown",
-           "KeyUp", "Text", "TrackedSample", "Action", "Resize", "EVENT_TYPES", "EventError", "event_from_dict",
-           "now", "PointerState", "EventQueue", "input_begin_system", "PygletAdapter"]
+__all__ = ["Buttons", "Modifiers", "VRButtons", "InputEvent", "PointerDown", "PointerMove", "PointerUp", "Wheel",
+           "KeyDown", "KeyUp", "Text", "TrackedSample", "Action", "Resize", "EVENT_TYPES", "EventError",
+           "event_from_dict", "now", "PointerState", "EventQueue", "input_begin_system", "PygletAdapter"]
 
 
 def now() -> float:
@@ -64,6 +66,18 @@ class Modifiers(enum.IntFlag):
     CTRL = 2
     ALT = 4
     SUPER = 8
+
+
+class VRButtons(enum.IntFlag):
+    """Buttons of a tracked VR controller held with a :class:`TrackedSample` (the trigger is its value,
+    ``pressure``)."""
+
+    NONE = 0
+    GRIP = 1
+    MENU = 2
+    PRIMARY = 4
+    SECONDARY = 8
+    STICK = 16
 
 
 def _finite(name: str, v: Any) -> float:
@@ -108,6 +122,13 @@ def _unit_quaternion(name: str, v: Any) -> tuple[float, ...]:
     return q
 
 
+def _axis(name: str, v: Any) -> tuple[float, ...]:
+    a = _numbers(2)(name, v)
+    if not all(-1.0 <= x <= 1.0 for x in a):
+        raise EventError(f"{name} must be two numbers in [-1, 1], got {v!r}")
+    return a
+
+
 def _size(name: str, v: Any) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 16384:
         raise EventError(f"{name} must be an integer in [1, 16384], got {v!r}")
@@ -132,7 +153,7 @@ _FIELD_CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "modifiers": _flags(Modifiers), "button": _flags(Buttons), "buttons": _flags(Buttons),
     "pressure": _unit_interval, "device": _name, "name": _name, "key": lambda n, v: _name(n, v).lower(),
     "text": _text, "position": _numbers(3), "orientation": _unit_quaternion, "args": _args,
-    "width": _size, "height": _size,
+    "width": _size, "height": _size, "controls": _flags(VRButtons), "axis": _axis,
 }
 
 
@@ -230,7 +251,8 @@ class Text(InputEvent):
 @dataclass(frozen=True)
 class TrackedSample(InputEvent):
     """A tracked device's 3D sample: ``position`` (metres), ``orientation`` (unit quaternion x, y, z, w),
-    ``buttons`` held and the trigger's ``pressure`` in [0, 1]."""
+    ``buttons`` held, the trigger's ``pressure`` in [0, 1], the VR ``controls`` held and the stick ``axis``.
+    ``controls`` and ``axis`` were added with the VR devices; a recording without them reads them as none."""
 
     type: ClassVar[str] = "tracked"
     device: str
@@ -238,6 +260,8 @@ class TrackedSample(InputEvent):
     orientation: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0)
     buttons: Buttons = Buttons.NONE
     pressure: float = 0.0
+    controls: VRButtons = VRButtons.NONE
+    axis: tuple[float, float] = (0.0, 0.0)
 
 
 @dataclass(frozen=True)

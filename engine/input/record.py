@@ -1,11 +1,11 @@
 """Recorded editor sessions: a documented, versioned JSON-lines file (``.jsonl``), written while a person works
 in the editor (``main.py --record FILE``) and read by ``main.py replay FILE`` and the tool tests.
 
-Format, version 1 (one JSON object per line, UTF-8):
+Format, version 2 (one JSON object per line, UTF-8; version 1 files, which have no ``vr`` key, read as before):
 
 * line 1, the header::
 
-    {"format": "skinengine-session", "version": 1, "engine": "0.1.0",
+    {"format": "skinengine-session", "version": 2, "engine": "0.1.0",
      "window": {"width": 1280, "height": 720}, "step": 0.016666666666666666,
      "camera": {"target": [x, y, z], "yaw": DEG, "pitch": DEG, "distance": M, "fov": DEG,
                 "eye": [x, y, z], "up": [0, 1, 0]},
@@ -20,7 +20,13 @@ Format, version 1 (one JSON object per line, UTF-8):
   ``replay`` looks for the file beside the recording first, then as given, then at ``path``, then by its
   name beside the recording, and warns when the file found has another hash. ``editor`` holds the editor
   settings at the start (every key optional; game.editor.EditorSettings lists them). ``step`` is the fixed
-  simulation step in seconds.
+  simulation step in seconds. ``vr`` (version 2, VR sessions only; the ``vr`` command's ``--record``): the
+  device (``"simulated"`` or ``"openvr"``), ``fps``, the eye geometry ``eyes`` (``width``, ``height``, ``near``,
+  ``far``, ``eye_to_head`` (2,4,4) and OpenVR-ordered projection tangents ``raw`` (2,4), left eye first), the
+  ``tracking_to_world`` 4x4 at the start, ``brush_radius`` (m), ``bulge`` settings and ``probe_size``
+  (the controller camera's pixels); its frames hold ``tracked`` events (head, left, right: position,
+  orientation, ``pressure`` = trigger value, ``controls`` = VR buttons (grip 1, menu 2, primary 4, secondary 8,
+  stick 16), ``axis`` = stick x, y) and ``{"type": "action", "name": "vr", "args": {"name": "tool:bulge"}}``.
 * then, in order, device events and tool/UI actions, each an :mod:`engine.input.events` dict
   (``{"type": "pointer_down", "t": 12.5, "x": 640.0, "y": 360.0, "button": 1, ...}``; ``t`` seconds on one
   monotonic clock, never decreasing), and after each displayed frame's events a frame line
@@ -62,8 +68,11 @@ __all__ = ["FORMAT", "VERSION", "RecordError", "RecordHeader", "RecordedFrame", 
            "parse_recording", "Recorder", "MAX_FILE_BYTES", "MAX_VALUE", "MAX_GAP", "MAX_FRAMES"]
 
 FORMAT = "skinengine-session"
-VERSION = 1
-_HEADER_KEYS = {"format", "version", "engine", "window", "step", "camera", "assets", "editor"}
+VERSION = 2
+#: the versions this engine reads (1: editor sessions before VR; 2 adds the header's ``vr``)
+READABLE_VERSIONS = (1, 2)
+_HEADER_KEYS = {"format", "version", "engine", "window", "step", "camera", "assets", "editor", "vr"}
+_VR_KEYS = {"device", "fps", "eyes", "tracking_to_world", "brush_radius", "bulge", "probe_size"}
 _ASSET_KEYS = {"source", "clip", "time", "speed", "position", "yaw", "deformer", "path", "sha256"}
 MAX_FILE_BYTES = 256 << 20
 #: largest magnitude of any number in a recording (metres, pixels, seconds, degrees)
@@ -104,11 +113,15 @@ class RecordHeader:
     editor: dict[str, Any] = field(default_factory=dict)
     engine: str = "unknown"
     version: int = VERSION
+    vr: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": FORMAT, "version": self.version, "engine": self.engine,
-                "window": {"width": self.width, "height": self.height}, "step": self.step,
-                "camera": self.camera, "assets": self.assets, "editor": self.editor}
+        d = {"format": FORMAT, "version": self.version, "engine": self.engine,
+             "window": {"width": self.width, "height": self.height}, "step": self.step,
+             "camera": self.camera, "assets": self.assets, "editor": self.editor}
+        if self.vr is not None:
+            d["vr"] = self.vr
+        return d
 
     @classmethod
     def from_dict(cls, d: Any) -> RecordHeader:
@@ -116,8 +129,9 @@ class RecordHeader:
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise ValueError(f'the first line must be the header {{"format": "{FORMAT}", "version": {VERSION}, ...}}')
         version = d.get("version")
-        if version != VERSION:
-            raise ValueError(f"unknown version {version!r} (this engine reads version {VERSION})")
+        if isinstance(version, bool) or version not in READABLE_VERSIONS:
+            raise ValueError(f"unknown version {version!r} (this engine reads versions "
+                             f"{', '.join(map(str, READABLE_VERSIONS))})")
         extra = sorted(set(d) - _HEADER_KEYS)
         if extra:
             raise ValueError(f"header has unknown key(s) {extra}")
@@ -167,7 +181,44 @@ class RecordHeader:
         if not isinstance(editor, dict):
             raise ValueError("header.editor must be an object")
         eng = d.get("engine", "unknown")
-        return cls(size[0], size[1], cam, assets, step, editor, str(eng), VERSION)
+        vr = d.get("vr")
+        if vr is not None:
+            if version < 2:
+                raise ValueError("header.vr needs version 2")
+            _check_vr(vr)
+        return cls(size[0], size[1], cam, assets, step, editor, str(eng), int(version), vr)
+
+
+def _check_vr(vr: Any) -> None:
+    """The header's ``vr`` object (ValueError naming the key)."""
+    if not isinstance(vr, dict):
+        raise ValueError("header.vr must be an object")
+    extra = sorted(set(vr) - _VR_KEYS)
+    if extra:
+        raise ValueError(f"header.vr has unknown key(s) {extra}")
+    missing = sorted(_VR_KEYS - set(vr) - {"bulge"})
+    if missing:
+        raise ValueError(f"header.vr misses {missing}")
+    if vr["device"] not in ("simulated", "openvr"):
+        raise ValueError(f"header.vr.device must be simulated or openvr, got {vr['device']!r}")
+    fps = _num(vr, "fps", "header.vr")
+    if not 1.0 <= fps <= 1000.0:
+        raise ValueError(f"header.vr.fps must be in [1, 1000], got {fps!r}")
+    if not _num(vr, "brush_radius", "header.vr") > 0:
+        raise ValueError("header.vr.brush_radius must be > 0")
+    p = vr["probe_size"]
+    if isinstance(p, bool) or not isinstance(p, int) or not 1 <= p <= 256:
+        raise ValueError(f"header.vr.probe_size must be an integer in [1, 256], got {p!r}")
+    if not isinstance(vr.get("bulge", {}), dict):
+        raise ValueError("header.vr.bulge must be an object")
+    t = vr["tracking_to_world"]
+    if (not isinstance(t, list) or len(t) != 4 or not all(isinstance(r, list) and len(r) == 4 for r in t)
+            or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+                       for r in t for x in r)):
+        raise ValueError("header.vr.tracking_to_world must be a 4x4 list of finite numbers")
+    from engine.input.vr import EyeGeometry
+
+    EyeGeometry.from_dict(vr["eyes"], "header.vr.eyes")
 
 
 @dataclass
@@ -349,3 +400,45 @@ class Recorder:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def file_identity(source: str) -> dict[str, str]:
+    """For a character spawned from a file: its absolute path and the SHA-256 of its bytes (a recording then
+    finds it from another folder and can tell another file of the same name); {} for a generated name."""
+    import hashlib
+
+    from engine.assets.library import CHARACTERS
+
+    p = Path(source)
+    if source in {c.name for c in CHARACTERS} or not p.is_file():
+        return {}
+    return {"path": str(p.resolve()), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
+
+
+def resolve_source(asset: dict[str, Any], base: Path | None) -> str:
+    """Where a recorded character's file is now: beside the recording (``base``), as given, at the recorded
+    absolute ``path``, or by its name beside the recording; ValueError naming every place looked at when none
+    holds it. A file whose SHA-256 differs from the recorded one is used with a warning."""
+    import hashlib
+    import logging
+
+    from engine.assets.library import CHARACTERS
+
+    source = str(asset["source"])
+    if source in {c.name for c in CHARACTERS}:
+        return source
+    p = Path(source)
+    places = [base / p] if base is not None and not p.is_absolute() else []
+    places.append(p)
+    if asset.get("path"):
+        places.append(Path(asset["path"]))
+    if base is not None:
+        places.append(base / p.name)
+    found = next((q for q in places if q.is_file()), None)
+    if found is None:
+        looked = ", ".join(dict.fromkeys(str(q) for q in places))
+        raise ValueError(f"asset {source!r} not found (looked at: {looked})")
+    want = asset.get("sha256")
+    if want and hashlib.sha256(found.read_bytes()).hexdigest() != want:
+        logging.getLogger(__name__).warning("%s differs from the file recorded (its SHA-256 changed)", found)
+    return str(found)

@@ -174,6 +174,18 @@ class Camera(_Perspective):
         return cls(eye=spec.eye.copy(), target=spec.target.copy(), up=spec.up.copy(), fov_y=spec.fov,
                    near=near, far=far, aspect=spec.aspect)
 
+    def fit_depth(self, bounds_min, bounds_max) -> Camera:
+        """Fit near/far to a box (eye and aim kept) for depth precision: near halfway from the eye to the box's
+        bounding sphere when the eye is well outside it (else 1% of its radius), far three times past it. The
+        ``render --camera`` and cutscene cameras (one rule, so their frames match)."""
+        lo, hi = _vec3(bounds_min, "bounds_min"), _vec3(bounds_max, "bounds_max")
+        centre = (lo + hi) / 2
+        radius = max(float(np.linalg.norm(hi - lo)) / 2, 1e-3)
+        dist = float(np.linalg.norm(self.eye - centre))
+        self.near = max(1e-3, 0.5 * (dist - radius)) if dist > 2 * radius else max(1e-3, 0.01 * radius)
+        self.far = max(self.near * 10, 3.0 * (dist + radius))
+        return self
+
     def fit(self, bounds_min, bounds_max, *, margin: float = 1.1) -> Camera:
         """Aim at the centre of a box and move the eye back along the current view direction until the
         box's bounding sphere fits the narrower field of view (times ``margin``)."""

@@ -110,6 +110,11 @@ class SceneRenderer:
         look.check()
         self._state.look = look
 
+    def shared_state(self) -> RenderState:
+        """The state the renderer's parts share (programs, meshes, lights, look): a second renderer over the
+        same meshes (engine/render/probe.py, the controller camera) builds on it with targets of its own."""
+        return self._state
+
     @property
     def compose_pass(self) -> ComposePass:
         """The compose pass (lighting, ground, contact shadows) of the frame graph."""

@@ -62,3 +62,32 @@ def quad(size: float = 1.0, center=(0.0, 0.0, 0.0)) -> tuple[np.ndarray, np.ndar
     tri = np.array([[0, 1, 2], [0, 2, 3]], np.uint32)
     uv = np.array([[0, 1], [1, 1], [1, 0], [0, 0]], np.float32)
     return pos, tri, uv
+
+
+def tube(points: np.ndarray, radius: float, *, sides: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """A tube of ``radius`` along a polyline (N,3), N >= 2, open at both ends: ``(positions (N*sides,3) float32,
+    triangles (T,3) uint32)``, ring i around point i in the plane of the polyline's tangent there (each ring's
+    frame carried along the line by the smallest turn, so the tube does not twist)."""
+    p = np.asarray(points, np.float64)
+    if p.ndim != 2 or p.shape[1] != 3 or len(p) < 2 or radius <= 0 or sides < 3:
+        raise ValueError(f"a tube needs (N>=2, 3) points, radius > 0 and sides >= 3; got {p.shape}, {radius}, {sides}")
+    t = np.gradient(p, axis=0)
+    t /= np.maximum(np.linalg.norm(t, axis=1, keepdims=True), 1e-12)
+    ref = np.array([0.0, 1.0, 0.0]) if abs(t[0, 1]) < 0.9 else np.array([1.0, 0.0, 0.0])
+    n = np.cross(t[0], ref)
+    n /= np.linalg.norm(n)
+    rings = []
+    a = np.linspace(0.0, 2.0 * np.pi, sides, endpoint=False)
+    for i in range(len(p)):
+        n = n - t[i] * (n @ t[i])  # carried along: the smallest turn keeping it normal to the tangent
+        length = np.linalg.norm(n)
+        n = n / length if length > 1e-9 else np.cross(t[i], ref) / max(np.linalg.norm(np.cross(t[i], ref)), 1e-12)
+        b = np.cross(t[i], n)
+        rings.append(p[i] + radius * (np.cos(a)[:, None] * n + np.sin(a)[:, None] * b))
+    pos = np.concatenate(rings).astype(np.float32)
+    ring, side = np.meshgrid(np.arange(len(p) - 1), np.arange(sides), indexing="ij")
+    a0 = (ring * sides + side).reshape(-1)
+    a1 = (ring * sides + (side + 1) % sides).reshape(-1)
+    b0, b1 = a0 + sides, a1 + sides
+    tri = np.concatenate([np.stack([a0, a1, b1], 1), np.stack([a0, b1, b0], 1)]).astype(np.uint32)
+    return pos, tri

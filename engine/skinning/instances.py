@@ -63,7 +63,8 @@ class SkinnedPrimitive:
         if "topology" not in self._cache:
             from engine.skinning.meshprep import prepare_mesh
 
-            self._cache["topology"] = prepare_mesh(self.primitive.positions, self.primitive.indices)
+            self._cache["topology"] = prepare_mesh(self.primitive.positions, self.primitive.indices,
+                                                   morph_deltas=self.primitive.target_positions)
         return self._cache["topology"]
 
     def binding(self, *, method: str = "planar", smooth_passes: int = 6):
@@ -85,33 +86,71 @@ class SkinnedPrimitive:
         with np.errstate(over="ignore", invalid="ignore"):
             return (globals_[..., self.skin.joints, :, :] @ self.skin.inverse_bind).astype(np.float32)
 
-    def deform(self, globals_: np.ndarray, method: str = "lbs", *, config=None, edits: Any = None) -> np.ndarray:
+    def deform(self, globals_: np.ndarray, method: str = "lbs", *, config=None, edits: Any = None,
+               morph: np.ndarray | None = None) -> np.ndarray:
         """World-space display vertex positions (D,3) float32 for the pose ``globals_``. ``edits``: this frame's
         surface-edit forces over the control points (engine.skinning.edits.EditTerms, decoded in the pose as the
-        GPU path decodes them), spring deformer only; ValueError for another method."""
+        GPU path decodes them), spring deformer only; ValueError for another method. ``morph``: (M,) morph
+        weights applied to the bind pose before skinning (engine.skinning.morph; None: the bind pose as it is).
+        LBS/DQS/rigid/IRS follow the weights; the spring and ARAP solvers keep the rest they were built with
+        (the morphed rest at the default weights)."""
         registry.check(method, "cpu")
         if edits is not None and method != "spring":
             raise ValueError(f"surface edits are spring forces: deformer {method!r} cannot take them; "
                              "use the spring deformer")
         prim = self.primitive
         if method in registry.vertex_methods():
+            from engine.skinning.morph import morph as apply_morph
             from engine.skinning.skinning import dqs, lbs
 
             fn = lbs if method == "lbs" else dqs
             assert prim.joints is not None and prim.weights is not None  # a skinned primitive
-            return fn(prim.positions, prim.joints, prim.weights, self.skin_matrices(globals_))
+            bind = apply_morph(prim.positions, prim.target_positions, morph)
+            return fn(bind, prim.joints, prim.weights, self.skin_matrices(globals_))
         from engine.skinning.meshprep import copy_to_display
 
         posed = np.asarray(globals_[self.skin.joints], np.float32)
-        ctrl = self._deform_control(method, posed, config, edits)
+        ctrl = self._deform_control(method, posed, config, edits, morph)
         return copy_to_display(self.topology(), ctrl).astype(np.float32)
 
-    def _deform_control(self, method: str, posed: np.ndarray, config, edits: Any = None) -> np.ndarray:
+    def morph_offset(self, weights: np.ndarray | None) -> np.ndarray | None:
+        """(V,3) morphed minus bind position per control point for morph ``weights`` (None without targets)."""
+        prim = self.primitive
+        if prim.target_positions is None or weights is None:
+            return None
+        from engine.skinning.morph import control_deltas
+
+        key = ("control_deltas",)
+        if key not in self._cache:
+            self._cache[key] = control_deltas(self.topology(), prim.target_positions)
+        return np.einsum("m,mvc->vc", np.asarray(weights, np.float32), self._cache[key]).astype(np.float32)
+
+    def rest_weights(self) -> np.ndarray | None:
+        """The default morph weights of the instancing node (None without targets): set by skinned_primitives."""
+        return self._cache.get("rest_weights")
+
+    def _deform_control(self, method: str, posed: np.ndarray, config, edits: Any = None,
+                        morph: np.ndarray | None = None) -> np.ndarray:
         from engine.skinning.config import DeformerConfig
+        from engine.skinning.morph import morph_binding
         from engine.skinning.skinning import irs, rigid
 
         cfg = config if config is not None else DeformerConfig()
         binding = self.binding(method=cfg.binding.method, smooth_passes=cfg.binding.smooth_passes)
+        topology = self.topology()
+        base = binding  # the solvers below are cached by it (a morphed binding is made per call)
+        if method in ("spring", "arap"):
+            # the solvers are built once: from the morphed rest at the default weights (as the GPU springs)
+            offset = self.morph_offset(self.rest_weights())
+            if offset is not None:
+                import dataclasses
+
+                binding = morph_binding(binding, offset)
+                topology = dataclasses.replace(topology, positions=(topology.positions + offset).astype(np.float32))
+        else:
+            offset = self.morph_offset(morph)
+            if offset is not None:
+                binding = morph_binding(binding, offset)
         if method == "rigid":
             return rigid(binding, self.bind_joints, posed)
         if method == "irs":
@@ -121,18 +160,18 @@ class SkinnedPrimitive:
         if method == "spring":
             from engine.skinning.springs.solver import SpringDeformer
 
-            key = ("spring", id(binding), repr(cfg.spring))
+            key = ("spring", id(base), repr(cfg.spring))
             if key not in self._cache:
-                self._cache[key] = SpringDeformer(self.topology(), binding, self.bind_joints, self.parents,
+                self._cache[key] = SpringDeformer(topology, binding, self.bind_joints, self.parents,
                                                   cfg.spring, joints=self.primitive.joints,
                                                   weights=self.primitive.weights)
             positions, _stats = self._cache[key].solve(posed, edits=edits)
             return positions
         from engine.skinning.arap import ScaleArap
 
-        key = ("arap", id(binding), repr(cfg.arap))
+        key = ("arap", id(base), repr(cfg.arap))
         if key not in self._cache:
-            self._cache[key] = ScaleArap(self.topology(), binding, self.bind_joints, weights=cfg.arap.weights,
+            self._cache[key] = ScaleArap(topology, binding, self.bind_joints, weights=cfg.arap.weights,
                                          anchor_weight=cfg.arap.anchor_weight)
         return self._cache[key].solve(posed, iterations=cfg.arap.iterations).astype(np.float32)
 
@@ -152,6 +191,9 @@ def skinned_primitives(asset: Asset, rig=None) -> list[SkinnedPrimitive]:
             parents_cache[node.skin] = np.asarray(rig.skin_parents(node.skin), np.int32)
         for p, prim in enumerate(asset.meshes[node.mesh].primitives):
             if prim.is_skinned:
-                out.append(SkinnedPrimitive(n, node.mesh, p, node.skin, prim, asset.skins[node.skin],
-                                            parents_cache[node.skin]))
+                sp = SkinnedPrimitive(n, node.mesh, p, node.skin, prim, asset.skins[node.skin],
+                                      parents_cache[node.skin])
+                if prim.target_count:
+                    sp._cache["rest_weights"] = asset.morph_weights(n)
+                out.append(sp)
     return out

@@ -64,12 +64,14 @@ def degenerate_triangles(positions: np.ndarray, triangles: np.ndarray) -> np.nda
 
 @quiet_underflow
 def prepare_mesh(
-    positions: np.ndarray, triangles: np.ndarray, *, weld_tolerance: float | None = None
+    positions: np.ndarray, triangles: np.ndarray, *, weld_tolerance: float | None = None,
+    morph_deltas: np.ndarray | None = None,
 ) -> MeshTopology:
     """Weld display vertices (D,3) of triangles (T,3) into control points and build CSR adjacency.
 
     weld_tolerance: merge distance relative to the bbox diagonal, in [0, 1e-2]; None means 1e-6; 0 merges
-    only bit-identical positions.
+    only bit-identical positions. morph_deltas: (M,D,3) morph-target position deltas; display vertices whose
+    deltas differ are not welded (engine.skinning.morph.split_by_deltas), so a seam that opens stays open.
     """
     pos, tri = check_triangle_mesh(positions, triangles)
     tol = DEFAULT_WELD_TOLERANCE if weld_tolerance is None else float(weld_tolerance)
@@ -78,6 +80,13 @@ def prepare_mesh(
     diag = bbox_diagonal(pos)
     pos64 = pos.astype(np.float64)
     control_of_display, display_of_control = weld(pos64, tol * diag)
+    if morph_deltas is not None and len(morph_deltas):
+        from engine.skinning.morph import split_by_deltas
+
+        md = np.asarray(morph_deltas)
+        if md.ndim != 3 or md.shape[1:] != pos.shape:
+            raise ValueError(f"morph_deltas must have shape (M,{pos.shape[0]},3), got {md.shape}")
+        control_of_display, display_of_control = split_by_deltas(control_of_display, md, tol * diag)
     v = display_of_control.shape[0]
     ctrl_pos = pos[display_of_control].astype(np.float32)
     ctri = control_of_display[tri] if tri.size else np.zeros((0, 3), np.int64)

@@ -1,8 +1,9 @@
 """Numpy reference skinning deformers: LBS, DQS, rigid attachment skinning and IRS (research ch. 4.1).
 
-All functions are vectorised over vertices (loops only over the 4 influences) and follow the pose inputs of
+All functions are vectorised over vertices (loops only over the K influences) and follow the pose inputs of
 engine/skinning/types.py: bind_joints / posed_joints (J,4,4) joint world matrices, skin_mats (J,4,4) =
-posed_joints @ inverse_bind, joints/weights (V,4). Outputs are float32. Every deformer returns the bind
+posed_joints @ inverse_bind, joints/weights (V,K) with K influences per vertex (4 per glTF JOINTS_n/WEIGHTS_n
+set; K = 4 is the common case, any K >= 1 is accepted). Outputs are float32. Every deformer returns the bind
 positions at the bind pose (skin_mats = identity, posed_joints = bind_joints).
 
 Design notes
@@ -142,8 +143,9 @@ def _check_influences(positions: np.ndarray, joints: np.ndarray, weights: np.nda
     m = np.asarray(skin_mats, np.float32)
     if v.ndim != 2 or v.shape[1] != 3:
         raise ValueError(f"positions must have shape (V,3), got {v.shape}")
-    if j.shape != (v.shape[0], 4) or w.shape != (v.shape[0], 4):
-        raise ValueError(f"joints and weights must have shape ({v.shape[0]}, 4), got {j.shape} and {w.shape}")
+    if j.ndim != 2 or j.shape[0] != v.shape[0] or j.shape[1] < 1 or w.shape != j.shape:
+        raise ValueError(f"joints and weights must have one shape ({v.shape[0]}, K), K >= 1 influences, got "
+                         f"{j.shape} and {w.shape}")
     if m.ndim != 3 or m.shape[1:] != (4, 4):
         raise ValueError(f"skin_mats must have shape (J,4,4), got {m.shape}")
     if j.size and (j.min() < 0 or j.max() >= m.shape[0]):
@@ -160,7 +162,7 @@ def _blend_matrices(joints: np.ndarray, weights: np.ndarray, mats: np.ndarray) -
     # np.take along axis 0 is much faster than fancy indexing for gathering whole matrices
     m34 = np.ascontiguousarray(mats[:, :3, :])
     out = weights[:, 0, None, None] * np.take(m34, joints[:, 0], axis=0)
-    for k in range(1, 4):
+    for k in range(1, joints.shape[1]):
         out += weights[:, k, None, None] * np.take(m34, joints[:, k], axis=0)
     return out
 
@@ -239,7 +241,7 @@ def _dq_parts(m: np.ndarray):
 def _dq_blend(j: np.ndarray, w: np.ndarray, qr: np.ndarray, qd: np.ndarray):
     """Blended, normalised (real, dual) per vertex with antipodal flips towards the largest-weight joint."""
     n = j.shape[0]
-    q = np.take(qr, j, axis=0)  # (V,4,4): influence k, quaternion component c
+    q = np.take(qr, j, axis=0)  # (V,K,4): influence k, quaternion component c
     pivot = q[np.arange(n), np.argmax(w, axis=1)]
     sw = np.where(np.einsum("vkc,vc->vk", q, pivot) < 0, -w, w)
     br = np.einsum("vk,vkc->vc", sw, q)
@@ -259,7 +261,7 @@ def dqs(positions: np.ndarray, joints: np.ndarray, weights: np.ndarray, skin_mat
     qr, qd, stretch = _dq_parts(m)
     if stretch is not None:
         sv = np.zeros_like(v)
-        for k in range(4):
+        for k in range(j.shape[1]):
             sv += w[:, k, None] * np.einsum("vij,vj->vi", np.take(stretch, j[:, k], axis=0), v)
         v = sv
     c0, ce = _dq_blend(j, w, qr, qd)
@@ -276,7 +278,7 @@ def dqs_normals(normals: np.ndarray, joints: np.ndarray, weights: np.ndarray, sk
     qr, qd, stretch = _dq_parts(m)
     if stretch is not None:
         sb = np.zeros((n.shape[0], 3, 3), np.float32)
-        for k in range(4):
+        for k in range(j.shape[1]):
             sb += w[:, k, None, None] * np.take(stretch, j[:, k], axis=0)
         n = _cofactor_apply(sb, n)
     c0, _ = _dq_blend(j, w, qr, qd)
@@ -497,8 +499,8 @@ def skin_control_points(
 ) -> np.ndarray:
     """Deform the control points of `topology` with `method` in SKINNING_METHODS; (V,3) float32.
 
-    lbs/dqs need joints and weights ((D,4) per display vertex: the representative display vertex of each
-    control point is used; or (V,4)); skin_mats = posed_joints @ inverse_bind (default inv(bind_joints)).
+    lbs/dqs need joints and weights ((D,K) per display vertex: the representative display vertex of each
+    control point is used; or (V,K)); skin_mats = posed_joints @ inverse_bind (default inv(bind_joints)).
     rigid needs binding; irs needs binding and parents (options: influence, length_correction, blend).
     """
     if method not in SKINNING_METHODS:

@@ -26,6 +26,9 @@ BENCHES = {
     "scene": "bench.bench_scene",
     "ecs": "bench.bench_ecs",
     "editor": "bench.bench_editor",
+    "cutscene": "bench.bench_cutscene",
+    "vr": "bench.bench_vr",
+    "weights": "bench.bench_weights",
 }
 
 

@@ -50,15 +50,15 @@ def check_time(time: float) -> float:
 
 def deformed_frame(asset, *, clip, time: float, deformer: str = "lbs", device: str = "cpu",
                    config=None) -> dict[PrimitiveKey, np.ndarray]:
-    """Deformed world-space display positions of every skinned primitive instance of ``asset`` (a path, a
+    """Deformed world-space display positions of every skinned (or morphed) primitive instance of ``asset`` (a path, a
     generated character's name or a loaded Asset) holding ``clip`` at ``time`` seconds."""
     from engine import Session
 
     check_time(time)
     with Session(device=device, render=False, deformer=deformer, config=config, strict=True) as s:
         ch = s.spawn(s.load(asset), clip=clip, time=time, speed=0.0, mode="clamp")
-        skinned = set(ch.skinned_primitives)
-        return {k: v for k, v in ch.vertices().items() if k in skinned}
+        keys = set(ch.skinned_primitives) | {k for k, _ in ch.loaded.morphed_rigid_primitives()}
+        return {k: v for k, v in ch.vertices().items() if k in keys}
 
 
 def write_obj(path: Path, asset, frames: dict[PrimitiveKey, np.ndarray]) -> None:
@@ -154,7 +154,8 @@ def export_frame(args: argparse.Namespace) -> int:
     from engine.scene import quiet_load, require_finite
 
     loaded = quiet_load(args.asset)
-    if not loaded.skinned:  # the contract is skinned primitives: an empty .npz would look like success
+    # the contract is skinned (and morphed) primitives: an empty .npz would look like success
+    if not loaded.skinned and not loaded.morphed_rigid_primitives():
         raise ValueError(f"{args.asset}: nothing to export: the asset has no skinned mesh primitive in its default "
                          "scene (export-frame writes deformed skinned vertices; `render` draws static meshes)")
     times = frame_times(args, loaded.asset)

@@ -53,19 +53,14 @@ def make_camera(args: argparse.Namespace, lo: np.ndarray, hi: np.ndarray, aspect
     if np.linalg.norm(up) < 1e-9:
         raise ValueError(f"--up must not be the zero vector, got {args.up!r}")
     if args.camera:
-        cam = Camera.from_string(args.camera, up=up, fov_y=fov, aspect=aspect)
-        centre = (lo + hi) / 2
-        radius = max(float(np.linalg.norm(hi - lo)) / 2, 1e-3)
-        dist = float(np.linalg.norm(cam.eye - centre))
-        cam.near = max(1e-3, 0.5 * (dist - radius)) if dist > 2 * radius else max(1e-3, 0.01 * radius)
-        cam.far = max(cam.near * 10, 3.0 * (dist + radius))
-        return cam
+        return Camera.from_string(args.camera, up=up, fov_y=fov, aspect=aspect).fit_depth(lo, hi)
     cam = Camera(eye=np.array([0.0, 0.35, 1.0]), target=np.zeros(3), up=up, fov_y=fov, aspect=aspect)
     return cam.fit(lo, hi, margin=1.1)
 
 
 def render_frame(args: argparse.Namespace) -> int:
     from engine import Session
+    from engine.authoring.stage import ground_at_bounds
     from engine.render.renderer import VIEWS
     from engine.render.targets import check_render_memory
     from engine.scene import quiet_load, require_finite
@@ -90,11 +85,9 @@ def render_frame(args: argparse.Namespace) -> int:
                  strict=True) as s:
         ch = s.spawn(loaded, clip=args.clip, time=args.time, speed=0.0, mode="clamp")
         require_finite(ch.vertices())
-        box = s.bounds()
+        box = ground_at_bounds(s)
         assert box is not None and s.renderer is not None  # the scene has meshes (checked above); render=True
         lo, hi = box
-        s.renderer.look.ground_height = float(lo[1])
-        s.renderer.invalidate()
         s.renderer.view = args.view
         s.camera = make_camera(args, lo, hi, w / h)
         s.render()

@@ -18,24 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from engine.authoring.stage import export_vertices
 from engine.gpu.context import display_present
 from engine.paths import check_writable
 
 __all__ = ["replay_command", "export_vertices"]
-
-
-def export_vertices(session: Any) -> dict[str, np.ndarray]:
-    """Every character's deformed skinned vertices under their ``export-frame`` keys (prefixed by
-    ``char{i}_`` when there are several characters)."""
-    out: dict[str, np.ndarray] = {}
-    chars = session.characters
-    for i, ch in enumerate(chars):
-        skinned = set(ch.skinned_primitives)
-        prefix = f"char{i}_" if len(chars) > 1 else ""
-        for key, pos in ch.vertices().items():
-            if key in skinned:
-                out[prefix + key.export_key] = np.asarray(pos, np.float32)
-    return out
 
 
 def _check_out(path: str | None, suffix: str, option: str) -> Path | None:
@@ -52,6 +39,13 @@ def replay_command(args: argparse.Namespace) -> int:
     edits = args.save is not None and Path(args.save).suffix.lower() == ".json"
     glb = _check_out(args.save, ".json" if edits else ".glb", "--save")
     rec = read_recording(args.file)
+    if rec.header.vr is not None:  # a VR session (the vr command's --record): replayed headless
+        from game.vr.replay import replay_vr
+
+        frames = replay_vr(rec, screenshot=None if shot is None else str(shot),
+                           export_frame=None if npz is None else str(npz), save=None if glb is None else str(glb))
+        print(f"replayed {frames} VR frames, {len(rec.events)} events from {rec.path}")
+        return 0
     headless = bool(args.headless) or not display_present()
     if headless:
         ed = open_recording(rec, headless=True, device=args.device)

@@ -26,7 +26,7 @@ import numpy as np
 
 from engine.ecs import Clock, Phase, World
 from engine.input.events import Action
-from engine.input.record import Recorder, RecordHeader, Recording
+from engine.input.record import Recorder, RecordHeader, Recording, file_identity, resolve_source
 from game.editor.posing import PosingTool
 from game.editor.state import EditorSettings, EditorState
 from game.editor.surface import SurfaceTool
@@ -128,7 +128,7 @@ class Editor:
                                 deformer=deformer)
         spec: dict[str, Any] = {"source": str(source), "clip": clip, "time": float(time), "speed": float(speed),
                                 "position": [float(x) for x in position], "yaw": float(yaw)}
-        spec.update(_file_identity(source))
+        spec.update(file_identity(source))
         if deformer is not None:
             spec["deformer"] = deformer
         self.spawned.append(spec)
@@ -348,48 +348,6 @@ class Editor:
         return rec.path
 
 
-def _file_identity(source: str) -> dict[str, str]:
-    """For a character spawned from a file: its absolute path and the SHA-256 of its bytes (a recording then
-    finds it from another folder and can tell another file of the same name); {} for a generated name."""
-    import hashlib
-
-    from engine.assets.library import CHARACTERS
-
-    p = Path(source)
-    if source in {c.name for c in CHARACTERS} or not p.is_file():
-        return {}
-    return {"path": str(p.resolve()), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
-
-
-def _resolve_source(asset: dict[str, Any], base: Path | None) -> str:
-    """Where a recorded character's file is now: beside the recording (``base``), as given, at the recorded
-    absolute ``path``, or by its name beside the recording; ValueError naming every place looked at when none
-    holds it. A file whose SHA-256 differs from the recorded one is used with a warning."""
-    import hashlib
-    import logging
-
-    from engine.assets.library import CHARACTERS
-
-    source = str(asset["source"])
-    if source in {c.name for c in CHARACTERS}:
-        return source
-    p = Path(source)
-    places = [base / p] if base is not None and not p.is_absolute() else []
-    places.append(p)
-    if asset.get("path"):
-        places.append(Path(asset["path"]))
-    if base is not None:
-        places.append(base / p.name)
-    found = next((q for q in places if q.is_file()), None)
-    if found is None:
-        looked = ", ".join(dict.fromkeys(str(q) for q in places))
-        raise ValueError(f"asset {source!r} not found (looked at: {looked})")
-    want = asset.get("sha256")
-    if want and hashlib.sha256(found.read_bytes()).hexdigest() != want:
-        logging.getLogger(__name__).warning("%s differs from the file recorded (its SHA-256 changed)", found)
-    return str(found)
-
-
 def open_recording(rec: Recording, *, headless: bool = True, window: bool = False, device: str = "gpu",
                    strict: bool = True, render: bool = True) -> Editor:
     """A session (and its editor) as the recording's header describes: frame size, fixed step, characters
@@ -415,7 +373,7 @@ def spawn_recorded(ed: Editor, rec: Recording) -> None:
     base = rec.path.parent if rec.path is not None else None
     for i, a in enumerate(h.assets):
         try:
-            ed.spawn(_resolve_source(a, base), clip=a.get("clip", 0), time=a.get("time", 0.0),
+            ed.spawn(resolve_source(a, base), clip=a.get("clip", 0), time=a.get("time", 0.0),
                      speed=a.get("speed", 1.0), position=tuple(a.get("position", (0.0, 0.0, 0.0))),
                      yaw=a.get("yaw", 0.0), deformer=a.get("deformer"))
         except ValueError as exc:

@@ -19,6 +19,7 @@ layout(std430, binding = B_DST_NORMALS) writeonly buffer DstNormals { vec4 dst_n
 #endif
 
 uniform int u_source_static;  // 1: src is indexed like the static pool (bind positions), 0: like the dynamic pool
+uniform int u_normals_pooled;  // 1: bind_normals is the morph stage's output (display pool), 0: the static pool
 
 void main() {
     uint g = gl_WorkGroupID.x;
@@ -33,7 +34,7 @@ void main() {
     dst[o] = vec4(p, 1.0);
 #if SKINNED_NORMALS
     int m = 3 * (inst.dyn_base + c);
-    vec3 nb = bind_normals[inst.display_static + d].xyz;
+    vec3 nb = bind_normals[(u_normals_pooled != 0 ? inst.display_base : inst.display_static) + d].xyz;
     vec3 n = nmat[m].xyz * nb.x + nmat[m + 1].xyz * nb.y + nmat[m + 2].xyz * nb.z;
     float len = length(n);
     dst_normals[o] = len > 0.0 ? vec4(n / len, 0.0) : vec4(0.0);

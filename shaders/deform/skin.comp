@@ -18,7 +18,7 @@ layout(std430, binding = B_JOINTS) readonly buffer Joints { DeformJoint joints[]
 layout(std430, binding = B_BONES) readonly buffer Bones { DeformBone bones[]; };
 // static inputs only where METHOD reads them: the batch creates and binds just those (gpu_stages.static_reads)
 #if METHOD == METHOD_LBS || METHOD == METHOD_DQS
-layout(std430, binding = B_JOINT_IDS) readonly buffer JointIds { ivec4 joint_ids[]; };
+layout(std430, binding = B_JOINT_IDS) readonly buffer JointIds { ivec4 joint_ids[]; };  // INFLUENCE_SETS per point
 layout(std430, binding = B_WEIGHTS) readonly buffer Weights { vec4 weights[]; };
 #else
 layout(std430, binding = B_ATTACH) readonly buffer Attach { vec4 attach[]; };   // xyz bind attachment, w = t
@@ -42,10 +42,13 @@ mat3 cofactor(mat3 a) { return mat3(cross(a[1], a[2]), cross(a[2], a[0]), cross(
 
 #if METHOD == METHOD_LBS || METHOD == METHOD_DQS
 vec3 skin_lbs(int sidx, int jb, vec3 v) {
-    ivec4 j = joint_ids[sidx];
-    vec4 w = weights[sidx];
-    mat4 m = w.x * joints[jb + j.x].skin + w.y * joints[jb + j.y].skin
+    mat4 m = mat4(0.0);
+    for (int s = 0; s < INFLUENCE_SETS; ++s) {
+        ivec4 j = joint_ids[sidx * INFLUENCE_SETS + s];
+        vec4 w = weights[sidx * INFLUENCE_SETS + s];
+        m += w.x * joints[jb + j.x].skin + w.y * joints[jb + j.y].skin
            + w.z * joints[jb + j.z].skin + w.w * joints[jb + j.w].skin;
+    }
 #if SKIN_NORMALS
     nrm_m = cofactor(mat3(m));
 #endif
@@ -53,22 +56,30 @@ vec3 skin_lbs(int sidx, int jb, vec3 v) {
 }
 
 vec3 skin_dqs(int sidx, int jb, vec3 v) {
-    ivec4 j = joint_ids[sidx];
-    vec4 w = weights[sidx];
     // stretch first (linear blend of the symmetric factors), identity for rigid skin matrices
-    mat4 s = w.x * joints[jb + j.x].stretch + w.y * joints[jb + j.y].stretch
-           + w.z * joints[jb + j.z].stretch + w.w * joints[jb + j.w].stretch;
-    v = mat3(s) * v;
+    mat4 s = mat4(0.0);
     // antipodality: flip every influence into the hemisphere of the largest-weight joint (first on ties)
-    int k = 0;
-    for (int i = 1; i < MAX_INFLUENCES; ++i) if (w[i] > w[k]) k = i;
-    vec4 pivot = joints[jb + j[k]].qr;
+    float wk = -1.0;
+    int jk = 0;
+    for (int q = 0; q < INFLUENCE_SETS; ++q) {
+        ivec4 j = joint_ids[sidx * INFLUENCE_SETS + q];
+        vec4 w = weights[sidx * INFLUENCE_SETS + q];
+        s += w.x * joints[jb + j.x].stretch + w.y * joints[jb + j.y].stretch
+           + w.z * joints[jb + j.z].stretch + w.w * joints[jb + j.w].stretch;
+        for (int i = 0; i < MAX_INFLUENCES; ++i) if (w[i] > wk) { wk = w[i]; jk = j[i]; }
+    }
+    v = mat3(s) * v;
+    vec4 pivot = joints[jb + jk].qr;
     vec4 br = vec4(0.0), bd = vec4(0.0);
-    for (int i = 0; i < MAX_INFLUENCES; ++i) {
-        vec4 q = joints[jb + j[i]].qr;
-        float sw = dot(q, pivot) < 0.0 ? -w[i] : w[i];
-        br += sw * q;
-        bd += sw * joints[jb + j[i]].qd;
+    for (int q = 0; q < INFLUENCE_SETS; ++q) {
+        ivec4 j = joint_ids[sidx * INFLUENCE_SETS + q];
+        vec4 w = weights[sidx * INFLUENCE_SETS + q];
+        for (int i = 0; i < MAX_INFLUENCES; ++i) {
+            vec4 qi = joints[jb + j[i]].qr;
+            float sw = dot(qi, pivot) < 0.0 ? -w[i] : w[i];
+            br += sw * qi;
+            bd += sw * joints[jb + j[i]].qd;
+        }
     }
     float n = length(br);
     if (n > 0.0) { br /= n; bd /= n; } else { br = vec4(0, 0, 0, 1); bd = vec4(0.0); }
@@ -87,6 +98,11 @@ vec3 source_scale(DeformBone b, int sidx, vec3 v) {
     float t = attach[sidx].w;
     return v - (b.p_src.xyz + t * (b.c_src.xyz - b.p_src.xyz));
 #else
+    // a source other than the static bind pose (morphed bind positions): s = v - a at the bind pose
+    if (u_source_static == 0) {
+        float t = attach[sidx].w;
+        return v - (b.p_src.xyz + t * (b.c_src.xyz - b.p_src.xyz));
+    }
     return scale[sidx].xyz;
 #endif
 }

@@ -1,6 +1,7 @@
 #version 430 core
 // Spring Compute (research Algorithm 1; numpy reference engine.skinning.springs.spring_step): one spring
-// iteration for the active work groups of every instance (indirect dispatch; converged instances have none).
+// iteration for every work group of the pool (the groups of stopped instances exit at entry; the loop state,
+// the ring and the convergence check: spring_iterate.glsl).
 // Reads state x_n (positions, velocities), writes x_{n+1}; per work group it reduces max |x_{n+1} - x_n|,
 // max |F(x_n)| (atomicMax on float bits into the instance status) and the energy at x_n (partials[group]).
 //
@@ -40,18 +41,15 @@ layout(rgba32i, binding = I_SPRING_HEADS) readonly uniform iimage2D spring_heads
 layout(rgba32i, binding = I_SPRING_INSTANCES) readonly uniform iimage2D spring_instances;
 layout(rgba32i, binding = I_SPRING_POINTS) readonly uniform iimage2D spring_points;
 layout(rgba32i, binding = I_SPRING_SLOTS) readonly uniform iimage2D spring_slots;
-layout(rgba32f, binding = I_SPRING_SRC) readonly uniform image2D src;     // SpringState x_n
-layout(rgba32f, binding = I_SPRING_DST) writeonly uniform image2D dst;    // SpringState x_{n+1}
+// the SpringState ring: three images stacked in one, bound once per frame (spring_iterate.glsl)
+layout(rgba32f, binding = I_SPRING_RING) uniform image2D ring;
 layout(rgba32f, binding = I_SPRING_FRAME) readonly uniform image2D frame;  // SpringFrame
-layout(std430, binding = B_STATUS) buffer Status { DeformStatus status[]; };
-layout(std430, binding = B_ACTIVE) readonly buffer Active { int active_groups[]; };
-layout(std430, binding = B_PARTIALS) writeonly buffer Partials { float partials[]; };
+layout(std430, binding = B_STATUS) coherent buffer Status { DeformStatus status[]; };
+layout(std430, binding = B_PARTIALS) coherent buffer Partials { float partials[]; };
 layout(std430, binding = B_EDIT) readonly buffer Edit { SpringEdit edit[]; };
 layout(std430, binding = B_VOLUME) coherent buffer Volume { int volume_sums[]; };
 
-uniform int u_iteration;  // index n of this dispatch in the frame (all active instances are at step n); -1: the
-                          // volume pre-pass (sums the regions' volumes at x_0, writes nothing else)
-uniform int u_record;     // 1: a convergence check follows this dispatch; record the maxima
+#include "spring_iterate.glsl"  // the loop state: u_iteration, u_record, the ring, the ticket and the check
 
 const float SIN_EPS = 1e-9;
 
@@ -62,7 +60,7 @@ shared float sh_energy[LOCAL_SIZE];
 ivec4 inst_texel(int k, int t) { return imageLoad(spring_instances, record_texel(k, SPRING_INSTANCE_TEXELS, t)); }
 ivec4 point_texel(int i, int t) { return imageLoad(spring_points, record_texel(i, SPRING_POINT_TEXELS, t)); }
 ivec4 slot_texel(int h, int t) { return imageLoad(spring_slots, record_texel(h, SPRING_SLOT_TEXELS, t)); }
-vec3 state_texel(int i, int t) { return imageLoad(src, record_texel(i, SPRING_STATE_TEXELS, t)).xyz; }
+vec3 state_texel(int i, int t) { return ring_load(src_ring, record_texel(i, SPRING_STATE_TEXELS, t)).xyz; }
 vec3 frame_texel(int i, int t) { return imageLoad(frame, record_texel(i, SPRING_FRAME_TEXELS, t)).xyz; }
 
 // angle between unit vectors u, w (atan2(|perp|, cos), 0 for zero vectors), perp = w - cos u, its length
@@ -73,8 +71,7 @@ float angle_between(vec3 u, vec3 w, out vec3 perp, out float s) {
     return (s == 0.0 && c == 0.0) ? 0.0 : atan(s, c);
 }
 
-void main() {
-    int g = active_groups[gl_WorkGroupID.x];
+void step_group(int g) {  // one iteration of work group g (main: spring_iterate.glsl)
     ivec4 head = imageLoad(spring_heads, record_texel(g, SPRING_HEAD_TEXELS, SPRING_HEAD_GROUP));
     int k = head.z;
     ivec4 run = inst_texel(k, SPRING_INSTANCE_RUN);
@@ -177,7 +174,7 @@ void main() {
         if (vol_on) {
             vec4 pv = intBitsToFloat(point_texel(si, SPRING_POINT_VOL));  // V0_r, S0_r, fixed-point scale
             int n = u_iteration;
-            if (n != 0) atomicAdd(volume_sums[vbase + max(n, 0) % 3], int(round(vi / 18.0 * pv.z)));
+            if (n != 0) volume_add(r.z, vbase + max(n, 0) % 3, int(round(vi / 18.0 * pv.z)));
             if (n >= 0) {
                 if (r.w != 0) volume_sums[vbase + (n + 1) % 3] = 0;
                 float vr = float(volume_sums[vbase + max(n - 1, 0) % 3]) / pv.z;
@@ -211,8 +208,8 @@ void main() {
             vn = vel;
             xn = x + h * f;
         }
-        imageStore(dst, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_X), vec4(xn, 1.0));
-        imageStore(dst, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_V), vec4(vn, 0.0));
+        ring_store(dst_ring, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_X), vec4(xn, 1.0));
+        ring_store(dst_ring, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_V), vec4(vn, 0.0));
         disp = length(xn - x);
         fmag = length(f);
         // non-finite values poison the maxima (NaN bits compare above +inf) so the check sees divergence

@@ -56,7 +56,7 @@ layout(std430, binding = B_BONES_PREV) readonly buffer BonesPrev { DeformBone bo
 // SpringEdit rows (generated/deform_layouts.glsl): q.y 1 = held (an edit's static set)
 layout(std430, binding = B_EDIT) readonly buffer Edit { SpringEdit edit[]; };
 layout(rgba32f, binding = I_SPRING_FRAME) writeonly uniform image2D frame;  // SpringFrame
-layout(rgba32f, binding = I_SPRING_DST) writeonly uniform image2D s0;       // SpringState x_0
+layout(rgba32f, binding = I_SPRING_RING) writeonly uniform image2D s0;      // SpringState ring: x_0 -> third
 
 // The attachment of control point sidx on bone records b and the turn B about its joint (reference
 // springs.pose_frame / blend_rotations; the identity where it does not blend): its frame's rotation is B R_own.
@@ -121,6 +121,7 @@ void main() {
         mat3 carry = (turn * mat3(b.rot_now)) * transpose(turn_prev * mat3(bp.rot_now));
         x0 = a + carry * (last_output[didx].xyz - a_prev);
     }
-    imageStore(s0, record_texel(didx, SPRING_STATE_TEXELS, SPRING_STATE_X), vec4(x0, 1.0));
-    imageStore(s0, record_texel(didx, SPRING_STATE_TEXELS, SPRING_STATE_V), vec4(v0, 0.0));
+    ivec2 third = ivec2(0, imageSize(s0).y / 3 * 2);  // the ring's third image (stages.spring)
+    imageStore(s0, record_texel(didx, SPRING_STATE_TEXELS, SPRING_STATE_X) + third, vec4(x0, 1.0));
+    imageStore(s0, record_texel(didx, SPRING_STATE_TEXELS, SPRING_STATE_V) + third, vec4(v0, 0.0));
 }

@@ -56,7 +56,7 @@ def test_spring_images_many_rows_and_relayout(gl_ctx, resources, small_rows):
         rigs = [big, small, big]
         prm = [pa, pb, pa]
         batch = next(iter(graph._batches.values()))
-        for name in ("sheads", "spoints", "sslots", "spring_s0", "spring_frame"):
+        for name in ("sheads", "spoints", "sslots", "spring_ring", "spring_frame"):
             assert batch.images[name].height > 1, name
         poses = [pose(big, bend=0.9), pose(small, bend=-0.7, twist=0.3), pose(big, bend=0.3)]
         for step in range(2):  # second pass: after removing the middle mesh (pools re-packed)

@@ -122,13 +122,14 @@ def test_installed_engine_reads_its_packaged_data(installed):
     assert Path(cylinder).is_relative_to(venv) and Path(cylinder).name == "cylinder.glb"
     assert Path(dense) == Path(env["XDG_CACHE_HOME"]) / "skinengine" / "humanoid_dense.glb"
     assert bench == "None"  # bench/ is not in the wheel
-    examples, pose_arm, session = _python(installed, (
+    examples, pose_arm, session, rig = _python(installed, (
         "from engine.paths import data_dir, shipped_file\n"
         "print(data_dir('examples')); print(shipped_file('examples/pose_arm.json'))\n"
-        "print(shipped_file('assets/sessions/arm_pose.jsonl'))"))
+        "print(shipped_file('assets/sessions/arm_pose.jsonl')); print(shipped_file('assets/vr/pose_and_bulge.toml'))"))
     assert Path(examples).is_relative_to(venv) and (Path(examples) / "quickstart.py").is_file()
     assert Path(pose_arm).is_relative_to(venv) and Path(pose_arm).is_file()
     assert Path(session).is_relative_to(venv) and Path(session).is_file()
+    assert Path(rig).is_relative_to(venv) and Path(rig).is_file()  # the VR example script ships
     r = _run(installed, "--version")
     assert r.returncode == 0 and r.stdout.strip() == f"skinengine {_engine_version()}", r
     r = _run(installed, "bench", "deform")

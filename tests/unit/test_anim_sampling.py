@@ -176,12 +176,13 @@ def test_bad_channels_raise_with_the_bad_value():
             ClipSampler(rig, clip)
 
 
-def test_weights_and_matrix_node_channels_are_reported():
-    chans = [Channel(0, "weights", "LINEAR", np.array([0, 1], F), np.zeros((2, 2), F)),
+def test_weights_sampled_apart_and_matrix_node_channels_reported():
+    chans = [Channel(0, "weights", "LINEAR", np.array([0, 1], F), np.array([[0, 1], [1, 0]], F)),
              Channel(1, "translation", "LINEAR", np.array([0, 1], F), np.ones((2, 3), F))]
     rig, clip = _rig_and_clip(chans, matrix_node=1)
     s = ClipSampler(rig, clip)
-    assert len(s.skipped) == 2 and "weights" in s.skipped[0] and "matrix" in s.skipped[1]
+    assert len(s.skipped) == 1 and "matrix" in s.skipped[0]
+    np.testing.assert_allclose(s.sample_weights(0.25)[0], [0.25, 0.75])
     assert s.channel_count == 1
     assert s.animated[0, 1] and not s.animated[:, 0].any()
 

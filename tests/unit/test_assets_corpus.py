@@ -169,10 +169,10 @@ def test_sample_loads_with_readme_counts(name):
     if clips:
         assert len(asset.clips) == int(clips.group(1))
         loaded = sum(len(c.channels) for c in asset.clips)
-        if row["paths"] == "W":  # morph weights: skipped with a warning
-            assert loaded == 0 and any("weights channel skipped" in w for w in asset.warnings)
-        else:
-            assert loaded == int(clips.group(2))
+        assert loaded == int(clips.group(2))  # morph weights channels included
+        if row["paths"] == "W":
+            assert {c.path for clip in asset.clips for c in clip.channels} == {"weights"}
+            assert not any("morph" in w or "weights channel" in w for w in asset.warnings)
     else:
         assert asset.clips == []
     for m in asset.meshes:

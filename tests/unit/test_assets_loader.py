@@ -257,14 +257,18 @@ def test_embedded_png_image_decoded_to_rgba(tmp_path):
     np.testing.assert_allclose(mat.base_color_factor, [1, 0.5, 0.5, 1])
 
 
-def test_morph_targets_ignored_with_warning(tmp_path):
+def test_morph_targets_kept_without_warning(tmp_path):
     doc, blob = assemble(base_parts())
     doc["meshes"][0]["primitives"][0]["targets"] = [{"POSITION": 1}]  # NORMAL data reused as a delta
     doc["accessors"][1]["min"], doc["accessors"][1]["max"] = [0, 0, 1], [0, 0, 1]
-    doc["meshes"][0]["weights"] = [0.0]
-    with pytest.warns(AssetWarning, match=r"meshes\[0\]: 1 morph target"):
-        asset = load(write(tmp_path, doc, blob))
-    assert asset.meshes[0].primitives[0].vertex_count == 4
+    doc["meshes"][0]["weights"] = [0.25]
+    doc["meshes"][0]["extras"] = {"targetNames": ["lift"]}
+    asset = load_quiet(write(tmp_path, doc, blob))
+    assert not any("morph" in w for w in asset.warnings)
+    prim = asset.meshes[0].primitives[0]
+    assert prim.vertex_count == 4 and prim.target_count == 1 and prim.target_normals is None
+    np.testing.assert_array_equal(prim.target_positions[0], np.tile([0, 0, 1], (4, 1)))
+    assert asset.meshes[0].weights.tolist() == [0.25] and asset.meshes[0].target_names == ["lift"]
 
 
 # ------------------------------------------------------------------------------------------ repairs

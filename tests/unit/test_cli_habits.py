@@ -127,7 +127,7 @@ def test_every_option_has_help_and_view_lists_its_choices():
     assert all(v in view.help for v in VIEWS)
     subcommands = {path.split()[0] for path, _ in seen if path}
     assert subcommands == {"demo", "editor", "doctor", "inspect", "export-frame", "render", "compare", "pose", "edit",
-                           "replay", "bench"}
+                           "replay", "bench", "cutscene", "vr", "weights", "influence"}
 
 
 def test_version_and_main_py_is_the_same_parser(capsys):

@@ -172,3 +172,19 @@ def test_seeded_fuzz_of_export_frame_parameters(capsys, tmp_path):
             with np.load(out) as z:
                 assert all(np.isfinite(z[key]).all() for key in z.files), (option, value)
     assert outcomes[2] > 20 and outcomes[0] > 0, outcomes
+
+
+@pytest.mark.parametrize("argv", [["--frames", "5000"], ["--times", "0:5:0.001"]])
+def test_export_frame_refuses_frames_that_do_not_fit_before_allocating(capsys, tmp_path, monkeypatch, argv):
+    """The bake's memory estimate (frames x vertices x 24 bytes) is checked against what the process may still
+    allocate before any GL or array work: one line with the estimate, the limit and the largest --frames that
+    fits, and no output file. The limit is made small here so that the check trips at a modest frame count."""
+    import engine.render.targets as targets
+
+    monkeypatch.setattr(targets, "available_memory", lambda **_: (64 * 2**20, "a 64 MiB test limit"))
+    out = tmp_path / "baked.npz"
+    line = one_error_line(capsys, ["export-frame", "humanoid", "--clip", "walk", *argv, "--out", str(out)])
+    assert "needs about" in line and "a 64 MiB test limit" in line and "at most --frames" in line, line
+    fits = int(line.rsplit("at most --frames", 1)[1].split()[0])
+    assert 1 <= fits < 5000
+    assert not out.exists()

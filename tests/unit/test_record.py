@@ -87,10 +87,20 @@ def test_header_checks(patch, needle):
 
 
 def test_version_constant_and_missing_file(tmp_path):
-    assert VERSION == 1
+    assert VERSION == 2  # version 2 added the VR header; version 1 files still read (test_version_one_reads)
     with pytest.raises(FileNotFoundError):
         read_recording(tmp_path / "nope.jsonl")
     bad = tmp_path / "bin.jsonl"
     bad.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(RecordError, match="UTF-8"):
         read_recording(bad)
+
+
+def test_version_one_reads_and_vr_needs_version_two():
+    d = {**HEADER.to_dict(), "version": 1}
+    rec = parse_recording(lines(d, {"type": "end", "frames": 0}))
+    assert rec.header.version == 1 and rec.header.vr is None
+    with pytest.raises(RecordError, match="header.vr needs version 2"):
+        parse_recording(lines({**d, "vr": {}}, {"type": "end", "frames": 0}))
+    with pytest.raises(RecordError, match="header.vr misses"):
+        parse_recording(lines({**d, "version": 2, "vr": {"device": "simulated"}}, {"type": "end", "frames": 0}))

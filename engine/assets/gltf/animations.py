@@ -1,5 +1,6 @@
 """Animations: channels (one per node and path) and their samplers' keyframes (strictly increasing times,
-CUBICSPLINE tangents, rotations normalised); morph-target weight channels are validated and skipped."""
+CUBICSPLINE tangents, rotations normalised); morph-target weight channels are kept as (K, M) / (K, 3, M) values
+(M = the target count of the node's mesh)."""
 from __future__ import annotations
 
 import numpy as np
@@ -58,8 +59,21 @@ class AnimationReader(LoaderState):
                     if not has_morphs:
                         raise AssetError(f"{where}.target", f"weights channel on nodes[{node_i}], which has no "
                                                             "morph targets")
-                    self._sampler(anim, ai, int(ch.sampler), path, sampler_cache)  # validate anyway
-                    self.warn(where, "morph-target weights channel skipped (morphing is not supported)")
+                    s = int(ch.sampler)
+                    interp = anim.samplers[s].interpolation or "LINEAR"
+                    times, flat = self._sampler(anim, ai, s, path, sampler_cache)
+                    assert node.mesh is not None  # has_morphs above
+                    m = asset.meshes[node.mesh].target_count
+                    k = times.shape[0]
+                    per_key = 3 * m if interp == "CUBICSPLINE" else m
+                    if flat.size != k * per_key:
+                        raise AssetError(f"{awhere}.samplers[{s}].output",
+                                         f"{flat.size} weights for {k} {interp} keyframes of nodes[{node_i}]'s "
+                                         f"{m} morph targets (expected {k * per_key})")
+                    values = np.ascontiguousarray(flat, np.float32).reshape((k, 3, m) if interp == "CUBICSPLINE"
+                                                                            else (k, m))
+                    channels.append(Channel(node=node_i, path=path, interpolation=interp, times=times,
+                                            values=values))
                     continue
                 if node.matrix is not None:
                     raise AssetError(f"{where}.target", f"nodes[{node_i}] is defined by a matrix and cannot be "

@@ -1,5 +1,7 @@
 """Meshes: primitives (attribute names, sets and formats, KHR_mesh_quantization), indices (lists, strips, fans),
-normals and joints/weights repaired where glTF allows it, morph targets checked and ignored."""
+normals and joints/weights repaired where glTF allows it, morph targets (POSITION and NORMAL deltas kept in the
+asset model, TANGENT deltas checked and dropped: the engine draws no tangent space), default weights and
+extras.targetNames."""
 from __future__ import annotations
 
 import re
@@ -48,10 +50,15 @@ class MeshReader(LoaderState):
             if "weights" in raw_mesh and len(raw_mesh["weights"]) != n_targets:
                 raise AssetError(f"meshes[{mi}].weights", f"{len(raw_mesh['weights'])} weights for {n_targets} "
                                                           "morph targets")
-            if n_targets:
-                self.warn(f"meshes[{mi}]", f"{n_targets} morph target(s) ignored (morphing is not supported); "
-                                           "the base mesh is used")
-            meshes.append(Mesh(name=mesh.name or f"mesh{mi}", primitives=prims))
+            weights = np.asarray(raw_mesh.get("weights", [0.0] * n_targets), np.float64).astype(np.float32)
+            if not np.all(np.isfinite(weights)):
+                raise AssetError(f"meshes[{mi}].weights", "weights overflow float32")
+            extras = raw_mesh.get("extras")
+            names = extras.get("targetNames") if isinstance(extras, dict) else None
+            target_names = [str(x) for x in names] if (isinstance(names, list) and len(names) == n_targets
+                                                       and all(isinstance(x, str) for x in names)) else []
+            meshes.append(Mesh(name=mesh.name or f"mesh{mi}", primitives=prims, weights=weights,
+                               target_names=target_names))
         return meshes
 
     def _material_texcoords(self) -> dict[int, tuple[int, str]]:
@@ -173,8 +180,29 @@ class MeshReader(LoaderState):
                 if name == "POSITION" and ("min" not in acc or "max" not in acc):
                     raise AssetError(tw, f"accessors[{int(a)}] must define min and max")
                 reader.read(int(a), tw, "vertex")
+        target_positions, target_normals = self._targets(raw, where, n_vertices)
         return Primitive(positions=positions, indices=indices, normals=normals, texcoords=texcoords,
-                         joints=joints, weights=weights, material=material)
+                         joints=joints, weights=weights, material=material, target_positions=target_positions,
+                         target_normals=target_normals)
+
+    def _targets(self, raw: dict, where: str, n_vertices: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """(M,N,3) POSITION and NORMAL deltas of the primitive's morph targets (zeros where a target lacks one;
+        normals None when no target has NORMAL), after the checks above; deltas must be finite."""
+        targets = raw.get("targets", [])
+        if not targets:
+            return None, None
+        pos = np.zeros((len(targets), n_vertices, 3), np.float32)
+        nrm = np.zeros((len(targets), n_vertices, 3), np.float32) if any("NORMAL" in t for t in targets) else None
+        for t, target in enumerate(targets):
+            for name, out in (("POSITION", pos), ("NORMAL", nrm)):
+                if name in target and out is not None:
+                    tw = f"{where}.targets[{t}].{name}"
+                    d = np.asarray(self.reader.read_float(int(target[name]), tw, "vertex"), np.float32)
+                    if d.shape != (n_vertices, 3) or not np.all(np.isfinite(d)):
+                        raise AssetError(tw, f"accessors[{int(target[name])}]: deltas must be {n_vertices} finite "
+                                             "VEC3 values")
+                    out[t] = d
+        return pos, nrm
 
     def _unit_normals(self, n: np.ndarray, where: str) -> np.ndarray:
         n = np.asarray(n, np.float32)
@@ -190,7 +218,8 @@ class MeshReader(LoaderState):
 
     def _skin_attributes(self, arrays: dict, n_sets: int, where: str,
                          weight_type: int) -> tuple[np.ndarray, np.ndarray]:
-        """JOINTS_n / WEIGHTS_n -> (N,4) uint16 joints, (N,4) float32 weights summing to 1 (repairs warned)."""
+        """JOINTS_0..n / WEIGHTS_0..n -> (N,4n) uint16 joints, (N,4n) float32 weights summing to 1 (repairs
+        warned); with several sets each row is sorted by weight, largest first."""
         j = np.concatenate([arrays[f"JOINTS_{k}"] for k in range(n_sets)], axis=1).astype(np.int64)
         w = np.concatenate([arrays[f"WEIGHTS_{k}"] for k in range(n_sets)], axis=1).astype(np.float32)
         wname = f"{where}.attributes.WEIGHTS_0"
@@ -205,14 +234,10 @@ class MeshReader(LoaderState):
             if dup.any():
                 self.warn(f"{where}.attributes.JOINTS_0", f"{int(dup.sum())} vertex(es) list the same joint twice "
                                                           "(weights add up)")
-        if n_sets > 1:  # keep the 4 largest influences per vertex
-            order = np.argsort(-w, axis=1, kind="stable")[:, :4]
-            dropped = np.take_along_axis(w, np.argsort(-w, axis=1, kind="stable")[:, 4:], axis=1)
+        if n_sets > 1:  # every set kept (4 slots each), each row's influences sorted by weight (largest first)
+            order = np.argsort(-w, axis=1, kind="stable")
             j = np.take_along_axis(j, order, axis=1)
             w = np.take_along_axis(w, order, axis=1)
-            if dropped.size and dropped.max() > 0:
-                self.warn(f"{where}.attributes", f"more than 4 influences per vertex: kept the 4 largest of "
-                                                 f"{4 * n_sets}")
         total = w.sum(axis=1, dtype=np.float64)
         if not np.isfinite(total).all():
             raise AssetError(wname, "weights overflow float32")

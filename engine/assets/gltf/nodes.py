@@ -167,6 +167,11 @@ class NodeReader(LoaderState):
             if "weights" in raw and len(raw["weights"]) != n_targets:
                 raise AssetError(f"{where}.weights", f"{len(raw['weights'])} weights but meshes[{node.mesh}] has "
                                                      f"{n_targets} morph targets")
+            if "weights" in raw:
+                w = np.asarray(raw["weights"], np.float64).astype(np.float32)
+                if not np.all(np.isfinite(w)):
+                    raise AssetError(f"{where}.weights", "weights overflow float32")
+                node.weights = w
             skinned = [p.is_skinned for p in mesh.primitives]
             if node.skin is None:
                 if any(skinned):

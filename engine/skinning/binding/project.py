@@ -89,7 +89,7 @@ def bind_project(positions: np.ndarray, bones: Bones, bind_joints: np.ndarray) -
 def bind_from_weights(
     positions: np.ndarray, joints: np.ndarray, weights: np.ndarray, bones: Bones, bind_joints: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Binding seeded by skin weights (V,4): project onto the bones touching the largest-weight joint.
+    """Binding seeded by skin weights (V,K), any K influences: project onto the bones touching the largest-weight joint.
 
     A point whose largest-weight joint touches no bone (e.g. all its bones were zero-length) is projected
     onto every bone.
@@ -97,8 +97,8 @@ def bind_from_weights(
     pts = _check_points(positions)
     jn = np.asarray(joints).astype(np.int64)
     w = np.asarray(weights, np.float32)
-    if jn.shape != (pts.shape[0], 4) or w.shape != (pts.shape[0], 4):
-        raise ValueError(f"joints and weights must have shape ({pts.shape[0]}, 4), got {jn.shape} and {w.shape}")
+    if jn.ndim != 2 or jn.shape[0] != pts.shape[0] or jn.shape[1] < 1 or w.shape != jn.shape:
+        raise ValueError(f"joints and weights must have one shape ({pts.shape[0]}, K), got {jn.shape} and {w.shape}")
     top = jn[np.arange(pts.shape[0]), np.argmax(w, axis=1)]
     p, c = bone_endpoints(bones, np.asarray(bind_joints, np.float32))
     allowed = (top[:, None] == bones.parent_joint[None, :]) | (top[:, None] == bones.child_joint[None, :])

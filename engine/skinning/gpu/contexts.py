@@ -33,7 +33,8 @@ def _skin(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: moderngl
         node=node, program=program, instances=batch.buffers["instances"], groups=batch.buffers["groups"],
         source=src, source_static=static, target=batch.control(target)[0], joints=batch.buffers["joints"],
         bones=batch.buffers["bones"], static=_static(batch, S.skin_reads(node.options.get("method", "lbs"))),
-        normal_mats=batch.normal_mats(target) if skinned else None, n_groups=batch.total_groups)
+        normal_mats=batch.normal_mats(target) if skinned else None, n_groups=batch.total_groups,
+        influence_sets=batch.influence_sets)
 
 
 def _skin_copy(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: moderngl.Context
@@ -57,12 +58,12 @@ def _spring(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: modern
         target=batch.control(node.outputs["target"])[0], bones=b["bones"], bones_prev=b["bones_prev"],
         warm=batch.pose.warm_prev is not None,  # some instance wants the warm start: keep this frame's bones
         static=_static(batch, spring_stage.STATIC_READS),
-        buffers=S.SpringBuffers(status=b["status"], partials=b["partials"], active=b["active"],
-                                indirect=b["indirect"], edit=b["edit"], velocities=b["spring_vel"],
+        buffers=S.SpringBuffers(status=b["status"], partials=b["partials"], loop=b["spring_loop"],
+                                edit=b["edit"], velocities=b["spring_vel"],
                                 volume=b["volume"]),
         images=S.SpringImages(heads=im["sheads"], instances=im["sinstances"], points=im["spoints"],
-                              slots=im["sslots"], frame=im["spring_frame"], s0=im["spring_s0"],
-                              ring=(im["spring_r0"], im["spring_r1"], im["spring_r2"])),
+                              slots=im["sslots"], frame=im["spring_frame"],
+                              ring=im["spring_ring"]),
         n_instances=len(batch.instances), n_groups=batch.total_groups,
         dispatches=spring_stage.dispatch_count(i.params for i in batch.instances),
         volume=R.volume_rows(batch.instances, batch.n_bones)
@@ -74,8 +75,11 @@ def _copy(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: moderngl
     normals = node.outputs.get("normals")
     skinned = None
     if normals is not None:
-        skinned = S.SkinnedNormals(normal_mats=batch.normal_mats(node.inputs["source"]),
-                                   bind_normals=batch.static_ssbo("bind_normals"), target=batch.display(normals))
+        # a morphed mesh's copy transforms the morph stage's bind normals (display pool) instead of the static ones
+        morphed = batch.morph_normals
+        bind_normals = batch.display(morphed) if morphed else batch.static_ssbo("bind_normals")
+        skinned = S.SkinnedNormals(normal_mats=batch.normal_mats(node.inputs["source"]), bind_normals=bind_normals,
+                                   target=batch.display(normals), pooled=morphed is not None)
     return S.CopyContext(
         node=node, program=program, instances=batch.buffers["instances"], groups=batch.buffers["dgroups"],
         source=src, source_static=static, map=batch.static_ssbo("map"), target=batch.display(node.outputs["target"]),
@@ -116,9 +120,22 @@ def _contact(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: moder
         passes=contact_stage.pass_count(i.params for i in batch.instances))
 
 
+def _morph(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: moderngl.Context) -> S.MorphContext:
+    b = batch.buffers
+    normals = node.outputs.get("normals")
+    return S.MorphContext(
+        node=node, program=program, instances=b["instances"], groups=b["groups"], bind=batch.static_ssbo("bind"),
+        target=batch.control(node.outputs["target"])[0], deltas=b["morph_deltas"], table=b["morph_table"],
+        weights=b["morph_weights"],
+        normals=S.MorphNormals(bind_normals=batch.static_ssbo("bind_normals"), groups=b["dgroups"],
+                               target=batch.display(normals), n_groups=batch.total_dgroups)
+        if normals is not None else None,
+        n_groups=batch.total_groups)
+
+
 _BUILDERS: dict[str, Callable[[Batch, NodeConfig, S.ProgramSource, moderngl.Context], S.StageContext]] = {
     "skin": _skin, "skin_copy": _skin_copy, "spring": _spring, "copy": _copy, "face_normals": _face_normals,
-    "vertex_normals": _vertex_normals, "contact": _contact}
+    "vertex_normals": _vertex_normals, "contact": _contact, "morph": _morph}
 
 
 def stage_context(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: moderngl.Context

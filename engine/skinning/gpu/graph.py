@@ -24,9 +24,10 @@ and memory barriers follow from that. :class:`DeformerGraph` runs such graphs fo
   normal transforms. It reads three read-only images (why images: layouts, "fused skin_copy stage"): a
   SkinVertex per display vertex (static pool), a SkinHead per display work group and the batch's joints as
   compact records (written once per frame);
-* springs run up to ``max_iterations`` indirect dispatches per frame; a tiny convergence pass (one work group)
-  reads the GPU-side maxima (atomicMax on float bits) / energy partials every ``check_every`` iterations and
-  rebuilds the list of active work groups, so a converged mesh costs zero work; the CPU never waits;
+* springs run up to ``max_iterations`` dispatches per frame, one memory barrier each and nothing bound or
+  uploaded between them: the dispatch index lives in a GPU buffer, and the last work group of a dispatch (an
+  atomic ticket) reads the GPU-side maxima (atomicMax on float bits) / energy partials every ``check_every``
+  iterations and stops converged instances, whose work groups then exit at entry; the CPU never waits;
 * per frame the CPU packs the poses of all instances of a batch at once (stacked arrays, one batched call per
   quantity, only what the batch's nodes read: LBS needs only the skin matrices) and writes each pose buffer
   once; nothing is read back on the per-frame path but the springs' status (32 bytes per instance, copied on
@@ -47,6 +48,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import functools
 import time
 from collections.abc import Hashable, Iterator
@@ -65,11 +67,12 @@ from engine.skinning.gpu import records as R
 from engine.skinning.gpu import spring as gpu_spring
 from engine.skinning.gpu import stages as gpu_stages
 from engine.skinning.gpu.contexts import stage_context
-from engine.skinning.gpu.plan import SHADER_STORAGE_BARRIER_BIT, GraphConfig, default_config, plan
+from engine.skinning.gpu.plan import SHADER_STORAGE_BARRIER_BIT, GraphConfig, default_config, plan, with_morph
 from engine.skinning.gpu.pools import Batch
 from engine.skinning.gpu.pose import upload_dual_quats
-from engine.skinning.gpu.records import DeformHandle, Instance, padded_lists
+from engine.skinning.gpu.records import DeformHandle, Instance, influence_sets, padded_lists
 from engine.skinning.gpu.status import SpringStatusReader
+from engine.skinning.morph import check_weights, control_deltas, morph_binding
 from engine.skinning.springs.limits import check_spring_ranges, spring_advice
 from engine.skinning.springs.rest import SpringRest, build_rest
 from engine.skinning.types import Binding, MeshTopology
@@ -159,11 +162,11 @@ class DeformerGraph:
             return GraphConfig.from_dict(config)
         return GraphConfig.load(config)
 
-    def _batch_for(self, config: GraphConfig) -> Batch:
-        key = repr(config.to_dict())
+    def _batch_for(self, config: GraphConfig, influence_sets: int = 1) -> Batch:
+        key = repr(config.to_dict()) + (f" influence_sets={influence_sets}" if influence_sets > 1 else "")
         b = self._batches.get(key)
         if b is None:
-            b = Batch(self.resources, config, self.range_groups)
+            b = Batch(self.resources, config, self.range_groups, influence_sets=influence_sets)
             self._batches[key] = b
         return b
 
@@ -173,11 +176,13 @@ class DeformerGraph:
                  config: GraphConfig | dict | str | None = None, spring: Any = None,
                  asset_key: Hashable | None = None, normals: np.ndarray | None = None,
                  positions_buffer: moderngl.Buffer | None = None,
-                 normals_buffer: moderngl.Buffer | None = None) -> DeformHandle:
+                 normals_buffer: moderngl.Buffer | None = None,
+                 morph: tuple[np.ndarray, np.ndarray | None, np.ndarray] | None = None) -> DeformHandle:
         """Add one skinned mesh instance and return its handle.
 
         topology: welded mesh (engine.skinning.meshprep.prepare_mesh); binding: attachment binding (needed by
-        rigid, irs and spring); joints (D,4) or (V,4) int and weights (D,4)/(V,4): glTF JOINTS_0/WEIGHTS_0 (per
+        rigid, irs and spring); joints (D,K) or (V,K) int and weights (D,K)/(V,K): glTF JOINTS_n/WEIGHTS_n, K
+        influence slots (4 per set; K > 4 skins in an unfused batch with INFLUENCE_SETS = ceil(K/4)) (per
         display vertex: the representative display vertex of each control point is used); inverse_bind (J,4,4);
         parents (J,) within the skin (-1 roots). method: lbs | dqs | rigid | irs | spring | spring-feedback
         picks a built-in graph (else ``config`` or the graph's default). spring: SpringParams of the springs
@@ -188,6 +193,12 @@ class DeformerGraph:
         Outputs live in the batch's display pool (``output_ranges``). positions_buffer/normals_buffer: the
         caller's own vec4 display-order buffers (>= 16 * n_display bytes each); the mesh's outputs are copied
         into them at the end of every ``run`` (a GPU copy each; binding the range directly is cheaper).
+
+        morph: the mesh's morph targets (position deltas (M,D,3) per display vertex, normal deltas (M,D,3) or None,
+        default weights (M,)): the graph gets a morph node first (plan.with_morph; the mesh runs unfused in a
+        batch of such meshes), the instance starts at the default weights (``set_morph_weights`` changes them)
+        and the springs' rest state is built from the morphed rest at the default weights. The topology must
+        have been welded with the deltas (meshprep.prepare_mesh(morph_deltas=...)).
         """
         params = gpu_spring.spring_params(spring)
         if method is not None:
@@ -205,6 +216,11 @@ class DeformerGraph:
             raise ValueError(f"inverse_bind must have shape (J,4,4) with J >= 1, got {ib.shape}")
         if ib.shape[0] > MAX_JOINTS:
             raise ValueError(f"skin has {ib.shape[0]} joints; the GPU path supports 1..{MAX_JOINTS}")
+        sets = influence_sets(joints)
+        if sets > 1 and cfg.fuse:
+            # more than 4 influences: the fused skin_copy records hold one set; the two-dispatch path reads any
+            # number (skin.comp's INFLUENCE_SETS), so such meshes go to an unfused batch of their own
+            cfg = dataclasses.replace(cfg, fuse=False)
         par = np.asarray(parents).astype(np.int32).reshape(-1)
         if par.shape[0] != ib.shape[0]:
             raise ValueError(f"parents must have shape ({ib.shape[0]},), got {np.asarray(parents).shape}")
@@ -223,10 +239,19 @@ class DeformerGraph:
                 if res is None:
                     raise ValueError(f"{nm} given but graph {cfg.name!r} has no such output")
                 given[res] = buf
-        key = (repr(cfg.to_dict()), asset_key if asset_key is not None else id(topology))
+        morph_pos = morph_nrm = morph_w = None
+        rest: tuple[MeshTopology, Binding | None] | None = None
+        if morph is not None and len(morph[2]):
+            morph_pos, morph_nrm, morph_w = self._check_morph(morph, topology)
+            cfg = with_morph(cfg, normals=morph_nrm is not None)
+            offset = np.einsum("m,mvc->vc", morph_w, morph_pos).astype(np.float32)
+            rest = (dataclasses.replace(topology, positions=(topology.positions + offset).astype(np.float32)),
+                    morph_binding(binding, offset) if binding is not None else None)
+        key = (repr(cfg.to_dict()) + f" sets={sets}", asset_key if asset_key is not None else id(topology))
         if any(n.stage == "spring" for n in cfg.nodes) and binding is not None:
-            check_spring_ranges(params, self._rest_for(key, topology, binding, ib))
-        batch = self._batch_for(cfg)
+            rt, rb = rest if rest is not None else (topology, binding)
+            check_spring_ranges(params, self._rest_for(key, rt, rb if rb is not None else binding, ib))
+        batch = self._batch_for(cfg, sets)
         asset = self._assets.get(key)
         if asset is None:
             skin_opts = next((n.options for n in cfg.nodes if n.stage == "skin"), {})
@@ -236,7 +261,8 @@ class DeformerGraph:
             asset = R.make_asset(key[1], topology, binding, joints, weights, ib, par,
                                  skin_opts.get("influence", (0.5, 0.5)), dfaces,
                                  normals if batch.bind_normals else None, skinned_normals=batch.bind_normals,
-                                 fused=bool(batch.fused))
+                                 fused=bool(batch.fused), influence_sets=sets, rest_shape=rest)
+            asset.morph_positions, asset.morph_normals, asset.rest = morph_pos, morph_nrm, rest
             self._assets[key] = asset
         elif asset.topology is not topology and (asset.topology.n_control != topology.n_control
                                                  or asset.topology.n_display != nd):
@@ -247,6 +273,7 @@ class DeformerGraph:
         handle = DeformHandle(self._next)
         self._next += 1
         inst = Instance(handle, asset, params, given)
+        inst.morph_weights = None if morph_w is None else morph_w.copy()
         batch.instances.append(inst)
         self._instances[handle.id] = inst
         self._batch_of[handle.id] = batch
@@ -265,6 +292,7 @@ class DeformerGraph:
             h = DeformHandle(self._next)
             self._next += 1
             inst = Instance(h, src.asset, src.params, {})
+            inst.morph_weights = None if src.morph_weights is None else src.morph_weights.copy()
             src.asset.users += 1
             batch.instances.append(inst)
             self._instances[h.id] = inst
@@ -370,7 +398,10 @@ class DeformerGraph:
         binding = inst.asset.binding
         if binding is None:
             raise ValueError(f"mesh {inst.handle.id} has no attachment binding, so no spring rest state")
-        return self._rest_for(key, inst.asset.topology, binding,
+        topology = inst.asset.topology
+        if inst.asset.rest is not None:  # a morphed mesh: the rest at its default weights
+            topology, binding = inst.asset.rest[0], inst.asset.rest[1] or binding
+        return self._rest_for(key, topology, binding,
                               np.linalg.inv(np.asarray(inst.asset.bind_joints, np.float64)))
 
     def _spring_advice(self, handle_id: int, params: Any) -> str:
@@ -397,6 +428,37 @@ class DeformerGraph:
             held = getattr(terms, "held", None)  # static sets held in place (engine.skinning.edits)
             inst.edit_held = None if held is None else np.asarray(held, bool).reshape(n).astype(np.float32)
         batch.write_edits(inst)
+
+    @staticmethod
+    def _check_morph(morph: tuple[np.ndarray, np.ndarray | None, np.ndarray], topology: MeshTopology
+                     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """(position deltas per control point (M,V,3), normal deltas per display vertex (M,D,3) or None,
+        default weights (M,)) from ``add_mesh``'s ``morph``; ValueError naming a wrong shape or value."""
+        pos, nrm, w = morph
+        m = len(w)
+        d = topology.n_display
+        w = check_weights(w, m, "default morph weights")
+        pos = np.asarray(pos, np.float32)
+        if pos.shape != (m, d, 3) or not np.all(np.isfinite(pos)):
+            raise ValueError(f"morph position deltas must be ({m},{d},3) finite, got {pos.shape}")
+        ctrl = control_deltas(topology, pos)
+        if not np.array_equal(ctrl[:, topology.control_of_display], pos):
+            raise ValueError("display vertices of one control point have different morph deltas: weld the topology "
+                             "with them (meshprep.prepare_mesh(morph_deltas=...))")
+        if nrm is not None:
+            nrm = np.asarray(nrm, np.float32)
+            if nrm.shape != (m, d, 3) or not np.all(np.isfinite(nrm)):
+                raise ValueError(f"morph normal deltas must be ({m},{d},3) finite, got {nrm.shape}")
+        return ctrl, nrm, w
+
+    def set_morph_weights(self, handle: DeformHandle, weights: np.ndarray) -> None:
+        """The mesh's morph weights (M,) for the next ``run`` (a mesh added with ``morph``); uploaded with the
+        poses."""
+        inst, _batch = self._where(handle)
+        m = inst.asset.n_targets
+        if inst.morph_weights is None:
+            raise ValueError(f"mesh {handle.id} was added without morph targets")
+        inst.morph_weights = check_weights(weights, m)
 
     # ---- per frame ----------------------------------------------------------------------------------------
     def set_pose(self, handle: DeformHandle, skin_mats: np.ndarray, posed_joints: np.ndarray) -> None:

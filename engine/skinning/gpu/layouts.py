@@ -282,7 +282,7 @@ BINDINGS: dict[str, int] = {
     "B_SCALE": 10,
     "B_BONE_OF": 11,
     "B_EDIT": 12,
-    "B_ACTIVE": 13,
+    "B_SPRING_LOOP": 13,   # spring iterations: the dispatch index and the work-group ticket (spring_iterate.glsl)
     "B_INDIRECT": 14,
     "B_PARTIALS": 15,
     "B_SKINNED": 16,
@@ -308,6 +308,11 @@ BINDINGS: dict[str, int] = {
     # Shares 27 with B_CONTACT_PARAMS: no shader declares both, and each stage binds its buffers before its
     # dispatches.
     "B_VOLUME": 27,
+    # morph stage (stages/morph.py): the batch's target deltas, its per-instance table and the weights of the
+    # frame. Share the skin's static input points: no shader declares both, each stage binds before dispatching.
+    "B_MORPH_DELTAS": 5,
+    "B_MORPH_TABLE": 6,
+    "B_MORPH_WEIGHTS": 7,
 }
 
 #: image units of the image-reading stages (their own namespace; the renderer binds none). Units are per stage: each
@@ -323,12 +328,9 @@ IMAGE_BINDINGS: dict[str, int] = {
     "I_SPRING_INSTANCES": 1,  # SpringInstance per instance, rgba32i
     "I_SPRING_POINTS": 2,  # SpringPoint per static control point, rgba32i
     "I_SPRING_SLOTS": 3,   # SpringSlot per static CSR slot, rgba32i
-    "I_SPRING_SRC": 4,     # SpringState per control point of the pool, read (resolve: S0), rgba32f
-    "I_SPRING_DST": 5,     # SpringState written (spring: x_{n+1}; spring_frame: x_0), rgba32f
-    "I_SPRING_FRAME": 6,   # SpringFrame per control point of the pool, rgba32f
-    "I_SPRING_RING0": 0,   # resolve: the three ring images
-    "I_SPRING_RING1": 1,
-    "I_SPRING_RING2": 2,
+    "I_SPRING_FRAME": 4,   # SpringFrame per control point of the pool, rgba32f
+    "I_SPRING_RING": 5,    # SpringState ring: three images stacked in one, bound once per frame (x_0 into the
+                           # third by spring_frame; spring reads and writes it; resolve reads it), rgba32f
     # face_normals and vertex_normals
     "I_NORMALS_HEADS": 0,  # NormalsHead per face / display work group, rgba32i
     "I_NORMAL_TRIS": 1,    # NormalTri per static triangle, rgba32i

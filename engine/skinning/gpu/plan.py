@@ -22,6 +22,10 @@ from those declarations (STYLE.md habit 8, Filament's frame graph):
   graph that needs the control points (springs, IRS, a second reader, ``@previous``) is not fused, and
   ``fuse = false`` in the config keeps every node its own dispatch (to read the control points back).
 
+**Morph targets**: :func:`with_morph` puts a ``morph`` node first in the graph of a mesh with morph targets
+(its output, the morphed bind positions, replaces ``bind`` as the skin's source), so such meshes run unfused in a
+batch of their own; see engine.skinning.gpu.stages.morph.
+
 Resources live in one of three *domains*: ``control`` (one vec4 per control point), ``display`` (one vec4 per
 glTF vertex, what the renderer reads) and ``face`` (one vec4 per triangle); each is pooled over all meshes of
 a batch so that one dispatch per stage covers every mesh. ``bind`` is the built-in control-domain resource
@@ -69,6 +73,9 @@ RENDER_READ_BITS = SHADER_STORAGE_BARRIER_BIT | VERTEX_ATTRIB_ARRAY_BARRIER_BIT
 
 PREVIOUS = "@previous"
 BIND = "bind"
+#: the resources :func:`with_morph` names: morphed bind positions (control) and bind normals (display)
+MORPHED = "morphed"
+MORPHED_NORMALS = "morphed_normals"
 
 SKIN_METHODS = registry.skinning_methods()
 #: skinning methods on display vertices with glTF weights (the rest need an attachment binding)
@@ -95,6 +102,9 @@ class StageSpec:
         return self.outputs[port] if port in self.outputs else self.optional_outputs[port]
 
 
+#: the spring node's volume_reduce values (stages.spring.volume_reduce)
+VOLUME_REDUCE = ("auto", "group", "point")
+
 #: every stage the GPU graph can run; options listed with their defaults
 STAGES: dict[str, StageSpec] = {
     # influence / length_correction / blend: IRS options of engine.skinning.skinning.irs
@@ -102,14 +112,20 @@ STAGES: dict[str, StageSpec] = {
     "skin": StageSpec({"source": "control"}, {"target": "control"},
                       {"method": "lbs", "mode": "bind", "influence": (0.5, 0.5), "length_correction": False,
                        "blend": "nlerp", "normals": "surface"}),
-    # check_every: run the convergence check after every k-th iteration (1 reproduces the reference exactly)
-    "spring": StageSpec({"source": "control"}, {"target": "control"}, {"check_every": 1}),
+    # check_every: run the convergence check after every k-th iteration (1 reproduces the reference exactly);
+    # volume_reduce: the volume term's sums added per work group and region from shared memory ("group"), or one
+    # atomic per point ("point"; cheaper on a software rasteriser, where barriers and shared atomics cost more
+    # than uncontended atomics), "auto": "point" on llvmpipe / softpipe, else "group" (same sums either way)
+    "spring": StageSpec({"source": "control"}, {"target": "control"}, {"check_every": 1, "volume_reduce": "auto"}),
     # optional output normals: skinned normals of the display vertices; the source must be written (this
     # frame) by a skin node with normals = "skinned"
     "copy": StageSpec({"source": "control"}, {"target": "display"}, {}, {"normals": "display"}),
     # the springs' optional contact term (stages/contact.py): reads the spring stage's frame of this frame
     "contact": StageSpec({"source": "control"}, {"target": "control"}, {}),
     "face_normals": StageSpec({"positions": "display"}, {"target": "face"}, {}),
+    # morph targets (stages/morph.py): the bind pose plus the instance's weighted target deltas; optional
+    # output normals: the morphed bind normals a copy with skinned normals transforms. Inserted by with_morph.
+    "morph": StageSpec({}, {"target": "control"}, {}, {"normals": "display"}),
     # crease_angle: radians in [0, pi]; absent = smooth over every face around the control point
     "vertex_normals": StageSpec({"positions": "display", "faces": "face"}, {"target": "display"},
                                 {"crease_angle": None}),
@@ -260,6 +276,10 @@ class GraphConfig:
                 ce = n.options.get("check_every", 1)
                 if not isinstance(ce, int) or isinstance(ce, bool) or not 1 <= ce <= 1000:
                     raise ValueError(f"node {n.name!r}: check_every must be an integer in [1, 1000], got {ce!r}")
+                vr = n.options.get("volume_reduce", "auto")
+                if vr not in VOLUME_REDUCE:
+                    raise ValueError(f"node {n.name!r}: volume_reduce = {_show(vr)}; valid: "
+                                     f"{', '.join(repr(v) for v in VOLUME_REDUCE)}")
             if n.stage == "vertex_normals" and n.options.get("crease_angle") is not None:
                 a = n.options["crease_angle"]
                 if not _is_number(a) or not (0.0 <= a <= 3.141592653589793):
@@ -419,6 +439,32 @@ def plan(config: GraphConfig) -> Plan:
     final = RENDER_READ_BITS | (COMPUTE_READ_BITS if dirty else 0)
     elided = tuple(sorted(s.outputs["target"] for s in fused.values()))
     return Plan(tuple(steps), final, feedback, domains, dict(config.outputs), elided)
+
+
+def with_morph(config: GraphConfig, *, normals: bool = False) -> GraphConfig:
+    """``config`` for a mesh with morph targets: a ``morph`` node first, and every read of the bind pose reads
+    its output (the morphed bind positions) instead; with ``normals`` (the mesh has NORMAL deltas) and a copy
+    that transforms bind normals, the morph node also writes the morphed bind normals, which that copy then
+    transforms (engine.skinning.gpu.contexts). A graph that already has a morph node is returned as it is.
+
+    A skin reading the morphed resource is not fused with its copy (fusion needs the static bind pose), so a
+    morphed mesh runs skin -> copy and every other mesh keeps the fused path. A differential skin (the
+    spring-feedback graph) reads its own last result, not the bind pose: there the morph reaches the surface
+    only through the springs' rest state (built from the morphed rest at the default weights)."""
+    if any(n.stage == "morph" for n in config.nodes):
+        return config
+    d = config.to_dict()
+    taken = {n["name"] for n in d["nodes"]}
+    name = "morph"
+    while name in taken:
+        name += "_"
+    for n in d["nodes"]:
+        n["inputs"] = {p: (MORPHED if r == BIND else r) for p, r in n["inputs"].items()}
+    outs = {"target": MORPHED}
+    if normals and any(n["stage"] == "copy" and "normals" in n["outputs"] for n in d["nodes"]):
+        outs["normals"] = MORPHED_NORMALS
+    d["nodes"].insert(0, {"name": name, "stage": "morph", "inputs": {}, "outputs": outs})
+    return GraphConfig.from_dict(d)
 
 
 # ---- the built-in graphs ----------------------------------------------------------------------------------

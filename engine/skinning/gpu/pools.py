@@ -64,10 +64,13 @@ class RangeAllocator:
         return a
 
 
-def make_image(res: GpuResources, records: np.ndarray, label: str) -> moderngl.Texture:
+def make_image(res: GpuResources, records: np.ndarray, label: str, copies: int = 1) -> moderngl.Texture:
     """A read-only image of vec4 records for the skin_copy, spring and normal stages (layout:
-    layouts.image_rows)."""
+    layouts.image_rows); ``copies`` > 1 stacks that many images of the records one above the other (the spring
+    state ring: copy r at row r * height / copies)."""
     texels = L.image_rows(records)
+    if copies > 1:
+        texels = np.concatenate([texels] * copies, axis=0)
     if texels.shape[0] > res.ctx.info.get("GL_MAX_TEXTURE_SIZE", 16384):
         raise ValueError(f"{label}: {records.shape[0]} records need an image of {texels.shape[0]} rows, more "
                          f"than the driver's GL_MAX_TEXTURE_SIZE; use fewer meshes per graph or fuse = false")
@@ -79,11 +82,15 @@ def make_image(res: GpuResources, records: np.ndarray, label: str) -> moderngl.T
 class Batch:
     """Meshes that share one graph config: pooled buffers and images, one dispatch per stage.
 
-    ``Batch(resources, config, range_groups)``; ``range_groups``: display ranges start at multiples of this
-    many work groups (the SSBO offset alignment)."""
+    ``Batch(resources, config, range_groups, influence_sets=1)``; ``range_groups``: display ranges start at
+    multiples of this many work groups (the SSBO offset alignment); ``influence_sets``: the joint_ids / weights
+    SSBOs hold that many vec4 rows per control point (assets with more than 4 influences)."""
 
-    def __init__(self, resources: GpuResources, config: GraphConfig, range_groups: int) -> None:
+    def __init__(self, resources: GpuResources, config: GraphConfig, range_groups: int, *,
+                 influence_sets: int = 1) -> None:
         self.resources = resources
+        #: vec4 sets of joint ids / weights per control point of every asset (4 slots each; > 1 only unfused)
+        self.influence_sets = influence_sets
         self.config = config
         self.range_groups = range_groups
         self.plan: Plan = plan(config)
@@ -107,6 +114,9 @@ class Batch:
         self.fused_methods = sorted({n.options.get("method", "lbs") for n in self.fused})
         self.has_spring = any(n.stage == "spring" for n in nodes)
         self.has_contact = any(n.stage == "contact" for n in nodes)  # the springs' contact term
+        #: the morph node (graphs of meshes with morph targets, plan.with_morph) and its normals output
+        self.morph = next((n for n in nodes if n.stage == "morph"), None)
+        self.morph_normals: str | None = self.morph.outputs.get("normals") if self.morph is not None else None
         #: face / vertex normal stages read the NormalsHead / topology images
         self.normal_stages = any(n.stage in ("face_normals", "vertex_normals") for n in nodes)
         #: the static SSBOs some stage of the batch binds (the others are not created)
@@ -249,8 +259,7 @@ class Batch:
             mk("n_" + r, nbytes=n_dyn * 48)  # normal transform: 3 vec4 columns per control point
         if self.has_spring:
             mk("status", nbytes=max(1, len(self.instances)) * L.DEFORM_STATUS.size)
-            mk("active", nbytes=max(1, g) * 4)
-            mk("indirect", np.array([0, 1, 1, 0], np.uint32))
+            mk("spring_loop", np.zeros(4, np.int32))  # dispatch index and ticket (stages.spring)
             mk("partials", nbytes=max(1, g) * 4)
             mk("edit", nbytes=n_dyn * R.EDIT_ROW_BYTES)
             mk("spring_vel", np.zeros((n_dyn, 4), np.float32))  # last frame's velocities (dependent mode)
@@ -258,6 +267,11 @@ class Batch:
         if self.has_contact:
             for name, (data, nbytes) in gpu_stages.contact.pool_buffers(self.instances, n_dyn).items():
                 mk(name, data, nbytes)
+        if self.morph is not None:
+            deltas, table = self._morph_tables()
+            mk("morph_deltas", deltas)
+            mk("morph_table", table)
+            mk("morph_weights", self._morph_weights())
         mk("joints", nbytes=max(1, self.n_joints) * L.DEFORM_JOINT.size if self.pose.needs.joint_ssbo else 16)
         images = self._make_images(new, n_dyn)
         mk("bones", nbytes=max(1, self.n_bones) * L.DEFORM_BONE.size)
@@ -304,10 +318,9 @@ class Batch:
                                           f"{label} sheads")
             images["sinstances"] = make_image(res, L.SPRING_INSTANCE.zeros(max(1, len(self.instances))),
                                               f"{label} sinstances")  # contents: write_instance_table
-            # spring state (x, v) per control point: S0 (initial) and a ring of three (see stages.spring), and
-            # the frame's attachments; written by the GPU only
-            for name in ("spring_s0", "spring_r0", "spring_r1", "spring_r2"):
-                images[name] = make_image(res, L.SPRING_STATE.zeros(n_dyn), f"{label} {name}")
+            # spring state (x, v) per control point: a ring of three images stacked in one (x_0 in the third,
+            # see stages.spring), and the frame's attachments; written by the GPU only
+            images["spring_ring"] = make_image(res, L.SPRING_STATE.zeros(n_dyn), f"{label} spring_ring", copies=3)
             images["spring_frame"] = make_image(res, L.SPRING_FRAME.zeros(n_dyn), f"{label} spring_frame")
         if self.normal_stages:
             for name, rec in R.NORMAL_IMAGES.items():
@@ -368,6 +381,40 @@ class Batch:
         ctx.copy_buffer(buf, tmp, size=n_old)
         res.release(tmp)
 
+    def _morph_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """The morph stage's static rows (per asset: position deltas per control point, then normal deltas per
+        display vertex, target-major, vec4) and its table (ivec4 per instance: first position row, target
+        count, first weight, first normal row or -1); see shaders/deform/morph.comp."""
+        rows: list[np.ndarray] = []
+        base: dict[int, tuple[int, int]] = {}
+        n = 0
+        for a in self.assets:
+            pos_base = nrm_base = -1
+            if a.morph_positions is not None and a.n_targets:
+                pos_base = n
+                rows.append(L.vec4(a.morph_positions.reshape(-1, 3), 0.0))
+                n += rows[-1].shape[0]
+                if a.morph_normals is not None and self.morph_normals is not None:
+                    nrm_base = n
+                    rows.append(L.vec4(a.morph_normals.reshape(-1, 3), 0.0))
+                    n += rows[-1].shape[0]
+            base[id(a)] = (max(pos_base, 0), nrm_base)
+        table = np.zeros((max(1, len(self.instances)), 4), np.int32)
+        w = 0
+        for k, inst in enumerate(self.instances):
+            pb, nb = base[id(inst.asset)]
+            table[k] = (pb, inst.asset.n_targets, w, nb)
+            w += inst.asset.n_targets
+        deltas = np.concatenate(rows) if rows else np.zeros((1, 4), np.float32)
+        return np.ascontiguousarray(deltas, np.float32), table
+
+    def _morph_weights(self) -> np.ndarray:
+        """Every instance's morph weights, concatenated in instance order (the table's weight rows)."""
+        parts = [inst.morph_weights if inst.morph_weights is not None else np.zeros(inst.asset.n_targets, np.float32)
+                 for inst in self.instances]
+        flat = np.concatenate(parts).astype(np.float32) if parts else np.zeros(0, np.float32)
+        return flat if flat.size else np.zeros(1, np.float32)
+
     # ---- per-instance tables --------------------------------------------------------------------------------
     def write_instance_table(self) -> None:
         """Rewrite the DeformInstance table (and the spring stage's instance image) after a parameter change."""
@@ -393,8 +440,11 @@ class Batch:
 
     # ---- per frame --------------------------------------------------------------------------------------
     def upload_pose(self) -> None:
-        """Pack and write this frame's joint / bone records of every instance (see engine.skinning.gpu.pose)."""
+        """Pack and write this frame's joint / bone records of every instance (see engine.skinning.gpu.pose), and
+        their morph weights (batches with a morph node: a few floats per instance)."""
         self.pose.upload(self.buffers["joints"], self.buffers["bones"], self.skin_joint_images())
+        if self.morph is not None:
+            self.buffers["morph_weights"].write(self._morph_weights().tobytes())
 
     def end_frame(self) -> None:
         """Copy the outputs into caller-given buffers; remember this frame's pose (differential mode)."""

@@ -50,6 +50,16 @@ class Asset:
     arrays: dict[str, np.ndarray]  # per static buffer / image name -> rows (control, display, CSR, ...)
     users: int = 0
     bend_refs: tuple[np.ndarray, np.ndarray] | None = None
+    #: morph targets: (M,V,3) position deltas per control point, (M,D,3) normal deltas per display vertex or
+    #: None (the morph stage reads them; engine.skinning.gpu.stages.morph)
+    morph_positions: np.ndarray | None = None
+    morph_normals: np.ndarray | None = None
+    #: (topology, binding) of the morphed rest at the default weights (the springs' rest), or None
+    rest: tuple[MeshTopology, Binding | None] | None = None
+
+    @property
+    def n_targets(self) -> int:
+        return 0 if self.morph_positions is None else int(self.morph_positions.shape[0])
 
     @property
     def n_tris(self) -> int:
@@ -75,6 +85,7 @@ class Instance:
     edit: np.ndarray | None = None     # (V,4) (C.xyz, K) or None
     edit_q: np.ndarray | None = None   # (V,) Q
     edit_held: np.ndarray | None = None  # (V,) 1.0 where an edit's static set holds the point
+    morph_weights: np.ndarray | None = None  # (M,) float32 this instance's morph weights (morphed assets)
 
     @property
     def dyn_base(self) -> int:
@@ -220,21 +231,36 @@ def normal_records(topo: MeshTopology, dface: np.ndarray, dface_index: np.ndarra
     return tris, verts, faces
 
 
+def influence_sets(joints: np.ndarray) -> int:
+    """vec4 sets (4 influence slots each) that hold the (N,K) joint ids: ceil(K / 4), at least 1."""
+    k = int(np.asarray(joints).shape[1]) if np.ndim(joints) == 2 else L.MAX_INFLUENCES
+    return max(1, -(-k // L.MAX_INFLUENCES))
+
+
 def make_asset(key: Hashable, topo: MeshTopology, binding: Binding | None, joints: np.ndarray,
                weights: np.ndarray, inverse_bind: np.ndarray, parents: np.ndarray, irs_influence: Any,
                display_faces: tuple[np.ndarray, np.ndarray], normals: np.ndarray | None = None, *,
-               skinned_normals: bool = False, fused: bool = False) -> Asset:
-    """The static records of one asset. joints/weights (D,4) or (V,4); inverse_bind (J,4,4) float64;
+               skinned_normals: bool = False, fused: bool = False, influence_sets: int = 1,
+               rest_shape: tuple[MeshTopology, Binding | None] | None = None) -> Asset:
+    """The static records of one asset. joints/weights (D,K) or (V,K), K <= 4 * influence_sets (padded with
+    weight-0 slots to that width: the batch's skin shader reads INFLUENCE_SETS vec4s per control point);
+    inverse_bind (J,4,4) float64;
     display_faces: (offset/count (D,2), flat triangle indices) of the triangles around each display vertex;
     skinned_normals: the batch transforms bind normals (``normals`` or the bind surface's); fused: the batch
-    has a skin_copy stage (SkinVertex records)."""
+    has a skin_copy stage (SkinVertex records); rest_shape: the (topology, binding) the springs' rest state is built
+    from when it is not the bind pose (a morphed mesh: its morphed rest at the default weights)."""
     v, d = topo.n_control, topo.n_display
     jn = np.asarray(joints)
     w = np.asarray(weights, np.float32)
     if jn.shape[0] == d and d != v:
         jn, w = jn[topo.display_of_control], w[topo.display_of_control]
-    if jn.shape != (v, 4) or w.shape != (v, 4):
-        raise ValueError(f"joints/weights must be (D,4)=({d},4) or (V,4)=({v},4); got {jn.shape}, {w.shape}")
+    width = L.MAX_INFLUENCES * influence_sets
+    if jn.ndim != 2 or jn.shape[0] != v or not 1 <= jn.shape[1] <= width or w.shape != jn.shape:
+        raise ValueError(f"joints/weights must be (D,K)=({d},K) or (V,K)=({v},K) with 1 <= K <= {width}; got "
+                         f"{jn.shape}, {w.shape}")
+    if jn.shape[1] < width:  # unused slots: joint 0 with weight 0
+        jn = np.concatenate([jn, np.zeros((v, width - jn.shape[1]), jn.dtype)], 1)
+        w = np.concatenate([w, np.zeros((v, width - w.shape[1]), np.float32)], 1)
     ib = inverse_bind
     if jn.size and (jn.min() < 0 or jn.max() >= ib.shape[0]):
         raise ValueError(f"joint indices must lie in [0, {ib.shape[0] - 1}], got [{jn.min()}, {jn.max()}]")
@@ -254,7 +280,8 @@ def make_asset(key: Hashable, topo: MeshTopology, binding: Binding | None, joint
         arrays["scale"] = np.zeros((v, 4), np.float32)
         arrays["bone_of"] = np.zeros(v, np.int32)
         n_bones = 0
-    rest, arrays["vstatic"], volume = gpu_spring.spring_arrays(topo, binding, bind_joints)
+    rest_topo, rest_binding = rest_shape if rest_shape is not None else (topo, binding)
+    rest, arrays["vstatic"], volume = gpu_spring.spring_arrays(rest_topo, rest_binding, bind_joints)
     arrays["spoints"] = spring_points(topo, arrays["vstatic"], volume)
     arrays["vregion"] = volume["region"][:, 0].copy()  # per point its volume region (-1 none): volume_rows
     arrays["sslots"] = spring_slots(topo, rest, volume["third"])

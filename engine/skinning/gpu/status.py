@@ -1,6 +1,6 @@
 """The GPU spring solver's report (issue 16): read the per-instance status back a few frames late, never stalling.
 
-The converge pass keeps a :data:`engine.skinning.gpu.layouts.DEFORM_STATUS` record per instance (accepted
+The spring iterations keep a :data:`engine.skinning.gpu.layouts.DEFORM_STATUS` record per instance (accepted
 iterations, why it stopped: converged, iteration cap or divergence, in which case the resolve pass kept the
 last good state). After each frame :meth:`SpringStatusReader.after_frame` queues a GPU-side copy of a batch's
 status buffer (32 bytes per instance) into a small staging buffer of a ring; :meth:`SpringStatusReader.poll`
@@ -88,7 +88,7 @@ class SpringStatusReader:
             buf = self.resources.buffer(reserve=max(size, 4 * L.DEFORM_STATUS.size), label="spring status read-back")
         else:
             free.remove(buf)
-        # the converge pass wrote the status as an SSBO; the copy reads it as a buffer
+        # the spring iterations wrote the status as an SSBO; the copy reads it as a buffer
         self.ctx.memory_barrier(moderngl.BUFFER_UPDATE_BARRIER_BIT | SHADER_STORAGE_BARRIER_BIT)
         self.ctx.copy_buffer(buf, status, size=size)
         pending.append(_Pending(self.frame, buf, list(instances)))

@@ -1,11 +1,12 @@
 """The deformer graph's stages: one module per stage, each a typed context and a ``run`` over it.
 
-* :mod:`.skin` (control domain: LBS / DQS / rigid / IRS), :mod:`.skin_copy` (the fused skin + copy over the
-  display pool), :mod:`.spring` (frame / converge / iterations / resolve), :mod:`.contact` (the springs'
+* :mod:`.morph` (morph targets before skinning, only in the graphs of meshes that have them),
+  :mod:`.skin` (control domain: LBS / DQS / rigid / IRS), :mod:`.skin_copy` (the fused skin + copy over the
+  display pool), :mod:`.spring` (frame / reset / iterations / resolve), :mod:`.contact` (the springs'
   optional contact term: hashed grid + Jacobi passes), :mod:`.copy` (control -> display),
   :mod:`.face_normals` (face domain), :mod:`.vertex_normals` (display domain);
-* each runs once per batch over pooled buffers (one dispatch per stage; per spring iteration one indirect
-  dispatch plus the one-work-group convergence check); each instance's range is padded to whole work groups
+* each runs once per batch over pooled buffers (one dispatch per stage; per spring iteration one dispatch
+  whose last work group checks convergence); each instance's range is padded to whole work groups
   and group -> instance tables name the instance of every work group;
 * a stage receives a context dataclass of its module naming the buffers, images, program source and counts it
   needs (built from a batch's pools by :mod:`engine.skinning.gpu.contexts`); no stage knows the pools.
@@ -21,11 +22,12 @@ import moderngl
 from engine.gpu.shaderlib import ProgramCache
 from engine.skinning.gpu import layouts as L
 from engine.skinning.gpu.plan import BIND, PREVIOUS, NodeConfig
-from engine.skinning.gpu.stages import contact, copy, face_normals, skin, skin_copy, spring, vertex_normals
+from engine.skinning.gpu.stages import contact, copy, face_normals, morph, skin, skin_copy, spring, vertex_normals
 from engine.skinning.gpu.stages.base import ProgramSource, StageContext
 from engine.skinning.gpu.stages.contact import ContactBuffers, ContactContext
 from engine.skinning.gpu.stages.copy import CopyContext, SkinnedNormals
 from engine.skinning.gpu.stages.face_normals import FaceNormalsContext
+from engine.skinning.gpu.stages.morph import MorphContext, MorphNormals
 from engine.skinning.gpu.stages.skin import SkinContext
 from engine.skinning.gpu.stages.skin_copy import SkinCopyContext
 from engine.skinning.gpu.stages.spring import SpringBuffers, SpringContext, SpringImages
@@ -34,7 +36,7 @@ from engine.skinning.gpu.stages.vertex_normals import VertexNormalsContext
 __all__ = ["program", "run", "static_reads", "skin_reads", "STATIC_READS", "SKIN_METHOD_READS", "StageContext",
            "ProgramSource", "SkinContext", "SkinCopyContext", "SpringContext", "SpringBuffers", "SpringImages",
            "CopyContext", "SkinnedNormals", "FaceNormalsContext", "VertexNormalsContext", "ContactContext",
-           "ContactBuffers"]
+           "ContactBuffers", "MorphContext", "MorphNormals"]
 
 _DEFINES_CACHE: dict[tuple, dict[str, object]] = {}
 
@@ -62,6 +64,7 @@ STATIC_READS: dict[str, tuple[tuple[str, str], ...]] = {
     "spring": spring.STATIC_READS,
     "copy": (("map", "B_MAP"), ("bind_normals", "B_BIND_NORMALS")),
     "contact": contact.STATIC_READS,
+    "morph": (("bind", "B_SRC"),),
 }
 SKIN_METHOD_READS: dict[str, frozenset[str]] = {
     "lbs": frozenset({"joint_ids", "weights"}),
@@ -88,7 +91,8 @@ def static_reads(node: NodeConfig) -> set[str]:
 
 
 _RUN = {SkinContext: skin.run, SkinCopyContext: skin_copy.run, SpringContext: spring.run, CopyContext: copy.run,
-        FaceNormalsContext: face_normals.run, VertexNormalsContext: vertex_normals.run, ContactContext: contact.run}
+        FaceNormalsContext: face_normals.run, VertexNormalsContext: vertex_normals.run, ContactContext: contact.run,
+        MorphContext: morph.run}
 
 
 def run(context: StageContext) -> None:

@@ -16,8 +16,9 @@ class SkinnedNormals:
     """The normal inputs and output of a copy that transforms bind normals."""
 
     normal_mats: moderngl.Buffer          # 3x3 normal transform per control point (the skin stage's)
-    bind_normals: moderngl.Buffer         # static bind normal per display vertex
+    bind_normals: moderngl.Buffer         # bind normal per display vertex (static pool, or morphed: pooled)
     target: moderngl.Buffer               # display normals
+    pooled: bool = False                  # bind_normals is indexed like the display pool (the morph stage's)
 
 
 @dataclass(frozen=True)
@@ -39,4 +40,6 @@ def run(c: CopyContext) -> None:
         bind_all(((c.normals.normal_mats, "B_NMAT"), (c.normals.bind_normals, "B_BIND_NORMALS"),
                   (c.normals.target, "B_DST_NORMALS")))
     set_uniform(cs, "u_source_static", int(c.source_static))
+    if c.normals is not None:
+        set_uniform(cs, "u_normals_pooled", int(c.normals.pooled))
     cs.run(c.n_groups)

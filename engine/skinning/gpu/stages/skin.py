@@ -25,6 +25,7 @@ class SkinContext(PooledSourceContext):
     static: tuple[tuple[moderngl.Buffer, str], ...]  # static SSBOs of the method with their binding points
     normal_mats: moderngl.Buffer | None   # normal transforms of the target (skinned normals)
     n_groups: int
+    influence_sets: int = 1               # vec4 sets of joint ids / weights per control point (4 slots each)
 
 
 def run(c: SkinContext) -> None:
@@ -36,6 +37,7 @@ def run(c: SkinContext) -> None:
         "IRS_BLEND_MATRIX": int(o.get("blend", "nlerp") == "matrix"),
         "IRS_LENGTH_CORRECTION": int(bool(o.get("length_correction", False))),
         "SKIN_NORMALS": int(c.normal_mats is not None),
+        "INFLUENCE_SETS": int(c.influence_sets),
     })
     bind_all(((c.instances, "B_INSTANCES"), (c.groups, "B_GROUPS"), (c.source, "B_SRC"), (c.target, "B_DST"),
               (c.joints, "B_JOINTS"), (c.bones, "B_BONES")) + c.static)

@@ -8,19 +8,26 @@ Per frame, over the whole control pool:
    x_0 from the stage's last output (its target) carried by the motion of each point's joint-blended frame since
    the last frame (frames of the bone records of that frame: ``bones_prev``, copied from ``bones`` at the end of
    the stage);
-2. **converge reset** (``converge.comp``, one work group): convergence state cleared, every work group active;
-3. **iterations** (``spring.comp``): with the volume term, first a pre-pass (``u_iteration`` = -1) that only
-   sums every bone region's volume at x_0 into sum slot 0; then up to ``dispatches`` indirect dispatches, dispatch
-   n using the sums of x_{n-1} (x_0 for n = 0), adding x_n's (n >= 1) into slot n % 3 and clearing slot
-   (n + 1) % 3 for the next (reference: springs.SpringDeformer.iterate, one iteration's lag); every ``check_every``
-   iterations the converge pass reads the GPU-side maxima / energy partials and rebuilds the list of active
-   work groups, so a converged mesh costs zero work; the CPU never waits;
+2. **reset** (``converge.comp``, one work group): convergence state cleared, the loop state (B_SPRING_LOOP) at
+   the first dispatch;
+3. **iterations** (``spring.comp`` with ``spring_iterate.glsl``): with the volume term, first a pre-pass
+   (dispatch index -1) that only sums every bone region's volume at x_0 into sum slot 0; then ``dispatches``
+   dispatches, dispatch n using the sums of x_{n-1} (x_0 for n = 0), adding x_n's (n >= 1) into slot n % 3 and
+   clearing slot (n + 1) % 3 for the next (reference: springs.SpringDeformer.iterate, one iteration's lag).
+   Each dispatch is the same program over every control work group with nothing uploaded in between: the
+   dispatch index is read on the GPU from the loop state; the last work group of a dispatch (an atomic ticket)
+   runs the convergence check after every ``check_every``-th and the last dispatch (GPU-side maxima / energy
+   partials) and advances the index; groups of a stopped instance exit at entry. One dispatch and one memory
+   barrier per iteration, no command barrier; the CPU never waits. The volume sums go out once per work group
+   and region from shared memory, or once per point (the node's ``volume_reduce``, :func:`volume_reduce`);
 4. **resolve** (``resolve.comp``, one dispatch): each instance's accepted state (by its GPU-side iteration
    count) into the stage's target (+ velocities for the next frame).
 
-Spring state (SpringState images, layouts "spring stage images"): ``s0`` holds x_0; dispatch n reads x_n (s0
-for n = 0, else ring[(n - 1) % 3]) and writes x_{n+1} to ring[n % 3]. Three ring images keep x_{n-1} intact
-while dispatch n runs, so the energy scheme can still reject the last step. Reference: engine.skinning.springs.
+Spring state (SpringState images, layouts "spring stage images"): a ring of three images stacked in one
+texture (image r from row r * height / 3: the shaders pick one by an offset, no branch) bound once per frame;
+spring_frame writes x_0 into image 2; dispatch n reads x_n from image (n - 1) mod 3 and writes x_{n+1} to image
+n % 3. Three images keep x_{n-1} intact while dispatch n runs, so the energy scheme can still reject the
+last step. Reference: engine.skinning.springs.
 """
 from __future__ import annotations
 
@@ -33,7 +40,6 @@ import numpy as np
 
 from engine.skinning.gpu.plan import (
     BUFFER_UPDATE_BARRIER_BIT,
-    COMMAND_BARRIER_BIT,
     SHADER_IMAGE_ACCESS_BARRIER_BIT,
     SHADER_STORAGE_BARRIER_BIT,
 )
@@ -52,18 +58,16 @@ class SpringImages:
     points: moderngl.Texture              # SpringPoint per control point (static pool)
     slots: moderngl.Texture               # SpringSlot per CSR slot (static pool)
     frame: moderngl.Texture               # SpringFrame per control point (this frame's attachments)
-    s0: moderngl.Texture                  # SpringState x_0
-    ring: tuple[moderngl.Texture, moderngl.Texture, moderngl.Texture]
+    ring: moderngl.Texture                # SpringState ring: three images stacked; x_0 in the third
 
 
 @dataclass(frozen=True)
 class SpringBuffers:
-    """The spring stage's SSBOs: convergence state, indirect dispatch, edits and velocities."""
+    """The spring stage's SSBOs: convergence state, loop state, edits and velocities."""
 
     status: moderngl.Buffer               # DeformStatus per instance
     partials: moderngl.Buffer             # energy partials per work group
-    active: moderngl.Buffer               # active work group list
-    indirect: moderngl.Buffer             # indirect dispatch arguments
+    loop: moderngl.Buffer                 # int32 [dispatch index, ticket] (B_SPRING_LOOP, spring_iterate.glsl)
     edit: moderngl.Buffer                 # surface-edit rows per control point
     velocities: moderngl.Buffer           # last frame's velocities (dependent mode)
     volume: moderngl.Buffer               # volume term: per bone of the batch three int sums and a flag (B_VOLUME)
@@ -101,80 +105,67 @@ def dispatch_count(params: Iterable[Any]) -> int:
 
 
 def run_frame(c: SpringContext) -> None:
-    """Pass 1: posed attachments, bone references and x_0."""
+    """Pass 1: posed attachments, bone references and x_0 (into the ring's third image)."""
     cs = c.program("spring_frame", None)
     bind_all(((c.instances, "B_INSTANCES"), (c.groups, "B_GROUPS"), (c.bones, "B_BONES"),
               (c.buffers.velocities, "B_VEL")) + c.static)
     bind_image(c.images.frame, "I_SPRING_FRAME", read=False, write=True)
-    bind_image(c.images.s0, "I_SPRING_DST", read=False, write=True)
+    bind_image(c.images.ring, "I_SPRING_RING", read=False, write=True)
     bind_ssbo(c.source, "B_SKINNED")
     bind_all(((c.target, "B_WARM"), (c.bones_prev, "B_BONES_PREV"), (c.buffers.edit, "B_EDIT")))
     cs.run(c.n_groups)
 
 
-def converge_program(c: SpringContext) -> moderngl.ComputeShader:
-    """Pass 2: the converge program bound to the convergence state and reset (every work group active); the
-    iterations use it afterwards to check (:func:`check`)."""
+def reset(c: SpringContext) -> None:
+    """Pass 2: every instance's convergence state cleared, the loop state at the first dispatch (-1: the volume
+    pre-pass)."""
     conv = c.program("converge", None)
-    b = c.buffers
-    bind_all(((b.status, "B_STATUS"), (b.partials, "B_PARTIALS"), (b.active, "B_ACTIVE"),
-              (b.indirect, "B_INDIRECT")))
+    bind_all(((c.buffers.status, "B_STATUS"), (c.buffers.loop, "B_SPRING_LOOP")))
     set_uniform(conv, "u_n_instances", c.n_instances)
-    set_uniform(conv, "u_n_groups", c.n_groups)
-    set_uniform(conv, "u_mode", 0)
-    set_uniform(conv, "u_done", 0)
+    set_uniform(conv, "u_start", -1 if pre_pass(c) else 0)
     conv.run(1)
-    c.gl.memory_barrier(SHADER_STORAGE_BARRIER_BIT | SHADER_IMAGE_ACCESS_BARRIER_BIT | COMMAND_BARRIER_BIT)
-    set_uniform(conv, "u_mode", 1)
-    return conv
+    c.gl.memory_barrier(SHADER_STORAGE_BARRIER_BIT | SHADER_IMAGE_ACCESS_BARRIER_BIT)
 
 
-def check(c: SpringContext, conv: moderngl.ComputeShader, done: int) -> None:
-    """Convergence check after ``done`` iterations: rebuilds the active work groups and the indirect dispatch."""
-    c.gl.memory_barrier(SHADER_STORAGE_BARRIER_BIT)
-    set_uniform(conv, "u_done", done)
-    conv.run(1)
-    c.gl.memory_barrier(SHADER_STORAGE_BARRIER_BIT | SHADER_IMAGE_ACCESS_BARRIER_BIT | COMMAND_BARRIER_BIT)
+def pre_pass(c: SpringContext) -> bool:
+    """Whether the iterations start with the volume pre-pass (the regions' volumes at x_0, writes no state)."""
+    return c.volume is not None and c.dispatches > 0
 
 
-def iterate(c: SpringContext, conv: moderngl.ComputeShader) -> None:
-    """Pass 3: the iteration dispatches (indirect: zero groups once every instance stopped), checks every
-    ``check_every`` iterations and after the last."""
-    spring = c.program("spring", None)
-    im = c.images
-    bind_ssbo(c.buffers.edit, "B_EDIT")
-    bind_ssbo(c.buffers.volume, "B_VOLUME")
+def volume_reduce(c: SpringContext) -> bool:
+    """Whether the volume sums are added per work group and region (the node's ``volume_reduce``; "auto": not on
+    a software rasteriser, where the extra barriers and shared atomics cost more than the uncontended atomics)."""
+    mode = c.node.options.get("volume_reduce", "auto")
+    if mode == "auto":
+        renderer = str(c.gl.info.get("GL_RENDERER", "")).lower()
+        return not ("llvmpipe" in renderer or "softpipe" in renderer)
+    return bool(mode == "group")
+
+
+def iterate(c: SpringContext) -> None:
+    """Pass 3: the iteration dispatches (the pre-pass first with the volume term). Everything is bound and set
+    once; each dispatch reads its index from the loop state and the last work group of each checks convergence
+    every ``check_every`` dispatches and after the last (spring_iterate.glsl)."""
+    spring = c.program("spring", {"VOLUME_REDUCE": int(volume_reduce(c))})
+    im, b = c.images, c.buffers
+    bind_all(((c.instances, "B_INSTANCES"), (c.groups, "B_GROUPS"), (b.status, "B_STATUS"),
+              (b.partials, "B_PARTIALS"), (b.loop, "B_SPRING_LOOP"), (b.edit, "B_EDIT"), (b.volume, "B_VOLUME")))
     for tex, unit in ((im.heads, "I_SPRING_HEADS"), (im.instances, "I_SPRING_INSTANCES"),
                       (im.points, "I_SPRING_POINTS"), (im.slots, "I_SPRING_SLOTS"), (im.frame, "I_SPRING_FRAME")):
         bind_image(tex, unit)
-    if c.volume is not None and c.dispatches:  # the pre-pass: the regions' volumes at x_0 (writes no state)
-        bind_image(im.s0, "I_SPRING_SRC")
-        bind_image(im.ring[0], "I_SPRING_DST", read=False, write=True)
-        set_uniform(spring, "u_iteration", -1)
-        set_uniform(spring, "u_record", 0)
-        spring.run_indirect(c.buffers.indirect)
-        c.gl.memory_barrier(SHADER_STORAGE_BARRIER_BIT)
-    check_every = int(c.node.options.get("check_every", 1))
-    for n in range(c.dispatches):
-        bind_image(im.s0 if n == 0 else im.ring[(n - 1) % 3], "I_SPRING_SRC")
-        bind_image(im.ring[n % 3], "I_SPRING_DST", read=False, write=True)
-        last = n == c.dispatches - 1
-        checked = (n + 1) % check_every == 0 or last
-        set_uniform(spring, "u_iteration", n)
-        set_uniform(spring, "u_record", int(checked))
-        spring.run_indirect(c.buffers.indirect)
-        if checked:
-            check(c, conv, n + 1)
-        else:
-            c.gl.memory_barrier(SHADER_STORAGE_BARRIER_BIT | SHADER_IMAGE_ACCESS_BARRIER_BIT)
+    bind_image(im.ring, "I_SPRING_RING", read=True, write=True)
+    set_uniform(spring, "u_n_instances", c.n_instances)
+    set_uniform(spring, "u_dispatches", c.dispatches)
+    set_uniform(spring, "u_check_every", max(1, int(c.node.options.get("check_every", 1))))
+    for _ in range(c.dispatches + int(pre_pass(c))):
+        spring.run(c.n_groups)
+        c.gl.memory_barrier(SHADER_STORAGE_BARRIER_BIT | SHADER_IMAGE_ACCESS_BARRIER_BIT)
 
 
 def resolve(c: SpringContext) -> None:
     """Pass 4: the accepted state of each instance -> target (+ velocities for the next frame)."""
     res = c.program("resolve", None)
-    bind_image(c.images.s0, "I_SPRING_SRC")
-    for tex, unit in zip(c.images.ring, ("I_SPRING_RING0", "I_SPRING_RING1", "I_SPRING_RING2")):
-        bind_image(tex, unit)
+    bind_image(c.images.ring, "I_SPRING_RING")
     bind_ssbo(c.target, "B_DST")
     bind_ssbo(c.buffers.velocities, "B_VEL")
     res.run(c.n_groups)
@@ -186,8 +177,8 @@ def run(c: SpringContext) -> None:
         c.gl.memory_barrier(BUFFER_UPDATE_BARRIER_BIT)
         c.buffers.volume.write(c.volume.tobytes())
     run_frame(c)
-    conv = converge_program(c)
-    iterate(c, conv)
+    reset(c)
+    iterate(c)
     resolve(c)
     if c.warm:  # the bone records of this frame for next frame's warm start (after spring_frame read the old)
         c.gl.copy_buffer(c.bones_prev, c.bones)

@@ -1,0 +1,115 @@
+"""VR benchmark: the stereo frame and the controller camera (research 7.5), on the simulated headset.
+
+A headless Session with ``--characters`` humanoids in a row (``--deformer``, default lbs; the issue's GPU case is
+4 spring-deformed humanoids at 2x 1440x1600: ``--characters 4 --deformer spring --eye-width 1440 --eye-height
+1600``), a VR session (game/vr/session.py) whose simulated head looks at them. Interleaved rounds (the machine's
+drift lands on every case alike), each frame finished on the GPU (``ctx.finish``) before the clock stops:
+
+* **stereo frame**: one VR frame: deform once, G-buffer + compose per eye into the eye textures (two passes);
+  ``per eye`` is the mean of the profiler scopes ``vr eye left`` / ``vr eye right``;
+* **mono frame**: the same frame through the plain one-camera renderer (the VR systems off), its camera one
+  eye's view and then the other's, so that it changes every frame as a tracked head does: for the ratio;
+* **controller camera NxN**: one controller-camera read (its G-buffer pass from the controller + the centre
+  pixel's read-back) at ``--probe-sizes`` (default 16, 4, 1), the controller pointing at the first character.
+
+Run: ``python main.py bench vr [--characters 1 --eye-width 512 --eye-height 512 --frames 10 --rounds 3]``.
+Asserts nothing. On llvmpipe every pixel is rasterised on the CPU: absolute GPU figures need a GPU.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from bench.common import Spread, device_line
+
+
+def _script(fps: float) -> str:
+    return (f"version = 1\nfps = {fps}\n[[hmd]]\ntime = 0.0\nposition = [0.0, 1.6, 2.2]\nlook_at = [0.0, 1.1, 0.0]\n"
+            "[[hmd]]\ntime = 3600.0\nposition = [0.0, 1.6, 2.2]\nlook_at = [0.0, 1.1, 0.0]\n"
+            "[[right]]\ntime = 0.0\nposition = [0.0, 1.1, 0.4]\ndirection = [0.0, 0.0, -1.0]\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from engine import Session
+    from engine.input.simulated_vr import SimulatedHeadset, parse_rig_script
+    from engine.input.vr import EyeGeometry
+    from engine.render.probe import ProbeCamera, ProbeRenderer
+    from engine.render.stereo import EyeCamera
+    from game.vr.session import VRSession
+
+    ap = argparse.ArgumentParser(prog="bench vr", description=__doc__.split("\n")[0])
+    ap.add_argument("--characters", type=int, default=1)
+    ap.add_argument("--deformer", default="lbs")
+    ap.add_argument("--eye-width", type=int, default=512)
+    ap.add_argument("--eye-height", type=int, default=512)
+    ap.add_argument("--frames", type=int, default=10, help="frames per case per round")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--probe-sizes", default="16,4,1")
+    ap.add_argument("--quick", action="store_true", help="2 frames, 1 round, 128x128 eyes (a smoke run)")
+    a = ap.parse_args(argv)
+    if a.quick:
+        a.frames, a.rounds, a.eye_width, a.eye_height = 2, 1, 128, 128
+    sizes = [int(x) for x in a.probe_sizes.split(",")]
+    dev = SimulatedHeadset(parse_rig_script(_script(90.0)), eye_size=a.eye_width)
+    dev.geometry = EyeGeometry(a.eye_width, a.eye_height, dev.geometry.eye_to_head, dev.geometry.raw)
+    with Session(width=a.eye_width, height=a.eye_height, deformer=a.deformer) as s:
+        chars = [s.spawn("humanoid", clip="idle", position=(0.8 * (i - (a.characters - 1) / 2), 0.0, 0.0))
+                 for i in range(a.characters)]
+        vr = VRSession(s, chars[0], dev)
+        probes = {n: ProbeRenderer(s.renderer, n) for n in sizes}
+        assert s.ctx is not None
+        ctx = s.ctx
+        samples: dict[str, list[float]] = {"stereo frame": [], "per eye": [], "mono frame": []}
+        samples.update({f"controller camera {n}x{n}": [] for n in sizes})
+        vr.frame()  # warm-up: programs, first uploads
+        right = vr.world_pose("right")
+        assert right is not None
+        cam = ProbeCamera(right)
+        for _ in range(a.rounds):
+            for _ in range(a.frames):
+                ctx.finish()
+                t0 = time.perf_counter()
+                vr.frame()
+                ctx.finish()
+                samples["stereo frame"].append((time.perf_counter() - t0) * 1e3)
+                last = s.schedule.history.last  # the frame's profiler record: the per-eye scopes are in it
+                eyes = [e.dur_ns / 1e6 for e in (last.events if last else []) if e.name.startswith("vr eye")]
+                if eyes:
+                    samples["per eye"].append(float(np.mean(eyes)))
+            vr.active = False  # the plain one-camera frame: the VR systems skip
+            for k in range(a.frames):
+                # the eyes' views in turn: the camera changes every frame, as a tracked head does (the cached
+                # backdrop, sky and ground grid, is redrawn as it is for each eye)
+                s.camera = EyeCamera(vr.eye_views[k % 2], vr.eye_projections[k % 2])
+                ctx.finish()
+                t0 = time.perf_counter()
+                s.frame(1 / 90, render=True, interpolate=False)
+                ctx.finish()
+                samples["mono frame"].append((time.perf_counter() - t0) * 1e3)
+            vr.active = True
+            for n, probe in probes.items():
+                for _ in range(a.frames):
+                    ctx.finish()
+                    t0 = time.perf_counter()
+                    probe.centre(cam)
+                    samples[f"controller camera {n}x{n}"].append((time.perf_counter() - t0) * 1e3)
+        hit = probes[sizes[0]].centre(cam)
+        for p in probes.values():
+            p.release()
+        vr.release()
+        print(device_line(ctx, f"median of {a.frames} x {a.rounds} interleaved samples (min..max), ms"))
+    print(f"{a.characters} humanoid(s), deformer {a.deformer}, eyes 2x {a.eye_width}x{a.eye_height}; "
+          f"controller camera on {'the skin' if hit is not None else 'nothing'}")
+    print(f"{'case':<28} {'ms':>30}")
+    for name, xs in samples.items():
+        if xs:
+            print(f"{name:<28} {Spread.of(xs).text():>30}")
+    st, mo = Spread.of(samples["stereo frame"]).median, Spread.of(samples["mono frame"]).median
+    print(f"stereo / mono frame: {st / mo:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,137 @@
+"""The spring iteration loop without a pass of its own (issue: the spring deformer at GPU speed, step 1).
+
+One frame of the spring stage issues the frame pass, the reset, the volume pre-pass (with the volume term), one
+dispatch per iteration and the resolve: no convergence dispatches, no command barriers, and nothing bound or
+uploaded between the iterations (two GL calls per iteration: the dispatch and its memory barrier), whatever
+``check_every`` is. The GPU still equals the numpy reference (engine.skinning.springs) at I = 1, 7 and 50, and
+the volume sums added per work group and region (``volume_reduce = "group"``) give exactly the per-point
+atomics' result (fixed-point sums).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from bench.common import count_stage_calls
+from engine.skinning import meshprep as M
+from engine.skinning.gpu.graph import DeformerGraph
+from engine.skinning.gpu.plan import default_config
+from engine.skinning.gpu.stages import SpringContext
+from engine.skinning.springs import SpringDeformer, SpringParams
+from tests.helpers.tube_rig import pose, tube
+
+pytestmark = pytest.mark.gl
+TOL = 1e-5  # of the bounding-box diagonal (float32 GPU vs float64 reference; tests/gl/test_deform_spring.py)
+
+
+@pytest.fixture(scope="module")
+def rig():
+    return tube(rings=8, segments=6)
+
+
+def _graph(gl_ctx, resources, rig, params, check_every, **options):
+    cfg = default_config("spring").to_dict()
+    cfg["nodes"][1]["options"]["check_every"] = check_every
+    cfg["nodes"][1]["options"].update(options)
+    graph = DeformerGraph(gl_ctx, resources)
+    h = graph.add_mesh(rig.topology, rig.binding, rig.joints, rig.weights, rig.inverse_bind, rig.parents,
+                       config=cfg, spring=params)
+    skin, posed = pose(rig)
+    graph.set_pose(h, skin, posed)
+    return graph, h, posed
+
+
+def _frame_counts(gl_ctx, resources, rig, params, check_every):
+    graph, _, _ = _graph(gl_ctx, resources, rig, params, check_every)
+    try:
+        graph.run()  # first frame: programs compiled, pools built
+        with count_stage_calls(SpringContext) as n:
+            graph.run()
+        return n
+    finally:
+        graph.release()
+
+
+@pytest.mark.parametrize("k_v", [1.0, 0.0], ids=["volume", "no-volume"])
+def test_one_frame_dispatches_and_barriers(gl_ctx, resources, rig, k_v):
+    pre = 1 if k_v else 0
+    counts = {}
+    for it in (1, 50):
+        for every in (1, 7, 50):
+            n = _frame_counts(gl_ctx, resources, rig, SpringParams(convergence="iterations", max_iterations=it,
+                                                                   k_v=k_v), every)
+            # frame, reset, the pre-pass, one dispatch per iteration, resolve
+            assert n.dispatches == 3 + pre + it, (it, every, n)
+            assert n.command_barriers == 0, (it, every, n)
+            # one barrier per iteration dispatch and the reset's (+ the volume upload's)
+            assert n.barriers == 1 + pre + it + pre, (it, every, n)
+            counts[it, every] = n.calls
+    for every in (1, 7, 50):
+        assert counts[1, every] == counts[1, 1]  # check_every costs no GL call
+        assert counts[50, every] - counts[1, every] == 2 * 49  # per iteration: the dispatch and its barrier only
+
+
+def _reference(rig, params, posed):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return SpringDeformer(rig.topology, rig.binding, rig.bind_joints, rig.parents, params).solve(posed)
+
+
+@pytest.mark.parametrize("check_every", [1, 3])
+@pytest.mark.parametrize("iterations", [1, 7, 50])
+def test_gpu_equals_reference_at_each_iteration_count(gl_ctx, resources, rig, iterations, check_every):
+    params = SpringParams(convergence="iterations", max_iterations=iterations)
+    graph, h, posed = _graph(gl_ctx, resources, rig, params, check_every)
+    try:
+        graph.run()
+        ref, stats = _reference(rig, params, posed)
+        st = graph.spring_status(h)
+        assert st["iterations"] == stats.iterations == iterations
+        assert st["reason"] == "max_iterations"
+        diag = M.bbox_diagonal(rig.topology.positions)
+        np.testing.assert_allclose(graph.download_control(h, "deformed"), ref, atol=TOL * diag, rtol=0)
+        graph.run()  # a second frame starts from the reset loop state and gives the same result
+        np.testing.assert_allclose(graph.download_control(h, "deformed"), ref, atol=TOL * diag, rtol=0)
+    finally:
+        graph.release()
+
+
+def test_displacement_stop_with_check_every_matches_reference(gl_ctx, resources, rig):
+    # the check runs in the last work group of every third dispatch: the instance stops at the first checked
+    # iteration at or after the reference's, its groups exit at entry for the rest of the frame
+    params = SpringParams(convergence="displacement", max_iterations=300, dt=0.08)
+    graph, h, posed = _graph(gl_ctx, resources, rig, params, 3)
+    try:
+        graph.run()
+        ref, stats = _reference(rig, params, posed)
+        st = graph.spring_status(h)
+        assert st["reason"] == "displacement"
+        assert st["iterations"] % 3 == 0 and stats.iterations <= st["iterations"] < stats.iterations + 3
+        diag = M.bbox_diagonal(rig.topology.positions)
+        np.testing.assert_allclose(graph.download_control(h, "deformed"), ref, atol=1e-4 * diag, rtol=0)
+    finally:
+        graph.release()
+
+
+@pytest.mark.parametrize("iterations", [1, 7, 50])
+def test_volume_sums_per_group_equal_per_point(gl_ctx, resources, rig, iterations):
+    params = SpringParams(convergence="iterations", max_iterations=iterations)  # the volume term is on by default
+    out = {}
+    for mode in ("group", "point"):
+        graph, h, posed = _graph(gl_ctx, resources, rig, params, 1, volume_reduce=mode)
+        try:
+            graph.run()
+            out[mode] = graph.download_control(h, "deformed")
+        finally:
+            graph.release()
+    ref, _ = _reference(rig, params, posed)
+    np.testing.assert_array_equal(out["group"], out["point"])  # integer sums: the same bits
+    diag = M.bbox_diagonal(rig.topology.positions)
+    np.testing.assert_allclose(out["group"], ref, atol=TOL * diag, rtol=0)
+
+
+def test_volume_reduce_option_refuses_unknown_values(gl_ctx, resources, rig):
+    with pytest.raises(ValueError, match=r"volume_reduce = 'atomic' .*; valid: 'auto', 'group', 'point'"):
+        _graph(gl_ctx, resources, rig, SpringParams(), 1, volume_reduce="atomic")
