@@ -2,9 +2,9 @@
 
 A headless Session at ``--width`` x ``--height`` with ``--characters`` humanoids playing ``idle`` (the issue's
 case: 1280x720, 6), the editor on it, the first one selected (so the character panel shows, its clip time
-ticking every frame) and its panels (game/editor/window.py EditorUI: tool palette, character panel, undo history,
-help, the posing plane's outline) drawn into the frame offscreen. Two measurements, each in interleaved rounds
-(the machine's drift lands on every case alike):
+ticking every frame) and its docked panels (game/editor/window.py EditorUI: menu bar, tool palette, character
+and joint panels, messages, undo history, help, the posing plane's outline) drawn into the frame offscreen. Two
+measurements, each in interleaved rounds (the machine's drift lands on every case alike):
 
 * **the UI alone**: each sample runs a frame without the UI (untimed), waits for the GPU, then times the UI's
   draw callback (imgui building, our renderer's upload and draws) and a ``ctx.finish`` (the rasteriser's work
@@ -91,8 +91,8 @@ def main(argv: list[str] | None = None) -> None:
         assert s.ctx is not None
         print(device_line(s.ctx, f"{args.width}x{args.height}, {args.characters} humanoids (lbs), "
                                  f"{args.rounds} interleaved rounds x {args.frames} samples per case"))
-        print(f"selected: {ed.selected.name if ed.selected is not None else 'none'}; panels: Tools, Character, "
-              f"Undo history, controls help")
+        print(f"selected: {ed.selected.name if ed.selected is not None else 'none'}; docked panels: menu bar, "
+              f"Tools, Character, Joint, Messages, Undo history, Help")
         alone: dict[str, dict[str, list[float]]] = {c: {"cpu": [], "total": [], "process": [], "redrawn": []}
                                                     for c in UI_CASES}
         frames: dict[str, list[float]] = {"without UI": [], "with UI": []}

@@ -63,7 +63,9 @@ def pixels_to_metres(pixels: float, camera: Any, height: int, point: np.ndarray)
     depth = float((np.asarray(point, np.float64) - np.asarray(camera.eye, np.float64)) @ forward)
     if not depth > 0:
         raise ValueError("the skeleton's root is behind the camera: window strokes cannot be placed")
-    return float(pixels) * 2.0 * depth * np.tan(np.radians(camera.fov_y) / 2.0) / height
+    rect = getattr(camera, "view_rect", None)  # the camera's image fills that part of the frame's rows
+    rows = height * (float(rect[3]) if rect is not None else 1.0)
+    return float(pixels) * 2.0 * depth * np.tan(np.radians(camera.fov_y) / 2.0) / rows
 
 
 def strokes_camera(spec: Any, lo: np.ndarray, hi: np.ndarray) -> Any:

@@ -7,6 +7,7 @@ them to GLSL ``mat4`` uniforms transposed (``m.T.tobytes()``), since GLSL reads 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -62,6 +63,34 @@ def perspective(fov_y_deg: float, aspect: float, near: float, far: float) -> np.
     return m.astype(np.float32)
 
 
+def check_view_rect(rect: Sequence[float] | None) -> tuple[float, float, float, float] | None:
+    """A view rectangle ``(x, y, w, h)`` as fractions of the frame (x from the left, y from the top; w, h > 0,
+    inside [0, 1]); None stays None. ValueError naming the value otherwise."""
+    if rect is None:
+        return None
+    try:
+        x, y, w, h = (float(v) for v in rect)
+    except (TypeError, ValueError):
+        raise ValueError(f"view_rect must be (x, y, w, h) fractions of the frame, got {rect!r}") from None
+    eps = 1e-6
+    if not (all(math.isfinite(v) for v in (x, y, w, h)) and w > 0 and h > 0 and x >= -eps and y >= -eps
+            and x + w <= 1 + eps and y + h <= 1 + eps):
+        raise ValueError(f"view_rect must be (x, y, w, h) with w, h > 0 inside [0, 1], got {rect!r}")
+    return (x, y, w, h)
+
+
+def view_rect_matrix(rect: Sequence[float]) -> np.ndarray:
+    """The clip-space map that puts a whole image (NDC [-1, 1]^2) into the rectangle ``(x, y, w, h)`` of the
+    frame (fractions, y from the top): an editor's panels dock around that rectangle, and the scene's camera
+    image fills it exactly while the frame keeps the window's size (so window pixels stay the one
+    coordinate system of events, picking and strokes)."""
+    x, y, w, h = (float(v) for v in rect)
+    m = np.eye(4)
+    m[0, 0], m[0, 3] = w, 2.0 * x + w - 1.0
+    m[1, 1], m[1, 3] = h, 1.0 - (2.0 * y + h)
+    return m
+
+
 class _Perspective:
     """Projection shared by the cameras: needs ``fov_y``, ``aspect``, ``near``, ``far`` and a ``view``."""
 
@@ -69,6 +98,7 @@ class _Perspective:
     aspect: float
     near: float
     far: float
+    view_rect: tuple[float, float, float, float] | None
 
     @property
     def view(self) -> np.ndarray:
@@ -79,8 +109,14 @@ class _Perspective:
         return perspective(self.fov_y, self.aspect, self.near, self.far)
 
     def projection_for(self, aspect: float) -> np.ndarray:
-        """The projection for another image aspect (the renderer uses its own width / height)."""
-        return perspective(self.fov_y, aspect, self.near, self.far)
+        """The projection for another image aspect (the renderer uses its own width / height). With a
+        ``view_rect`` the camera's image fills only that rectangle of the frame (see :func:`view_rect_matrix`)."""
+        rect = getattr(self, "view_rect", None)
+        if rect is None:
+            return perspective(self.fov_y, aspect, self.near, self.far)
+        _x, _y, w, h = rect
+        return (view_rect_matrix(rect) @ perspective(self.fov_y, aspect * w / h, self.near, self.far)).astype(
+            np.float32)
 
     def view_projection(self, aspect: float | None = None) -> np.ndarray:
         p = self.projection if aspect is None else self.projection_for(aspect)
@@ -98,8 +134,11 @@ class Camera(_Perspective):
     near: float = 0.05
     far: float = 200.0
     aspect: float = 16.0 / 9.0
+    #: the rectangle of the frame the image fills (fractions, y from the top; None: the whole frame)
+    view_rect: tuple[float, float, float, float] | None = None
 
     def __post_init__(self) -> None:
+        self.view_rect = check_view_rect(self.view_rect)
         self.eye = _vec3(self.eye, "eye")
         self.target = _vec3(self.target, "target")
         self.up = _vec3(self.up, "up")
@@ -190,8 +229,11 @@ class OrbitCamera(_Perspective):
     zoom_factor: float = 0.9  # distance multiplier per wheel notch
     min_distance: float = 0.05
     max_distance: float = 500.0
+    #: the rectangle of the frame the image fills (fractions, y from the top; None: the whole frame)
+    view_rect: tuple[float, float, float, float] | None = None
 
     def __post_init__(self) -> None:
+        self.view_rect = check_view_rect(self.view_rect)
         self.target = _vec3(self.target, "target")
         if not self.distance > 0:
             raise ValueError(f"distance must be > 0, got {self.distance}")
@@ -227,7 +269,8 @@ class OrbitCamera(_Perspective):
         """Move the target in the view plane so the point under the cursor follows it."""
         if viewport_height <= 0:
             raise ValueError(f"viewport_height must be > 0, got {viewport_height}")
-        m_per_px = 2.0 * self.distance * math.tan(math.radians(self.fov_y) / 2.0) / viewport_height
+        rows = viewport_height * (self.view_rect[3] if self.view_rect is not None else 1.0)  # the image's rows
+        m_per_px = 2.0 * self.distance * math.tan(math.radians(self.fov_y) / 2.0) / rows
         v = self.view
         right, up = v[0, :3].astype(np.float64), v[1, :3].astype(np.float64)
         self.target = self.target - right * dx_pixels * m_per_px - up * dy_pixels * m_per_px
@@ -243,4 +286,4 @@ class OrbitCamera(_Perspective):
 
     def to_camera(self) -> Camera:
         return Camera(eye=self.eye, target=self.target.copy(), fov_y=self.fov_y, near=self.near, far=self.far,
-                      aspect=self.aspect)
+                      aspect=self.aspect, view_rect=self.view_rect)

@@ -33,7 +33,8 @@ from game.editor.surface import SurfaceTool
 from game.editor.systems import CHARACTER_ACTIONS, camera_system, shortcut_system, stroke_input_system
 from game.editor.undo import CommandStack, SnapshotCommand
 
-__all__ = ["Editor", "camera_to_header", "camera_from_header", "open_recording", "replay", "INPUT_SYSTEMS"]
+__all__ = ["Editor", "camera_to_header", "camera_from_header", "open_recording", "replay", "spawn_recorded",
+           "INPUT_SYSTEMS"]
 
 #: The editor's INPUT-phase systems in run order (name, function).
 INPUT_SYSTEMS: tuple[tuple[str, Callable[[World], None]], ...] = (
@@ -102,6 +103,7 @@ class Editor:
         session.add_system(Phase.TOOLS, self.surface, name=SurfaceTool.name, after=PosingTool.name)
         self.spawned: list[dict[str, Any]] = []
         self.recorder: Recorder | None = None
+        self.autosaver: Recorder | None = None
         self._orbit()
 
     # -- scene ---------------------------------------------------------------------------------------------
@@ -180,6 +182,60 @@ class Editor:
         self.state.say(f"saved {', '.join(p.name for p in written)}")
         return written
 
+    def open(self, path: str | Path) -> Any:
+        """Open a .gltf/.glb in place of the characters: it is loaded first (a refusal leaves the scene and the
+        edits as they are), then replaces them; a saved file's ``pose`` clip is played held at
+        0 s (the pose as saved) and its ``<stem>.edits.json`` beside it loaded (on the spring deformer, which
+        edits need). The undo history starts again and the file becomes the save target. A refusal
+        of the file (ValueError, or the loader's engine.assets.errors.AssetError naming the file and why) changes
+        nothing; a refused edits file beside it is said in a message, the character opened without them."""
+        p = Path(path)
+        if self.recorder is not None:
+            raise ValueError("a --record recording holds the characters it started with: "
+                             "stop recording before opening another file")
+        if not p.is_file():
+            raise ValueError(f"{p}: no such file")
+        # the loader refuses a non-glTF or broken file in one line, before anything changes
+        clips = [c.name for c in self.session.load(str(p)).asset.clips]
+        edits = p.with_suffix(".edits.json")
+        self.clear_scene()
+        posed = "pose" in clips
+        ch = self.spawn(str(p), clip="pose" if posed else (0 if clips else None), speed=0.0 if posed else 1.0,
+                        deformer="spring" if edits.is_file() else None)
+        with_edits = edits.is_file()
+        if with_edits:
+            try:
+                ch.load_edits(edits)
+            except ValueError as exc:  # the character is open; its edits file is refused on its own
+                with_edits = False
+                self.state.say(f"{edits.name} refused: {exc}")
+        self.state.selected = ch.entity
+        self.save_path = p if p.suffix.lower() == ".glb" else None
+        self.saved_mark = self.undo.mark()
+        self.frame_camera()
+        if self.autosaver is not None:  # the autosave's header names the characters: start it again
+            self.start_autosave(self.autosaver.path)
+        self.state.say(f"opened {p.name}" + (" with its edits" if with_edits else ""))
+        return ch
+
+    def clear_scene(self) -> None:
+        """Remove every character and start the editing state and the undo history again (before opening a
+        file or restoring an autosave)."""
+        for ch in list(self.session.characters):
+            ch.remove()
+        self.spawned.clear()
+        st = self.state
+        st.selected = st.joint = None
+        st.strokes.clear()
+        st.editable.clear()
+        st.finished.clear()
+        st.drawing, st.knot_drag = None, None
+        self.posing.last = self.posing.last_pair = self.posing.base = self.posing.world = None
+        self.surface.reset()
+        self.undo.clear()
+        self.saved_mark = self.undo.mark()
+        self.save_path = None
+
     def save_asset(self, path: str | Path, *, clip: str = "pose") -> Path:
         """Key the selected character's current pose at t = 0 into ``clip`` and write its asset as .glb."""
         ch = self.selected
@@ -192,7 +248,9 @@ class Editor:
     def _character_actions(self, world: World) -> None:
         """The actions that act on the selected character (panels emit them; a recording replays them):
         ``deformer`` {"name"} and ``config`` {"<section>_<field>": value, ...} (undoable; a slider drag is
-        one step), ``clip`` {"name"}, ``scrub`` {"time"}, ``speed`` {"value"} (transport, not edits)."""
+        one step), ``clip`` {"name"}, ``scrub`` {"time"}, ``speed`` {"value"} (transport, not edits); the
+        joint actions of game/editor/joints.py: ``select_joint`` {"joint"}, ``rotate_joint`` {"joint",
+        "rotation"} (the gizmo; undoable, one drag one step) and ``key_pose`` {"clip"?, "time"?}."""
         for e in self.queue.frame:
             if isinstance(e, Action) and e.name in CHARACTER_ACTIONS:
                 try:
@@ -227,6 +285,10 @@ class Editor:
             ch.play(pb.clip, time=float(args["time"]))
         elif name == "speed":
             ch.speed = float(args["value"])
+        elif name in ("select_joint", "rotate_joint", "key_pose"):
+            from game.editor.joints import joint_action
+
+            joint_action(self, ch, name, args)
 
     # -- recording -----------------------------------------------------------------------------------------
     def header(self) -> RecordHeader:
@@ -245,17 +307,37 @@ class Editor:
         :meth:`stop_recording` (or the session's end) writes the end line."""
         if self.recorder is not None:
             raise ValueError(f"already recording to {str(self.recorder.path)!r}")
+        self.recorder = self._recorder(path, "editor_record", lambda: self.recorder)
+        return self.recorder
+
+    def start_autosave(self, path: str | Path) -> Recorder:
+        """Record the session to ``path`` as well (the window's autosave, game/editor/autosave.py: a crash
+        leaves the recording so far); a running autosave is closed first."""
+        self.stop_autosave()
+        self.autosaver = self._recorder(path, "editor_autosave", lambda: self.autosaver)
+        return self.autosaver
+
+    def stop_autosave(self) -> Path | None:
+        """Close the autosave recording (its end line written); its path (None when none ran)."""
+        rec, self.autosaver = self.autosaver, None
+        if rec is None:
+            return None
+        rec.close()
+        return rec.path
+
+    def _recorder(self, path: str | Path, name: str, current: Callable[[], Recorder | None]) -> Recorder:
         if not self.spawned:
             raise ValueError("nothing to record: spawn a character with Editor.spawn first")
-        self.recorder = Recorder(path, self.header())
-        rec, queue = self.recorder, self.queue
+        rec, queue = Recorder(path, self.header()), self.queue
 
         def record_frame(world: World) -> None:
-            if rec is self.recorder:
+            if rec is current():
                 rec.frame(queue.frame, world.resource(Clock).real_dt)
 
-        self.session.add_system(Phase.UI, record_frame, name="editor_record")
-        return self.recorder
+        if name in self.session.schedule:
+            self.session.schedule.remove_system(name)
+        self.session.add_system(Phase.UI, record_frame, name=name)
+        return rec
 
     def stop_recording(self) -> Path | None:
         """Write the end line and close the file; returns its path (None when not recording)."""
@@ -277,19 +359,26 @@ def open_recording(rec: Recording, *, headless: bool = True, window: bool = Fals
                       device=device, strict=strict, render=render)
     try:
         ed = Editor(session, settings=h.editor)
-        base = rec.path.parent if rec.path is not None else None
-        for i, a in enumerate(h.assets):
-            try:
-                ed.spawn(resolve_source(a, base), clip=a.get("clip", 0), time=a.get("time", 0.0),
-                         speed=a.get("speed", 1.0), position=tuple(a.get("position", (0.0, 0.0, 0.0))),
-                         yaw=a.get("yaw", 0.0), deformer=a.get("deformer"))
-            except ValueError as exc:
-                raise ValueError(f"header.assets[{i}]: {exc}") from None
-        session.camera = camera_from_header(h.camera, h.width / h.height)
+        spawn_recorded(ed, rec)
     except BaseException:
         session.release()
         raise
     return ed
+
+
+def spawn_recorded(ed: Editor, rec: Recording) -> None:
+    """Spawn the recording header's characters into ``ed`` in order and set its camera (ValueError naming the
+    asset that cannot be found or loaded)."""
+    h = rec.header
+    base = rec.path.parent if rec.path is not None else None
+    for i, a in enumerate(h.assets):
+        try:
+            ed.spawn(resolve_source(a, base), clip=a.get("clip", 0), time=a.get("time", 0.0),
+                     speed=a.get("speed", 1.0), position=tuple(a.get("position", (0.0, 0.0, 0.0))),
+                     yaw=a.get("yaw", 0.0), deformer=a.get("deformer"))
+        except ValueError as exc:
+            raise ValueError(f"header.assets[{i}]: {exc}") from None
+    ed.session.camera = camera_from_header(h.camera, h.width / h.height)
 
 
 def replay(rec: Recording, editor: Editor, *, interpolate: bool = False,

@@ -159,6 +159,9 @@ class EditorState:
     knot_drag: tuple[int, int] | None = None
     #: a knot moved this frame (the posing tool re-solves)
     knots_moved: bool = False
+    #: the skeleton is drawn (K); ``joint``: the selected joint (a node index; its rotate gizmo shows)
+    show_skeleton: bool = False
+    joint: int | None = None
 
     def say(self, message: str) -> None:
         """Show ``message`` to the user (the last 50 are kept)."""

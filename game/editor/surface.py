@@ -182,6 +182,11 @@ class SurfaceTool:
         self._seen: dict[str, Any] | None = None
         self._handle: _Handle | None = None
 
+    def reset(self) -> None:
+        """Forget the active edit, the strokes waiting and any drag (their characters were removed)."""
+        self.active = self.shown = self._job = self._handle = None
+        self.waiting.clear()
+
     # -- the frame ------------------------------------------------------------------------------------------
     def __call__(self, world: World) -> None:
         state = world.try_resource(EditorState)

@@ -6,10 +6,11 @@
    Space pause, ``.`` one step, ``[`` / ``]`` time scale, W wireframe, V G-buffer view; Shift+P, Shift+F
    and H are carried out by the window; then Ctrl+Z undo, Ctrl+Shift+Z / Ctrl+Y redo, O orbit tool, P pose
    tool, B bulge tool, S silhouette tool, ``=`` / ``-`` the surface height, R / Shift+R the surface rings,
-   Esc drops the strokes) and
+   Esc drops the strokes, K the skeleton, Ctrl+K keys the pose at the playhead) and
    :class:`Action` events from panels and scripts (``tool``, ``set``, ``end_edit``, ``surface_nudge``,
-   ``undo``, ``redo``, ``clear_strokes``, ``pause``, ``play``, ``step``, ``time_scale``, ``select``) -> the
-   same commands.
+   ``undo``, ``redo``, ``clear_strokes``, ``pause``, ``play``, ``step``, ``time_scale``, ``select``,
+   ``skeleton`` {"on"?}, ``view_rect`` {"rect": [x, y, w, h] fractions or null: the docked central view})
+   -> the same commands.
 3. :func:`camera_system`: the shared camera controls (engine/controls.py: right-drag orbits, left-drag too in
    the orbit tool, middle or Shift+right-drag pans, the wheel zooms); a Resize resizes the frame.
 4. :func:`stroke_input_system`: left-button down/move/up in a stroke tool -> the samples of the stroke
@@ -70,9 +71,11 @@ KEY_BINDINGS: dict[tuple[str, Modifiers], tuple[str, dict[str, Any]]] = {
     ("r", Modifiers.NONE): ("surface_nudge", {"surface_rings": 1}),
     ("r", Modifiers.SHIFT): ("surface_nudge", {"surface_rings": -1}),
     ("escape", Modifiers.NONE): ("clear_strokes", {}),
+    ("k", Modifiers.NONE): ("skeleton", {}),
+    ("k", Modifiers.CTRL): ("key_pose", {}),
 }
 #: Actions on the selected character, run by the Editor (it holds the Character handles), not here.
-CHARACTER_ACTIONS = ("deformer", "config", "clip", "scrub", "speed")
+CHARACTER_ACTIONS = ("deformer", "config", "clip", "scrub", "speed", "select_joint", "rotate_joint", "key_pose")
 #: the view's overlay toggles: the editor window carries them out (game/editor/window.py), not the systems
 _WINDOW_ACTIONS = ("profiler", "freeze_profiler", "help")
 
@@ -114,6 +117,15 @@ def apply_action(world: World, name: str, args: dict[str, Any]) -> None:
                 state.say(f"view: {shown}")
         elif name in _WINDOW_ACTIONS:
             pass
+        elif name == "view_rect":  # the docked panels' central view: the camera's image fills it
+            from engine.render.camera import check_view_rect
+
+            view = world.resource(View)
+            rect = check_view_rect(args.get("rect"))
+            if view.camera is not None and hasattr(view.camera, "view_rect"):
+                view.camera.view_rect = rect
+        elif name == "skeleton":
+            state.show_skeleton = bool(args["on"]) if "on" in args else not state.show_skeleton
         elif name == "select":
             entity = args.get("entity")
             if entity is not None and not world.is_alive(entity):

@@ -6,7 +6,14 @@ into the editor's systems (game/editor/), and the real-time replay of a recordin
 ``KEY_BINDINGS``): P pose tool (left-drag draws a baseline, then an offset stroke), B bulge tool and S
 silhouette tool (surface edits, game/editor/surface.py; the Tools panel sets them), O orbit tool, right-drag
 orbits, middle-drag pans, wheel zooms, Ctrl+Z / Ctrl+Shift+Z undo / redo, Space pause, ``.`` one step,
-``[`` / ``]`` time scale, Esc drops the strokes (and quits when there are none).
+``[`` / ``]`` time scale, K the skeleton (a click on a joint: its rotate gizmo, game/editor/joint_ui.py), Ctrl+K
+keys the pose, Ctrl+O / Ctrl+S / Ctrl+Shift+S open / save / save as (game/editor/files.py), Esc drops the
+strokes (and quits when there are none, asking first when edits are unsaved).
+
+The panels dock around a central view (game/ui/dock.py) under a menu bar; the scene's camera image fills the
+central view (its ``view_rect``, set at once and recorded as a ``view_rect`` action). From the command line the
+layout is kept in the user's config folder and the session autosaved to the user's cache
+(game/editor/autosave.py).
 """
 from __future__ import annotations
 
@@ -35,7 +42,11 @@ HELP_LINES = (
     "   outline (view from the side)",
     "O  orbit tool (left-drag orbits too)",
     "click a character to select it",
+    "K  skeleton: click a joint, then drag",
+    "   its gizmo's rings to turn it",
+    "Ctrl+K key the pose at the playhead",
     "Ctrl+Z undo, Ctrl+Shift+Z redo",
+    "Ctrl+O open, Ctrl+S save, +Shift: as",
     *VIEW_HELP,
     "Esc drop strokes (quit when none)",
 )
@@ -52,6 +63,10 @@ _CONVERGENCE = ("iterations", "displacement", "force", "energy")
 _INTEGRATORS = ("semi_implicit", "explicit")  # the default first; "explicit" is the research's eq. 23
 #: how often (Hz) the character panel's clip time readout changes while the clip plays
 TIME_READOUT_HZ = 10.0
+#: the questions the editor asks: name -> (title, [(button, answer)]); keys: quit S / D / Esc (cancel),
+#: restore R / D
+PROMPTS = {"quit": ("Unsaved changes", [("Save (S)", "save"), ("Discard (D)", "discard"), ("Cancel (Esc)", "cancel")]),
+           "restore": ("Restore the last session", [("Restore (R)", "restore"), ("Discard (D)", "discard")])}
 _COLOURS = {"baseline": rgba(BASELINE_RGB), "offset": rgba(OFFSET_RGB), "drawing": (1.0, 1.0, 1.0, 0.9),
             "brush": (1.0, 1.0, 1.0, 0.5), "joint": rgba(JOINT_RGB), "plane": (0.6, 0.9, 0.6, 0.45)}
 
@@ -62,22 +77,53 @@ class EditorUI:
     transport, undo history, messages and the help (H). Widgets never change state themselves: they push
     :class:`engine.input.events.Action` events into the editor's queue, so a recording replays them."""
 
-    def __init__(self, editor: Any, *, show_help: bool = True) -> None:
+    def __init__(self, editor: Any, *, show_help: bool = True, live: bool = True,
+                 persist_layout: bool = False) -> None:
+        from game.editor.joint_ui import JointUI
+        from game.ui.dock import DockLayout
+        from game.ui.filedialog import FileDialog
         from game.ui.overlay import SessionOverlay
+        from game.ui.userdirs import layout_ini_path
 
         self.editor = editor
+        #: the docked layout: tools on the left, the character and joint panels on the right, messages, undo
+        #: history, help and profiler along the bottom, the scene in the centre (game/ui/dock.py)
+        self.dock = DockLayout(left=("Tools",), right=("###character", "Joint"),
+                               bottom=("Messages", "Undo history", ("Help (H)", "Profiler (P)")))
+        self.live = bool(live)
         self.overlay = SessionOverlay(editor.session, show_profiler=False, show_help=show_help,
                                       help_lines=HELP_LINES, profiler_at=(260.0, 8.0),
-                                      profiler_refresh_s=PROFILER_REFRESH_S)
+                                      profiler_refresh_s=PROFILER_REFRESH_S, dock=self.dock,
+                                      ini_path=layout_ini_path("editor") if persist_layout else "",
+                                      menu=self._menu, on_view_rect=self._view_rect)
         self.overlay.panels.append(self.draw)
+        #: the file question (native dialog or typed path) of Open / Save as
+        self.files = FileDialog()
+        #: what the menu asked for ("open", "save", "save_as", "quit"): the window loop carries it out
+        self.requests: list[str] = []
+        self.joints = JointUI(self)
+        self.overlay.layer.captures_mouse = self.joints.captures_mouse
         # the posing plane's outline and the selected joints in window pixels, kept while what they are
         # computed from (root / joints, camera, settings, window size) stays the same: (key, points)
         self._memo: dict[str, tuple[Any, Any]] = {}
         self._scrubbing = False  # the time slider is being dragged: it shows the exact time
-        #: the unsaved-changes prompt is open; the choice made in it ("save", "discard", "cancel"), read by the
-        #: window loop
-        self.confirm_quit = False
-        self.quit_choice: str | None = None
+        self._seen_messages = 0  # the Messages panel scrolls to a new message
+        self._seen_cursor = -1  # the undo history scrolls to a new current entry
+        #: the question being asked: "quit" (unsaved changes: save / discard / cancel) or "restore" (an
+        #: autosave was left behind: restore / discard); ``choice``: the answer, read by the window loop
+        self.asking: str | None = None
+        self.choice: str | None = None
+
+    @property
+    def confirm_quit(self) -> bool:
+        """The unsaved-changes prompt is open."""
+        return self.asking == "quit"
+
+    def ask(self, what: str) -> None:
+        """Open the "quit" or "restore" prompt (its keys: S/D/Esc, R/D)."""
+        if what not in PROMPTS:
+            raise ValueError(f"unknown prompt {what!r}; prompts: {', '.join(PROMPTS)}")
+        self.asking, self.choice = what, None
 
     def act(self, action: str, /, **args: Any) -> None:
         """Push an Action (recorded and replayed like any event)."""
@@ -85,30 +131,82 @@ class EditorUI:
 
         self.editor.queue.push(Action(now(), action, args))
 
+    def _view_rect(self, frac: tuple[float, float, float, float] | None) -> None:
+        """The central view moved: an action (recorded, so a replay projects as the session did)."""
+        if self.live:  # at once (what the user sees), and as an action for the recording
+            cam = self.editor.session.camera
+            if hasattr(cam, "view_rect"):
+                cam.view_rect = frac
+            self.act("view_rect", rect=None if frac is None else [float(v) for v in frac])
+
     def draw(self) -> None:
         """All panels and the stroke overlay (inside an imgui frame)."""
         self._strokes()
+        self.joints.draw()
         self._tools()
         self._character()
+        self._messages()
         self._history()
-        if self.confirm_quit:
-            self._unsaved_prompt()
+        self.files.draw()
+        if self.asking is not None:
+            self._prompt()
 
-    def _unsaved_prompt(self) -> None:
-        """Save / discard / cancel before quitting with unsaved edits (keys S, D, Esc do the same)."""
+    def _menu(self) -> None:
+        """The main menu bar: File, Edit, View (each entry names its key)."""
         from imgui_bundle import imgui
 
-        r = self.editor.session.renderer
-        imgui.set_next_window_pos(imgui.ImVec2(r.width / 2.0, r.height / 2.0), imgui.Cond_.always,
+        if not imgui.begin_main_menu_bar():
+            return
+        st = self.editor.state
+        if imgui.begin_menu("File"):
+            for label, key, request in (("Open...", "Ctrl+O", "open"), ("Save", "Ctrl+S", "save"),
+                                        ("Save as...", "Ctrl+Shift+S", "save_as"), ("Quit", "Esc", "quit")):
+                if imgui.menu_item(label, key, False)[0]:
+                    self.requests.append(request)
+            imgui.end_menu()
+        if imgui.begin_menu("Edit"):
+            undo = self.editor.undo
+            if imgui.menu_item("Undo", "Ctrl+Z", False, undo.can_undo)[0]:
+                self.act("undo")
+            if imgui.menu_item("Redo", "Ctrl+Shift+Z", False, undo.can_redo)[0]:
+                self.act("redo")
+            if imgui.menu_item("Key pose at playhead", "Ctrl+K", False)[0]:
+                self.act("key_pose")
+            imgui.end_menu()
+        if imgui.begin_menu("View"):
+            if imgui.menu_item("Skeleton", "K", st.show_skeleton)[0]:
+                self.act("skeleton")
+            ov = self.overlay
+            if imgui.menu_item("Profiler", "Shift+P", ov.show_profiler)[0]:
+                ov.show_profiler = not ov.show_profiler
+            if imgui.menu_item("Help", "H", ov.show_help)[0]:
+                ov.show_help = not ov.show_help
+            if imgui.menu_item("Reset layout", "", False)[0]:
+                self.dock.reset()
+            imgui.end_menu()
+        imgui.end_main_menu_bar()
+
+    def _prompt(self) -> None:
+        """The open question (see :data:`PROMPTS`), centred over the view; its buttons or keys answer."""
+        from imgui_bundle import imgui
+
+        assert self.asking is not None
+        title, choices = PROMPTS[self.asking]
+        vp = imgui.get_main_viewport()
+        imgui.set_next_window_pos(imgui.ImVec2(vp.work_pos.x + vp.work_size.x / 2.0,
+                                               vp.work_pos.y + vp.work_size.y / 2.0), imgui.Cond_.always,
                                   imgui.ImVec2(0.5, 0.5))
         flags = imgui.WindowFlags_.no_move | imgui.WindowFlags_.no_resize | imgui.WindowFlags_.no_collapse | \
-            imgui.WindowFlags_.always_auto_resize
-        imgui.begin("Unsaved changes", None, flags)
-        target = self.editor.save_path.name if self.editor.save_path else "a new .glb in this folder"
-        imgui.text(f"The edits are not saved. Save them to {target}?")
-        for label, choice in (("Save (S)", "save"), ("Discard (D)", "discard"), ("Cancel (Esc)", "cancel")):
+            imgui.WindowFlags_.always_auto_resize | imgui.WindowFlags_.no_docking
+        imgui.begin(title, None, flags)
+        if self.asking == "quit":
+            target = self.editor.save_path.name if self.editor.save_path else "a file you choose"
+            imgui.text(f"The edits are not saved. Save them to {target}?")
+        else:
+            imgui.text("The last session ended without saving. Restore it?")
+        for label, choice in choices:
             if imgui.button(label):
-                self.quit_choice = choice
+                self.choice = choice
             imgui.same_line()
         imgui.new_line()
         imgui.end()
@@ -118,11 +216,13 @@ class EditorUI:
         from imgui_bundle import imgui
 
         imgui.set_next_window_pos(imgui.ImVec2(x, y), imgui.Cond_.first_use_ever)
-        expanded, _ = imgui.begin(title, None, imgui.WindowFlags_.always_auto_resize)
+        imgui.set_next_window_size(imgui.ImVec2(w + 140.0, 240.0), imgui.Cond_.first_use_ever)
+        expanded, _ = imgui.begin(title)  # docked (game/ui/dock.py): the dock node sizes it
         if not expanded:  # collapsed: its widgets are not built at all
             imgui.end()
             return False
-        imgui.push_item_width(w)
+        # widgets take half the panel (at least ``w``): their labels keep the other half, whatever the dock's size
+        imgui.push_item_width(max(w, imgui.get_content_region_avail().x * 0.5))
         return True
 
     def _tools(self) -> None:
@@ -151,8 +251,21 @@ class EditorUI:
                     self.act("set", **{key: float(v)})
             imgui.text("draw the baseline" if n == 0 else "now the offset stroke")
         draw_surface_controls(self.editor, self.act)
-        for m in st.messages[-3:]:
-            imgui.text(m)
+        imgui.pop_item_width()
+        imgui.end()
+
+    def _messages(self) -> None:
+        """What the user should read, wrapped to the panel, newest last; a new one scrolls into view."""
+        from imgui_bundle import imgui
+
+        msgs = self.editor.state.messages
+        if not self._window("Messages", 8.0, 300.0, 120.0):
+            return
+        for m in msgs:
+            imgui.text_wrapped(m)
+        if len(msgs) != self._seen_messages:
+            imgui.set_scroll_here_y(1.0)
+            self._seen_messages = len(msgs)
         imgui.pop_item_width()
         imgui.end()
 
@@ -231,7 +344,11 @@ class EditorUI:
         if imgui.button("redo (Ctrl+Shift+Z)"):
             self.act("redo")
         for i, label in enumerate(undo.history):
-            imgui.text(("> " if i == undo.cursor - 1 else "  ") + label)
+            current = i == undo.cursor - 1
+            imgui.text_wrapped(("> " if current else "  ") + label)
+            if current and undo.cursor != self._seen_cursor:  # the current entry stays in view
+                imgui.set_scroll_here_y(0.5)
+        self._seen_cursor = undo.cursor
         imgui.pop_item_width()
         imgui.end()
 
@@ -347,34 +464,54 @@ class EditorUI:
 
 
 def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
-                      before_frame: Callable[[int, Any], None] | None = None) -> list[float]:
+                      before_frame: Callable[[int, Any], None] | None = None, autosave: bool = False,
+                      persist_layout: bool = False) -> list[float]:
     """The interactive editor loop: pyglet events -> the editor's queue (imgui takes the events over its
     panels first); one frame per redraw. ``before_frame(i, window)`` runs before frame i (scripted input:
-    tests dispatch pyglet events to the window there). Returns the frame times in ms."""
+    tests dispatch pyglet events to the window there). ``autosave``: record the session to the user's cache
+    and offer to restore one a crash left behind (game/editor/autosave.py); ``persist_layout``: keep the
+    panel layout in the user's config folder. Returns the frame times in ms."""
     from pyglet.window import key, mouse
 
     from engine.runloop import toggle_overlay, window_loop
+    from game.editor import autosave as autosaving
+    from game.editor.files import FileCommands
 
     s = ed.session
     window = s.gl.window
     if window is None:
         raise ValueError("this session has no window (Session(window=True) with a display)")
-    panels = EditorUI(ed) if ui else None
+    panels = EditorUI(ed, persist_layout=persist_layout) if ui else None
+    files = FileCommands(ed, panels)
     count = {"n": 0, "quit": False}
+    previous = None
+    if autosave:
+        previous = autosaving.take_previous()
+        ed.start_autosave(autosaving.autosave_path())
+        if previous is not None and panels is not None:
+            panels.ask("restore")
+
+    prompt_keys = {"quit": {key.S: "save", key.D: "discard", key.C: "cancel", key.ESCAPE: "cancel"},
+                   "restore": {key.R: "restore", key.D: "discard"}}
 
     def on_key_press(symbol: int, modifiers: int) -> bool | None:
-        if panels is not None and panels.confirm_quit:  # the unsaved-changes prompt takes the keys
-            panels.quit_choice = {key.S: "save", key.D: "discard", key.C: "cancel", key.ESCAPE: "cancel"}.get(
-                symbol, panels.quit_choice)
+        if panels is not None and panels.files.typed:  # the typed path takes the keys (imgui, below)
+            return None
+        if panels is not None and panels.asking is not None:  # a prompt takes the keys
+            panels.choice = prompt_keys[panels.asking].get(symbol, panels.choice)
             return True
-        if symbol == key.S and modifiers & key.MOD_CTRL:
-            _save(ed)
+        ctrl, shift = bool(modifiers & key.MOD_CTRL), bool(modifiers & key.MOD_SHIFT)
+        if symbol == key.S and ctrl:
+            files.request("save_as" if shift else "save")
+            return True
+        if symbol == key.O and ctrl:
+            files.request("open")
             return True
         if symbol == key.ESCAPE and not (ed.state.strokes or ed.state.drawing):
             ask_or_quit()
         elif symbol == key.H and panels is not None:
             panels.overlay.show_help = not panels.overlay.show_help
-        elif symbol in (key.P, key.F) and modifiers & key.MOD_SHIFT and panels is not None:
+        elif symbol in (key.P, key.F) and shift and panels is not None:
             # the demo's P / F; in the editor plain P is the pose tool. A view toggle, like H: not an edit
             toggle_overlay(panels.overlay, "profiler" if symbol == key.P else "freeze")
         return None
@@ -382,7 +519,7 @@ def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
     def ask_or_quit() -> None:
         """Quit, or with unsaved edits ask first (save / discard / cancel): work is never lost unasked."""
         if ed.unsaved and panels is not None:
-            panels.confirm_quit, panels.quit_choice = True, None
+            panels.ask("quit")
         else:
             count["quit"] = True
 
@@ -402,16 +539,47 @@ def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
     def attach(window: Any) -> None:  # above the loop's event adapter: imgui, then the window keys and clicks
         if panels is not None:
             panels.overlay.attach_window(window)
+            panels.overlay.settle()  # the docked layout's view rectangle holds from the first frame
         window.push_handlers(on_key_press=on_key_press, on_mouse_press=on_mouse_press,
                              on_mouse_release=on_mouse_release, on_close=on_close)
+
+    def answer(choice: str) -> None:
+        nonlocal previous
+        asking = panels.asking if panels is not None else None
+        if panels is not None:
+            panels.asking = None
+        if asking == "restore":
+            rec, previous = previous, None
+            if choice == "restore" and rec is not None:
+                from engine.assets.errors import AssetError
+
+                try:
+                    autosaving.restore(ed, rec, window=window)
+                except (AssetError, ValueError) as exc:
+                    ed.state.say(f"restore refused: {exc}")
+            else:
+                autosaving.discard_previous()
+        elif asking == "quit":
+            if choice == "discard":
+                count["quit"], count["discarded"] = True, True
+            elif choice == "save":
+                files.request("save", then_quit=True)
 
     def on_frame(dt: float) -> bool:
         if before_frame is not None:
             before_frame(count["n"], window)
-        if panels is not None and panels.quit_choice is not None:
-            choice, panels.quit_choice, panels.confirm_quit = panels.quit_choice, None, False
-            if choice == "discard" or (choice == "save" and _save(ed)):
-                count["quit"] = True
+        if panels is not None:
+            while panels.requests:
+                request = panels.requests.pop(0)
+                if request == "quit":
+                    ask_or_quit()
+                else:
+                    files.request(request)
+            if panels.choice is not None:
+                choice, panels.choice = panels.choice, None
+                answer(choice)
+        if files.poll():
+            count["quit"] = True
         s.frame(dt)
         title = f"skinengine editor - {ed.save_path.name if ed.save_path else ed.selected_name}" + \
             (" *" if ed.unsaved else "")
@@ -425,20 +593,14 @@ def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
     finally:
         if panels is not None:
             panels.release()
-
-
-def _save(ed: Any) -> bool:
-    """Ctrl+S (and the prompt's Save): the editor's save; a refusal becomes a message, never a crash."""
-    try:
-        ed.save()
-    except (ValueError, OSError) as exc:
-        ed.state.say(f"save refused: {exc}")
-        return False
-    return True
+        kept = ed.stop_autosave()
+        if kept is not None and (not ed.unsaved or count.get("discarded")):
+            kept.unlink(missing_ok=True)  # nothing left unsaved: nothing to restore next time
 
 
 def select_at(ed: Any, x: float, y: float, window: Any = None) -> Any:
-    """A click at window point (x, y) (row 0 at the top, window coordinates): the character the last frame
+    """A click at window point (x, y) (row 0 at the top, window coordinates): with the skeleton shown, a joint
+    under it becomes the selected joint (a ``select_joint`` action); otherwise the character the last frame
     shows there becomes the selection, through the G-buffer query, pushed as a ``select`` action (so a
     recording replays the choice, not the pixel); a click on the background keeps the selection."""
     from engine.input.events import Action, now
@@ -453,6 +615,16 @@ def select_at(ed: Any, x: float, y: float, window: Any = None) -> Any:
     px, py = int(x * sx), int(y * sy)
     if not (0 <= px < r.width and 0 <= py < r.height):
         return None
+    ch = ed.selected
+    if ed.state.show_skeleton and ch is not None:
+        from engine.authoring.view import window_points
+        from game.editor.joints import joint_under, skeleton_segments
+
+        g, _bones, joints = skeleton_segments(ch)
+        j = joint_under(window_points(s.camera, r.width, r.height, g), joints, x * sx, y * sy)
+        if j is not None:
+            ed.queue.push(Action(now(), "select_joint", {"joint": int(j)}))
+            return j
     hit = s.pick(px, py)
     if hit is not None and hit.entity != ed.state.selected:
         ed.queue.push(Action(now(), "select", {"entity": int(hit.entity)}))
@@ -478,7 +650,7 @@ def run_editor(args: argparse.Namespace) -> int:
         if args.record:
             ed.record(args.record)
         try:
-            run_editor_window(ed, frames=args.frames)
+            run_editor_window(ed, frames=args.frames, autosave=True, persist_layout=True)
         finally:
             path = ed.stop_recording()
         if path is not None:
@@ -496,7 +668,7 @@ def replay_window(rec: Any, *, device: str = "gpu", outputs: Callable[[Any], Non
     from game.editor import open_recording
 
     ed = open_recording(rec, headless=False, window=True, device=device)
-    panels = EditorUI(ed)
+    panels = EditorUI(ed, live=False, persist_layout=False)  # the recording's own actions place the view
     try:
         frames = iter(rec.frames)
         done = {"n": 0}

@@ -90,6 +90,11 @@ def _pyglet_keys() -> dict[int, Any]:
     return pairs
 
 
+#: imgui's modifier key (a name of imgui.Key) each left/right modifier key sets
+_MODIFIER_OF = {imgui.Key.left_ctrl: "mod_ctrl", imgui.Key.right_ctrl: "mod_ctrl",
+                imgui.Key.left_shift: "mod_shift", imgui.Key.right_shift: "mod_shift",
+                imgui.Key.left_alt: "mod_alt", imgui.Key.right_alt: "mod_alt"}
+
 _VERTEX_SIZE = 20  # ImDrawVert: 2 float pos, 2 float uv, 4 byte colour
 _INDEX_SIZE = 4  # ImDrawIdx: uint32 in imgui-bundle
 
@@ -101,7 +106,8 @@ class ImGuiLayer:
     """An imgui + implot context drawn with moderngl into a framebuffer (see the module docstring)."""
 
     def __init__(self, ctx: moderngl.Context, width: int, height: int, *, font_scale: float = 1.0,
-                 cached: bool = True, opaque_panels: bool = True) -> None:
+                 cached: bool = True, opaque_panels: bool = True, docking: bool = False,
+                 ini_path: str | None = None) -> None:
         for what, v in (("width", width), ("height", height)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= int(v) <= 16384:
                 raise ValueError(f"{what} must be an integer in [1, 16384], got {v!r}")
@@ -114,7 +120,17 @@ class ImGuiLayer:
         self._released = False
         self._use()
         io = imgui.get_io()
-        io.set_ini_filename("")  # no imgui.ini written next to the user's files
+        # no imgui.ini written next to the user's files: only where the host asks (the user's config folder)
+        io.set_ini_filename(str(ini_path) if ini_path else "")
+        #: panels dock into each other and around a central view (game/ui/dock.py)
+        self.docking = bool(docking)
+        if self.docking:
+            io.config_flags |= imgui.ConfigFlags_.docking_enable
+        self._font_scale = float(font_scale)
+        #: the UI's scale (the window's pixel ratio: framebuffer pixels per window point), see :meth:`set_scale`
+        self.scale = 1.0
+        #: more reasons than imgui's own for the mouse to stay with the UI (a gizmo under the pointer)
+        self.captures_mouse: Callable[[], bool] | None = None
         io.backend_flags |= imgui.BackendFlags_.renderer_has_textures
         pio = imgui.get_platform_io()
         limit = int(ctx.info.get("GL_MAX_TEXTURE_SIZE", 4096))
@@ -215,9 +231,25 @@ class ImGuiLayer:
 
     @property
     def wants_mouse(self) -> bool:
-        """imgui is under the mouse (or dragging): the camera should not take the event."""
+        """imgui is under the mouse (or dragging), or :attr:`captures_mouse` says so: the camera and the tools
+        should not take the event."""
         self._use()
-        return bool(imgui.get_io().want_capture_mouse)
+        if imgui.get_io().want_capture_mouse:
+            return True
+        return bool(self.captures_mouse is not None and self.captures_mouse())
+
+    def set_scale(self, scale: float) -> None:
+        """Scale the UI (fonts, paddings, sizes) by ``scale``: the window's DPI as its pixel ratio, so panels
+        keep their physical size on a high-DPI screen. Idempotent for the same value."""
+        if not (isinstance(scale, (int, float)) and 0.25 <= scale <= 8.0):
+            raise ValueError(f"the UI scale must be in [0.25, 8], got {scale!r}")
+        self._use()
+        if abs(scale - self.scale) < 1e-6:
+            return
+        style = imgui.get_style()
+        style.scale_all_sizes(float(scale) / self.scale)
+        style.font_scale_main = self._font_scale * float(scale)
+        self.scale = float(scale)
 
     @property
     def wants_keyboard(self) -> bool:
@@ -337,14 +369,20 @@ class ImGuiLayer:
         return out
 
     def _backdrop(self, cmd_list: Any) -> Rect | None:
-        """The opaque backdrop (GL rectangle: the whole pixels inside the window) of a top-level window's
-        draw list; None for other lists (background, foreground, child windows) and off-screen windows."""
+        """The opaque backdrop (GL rectangle: the whole pixels inside the window) of a top-level or docked
+        window's draw list; None for other lists (background, foreground, child regions, windows without a
+        background) and off-screen windows."""
         # ``_owner_name`` is imgui's own field (ImDrawList::_OwnerName) as imgui-bundle names it, not ours
         window = imgui.internal.find_window_by_name(cmd_list._owner_name)
-        if window is None or window.flags & imgui.WindowFlags_.child_window or window.hidden:
-            return None
+        if window is None or window.hidden or window.flags & imgui.WindowFlags_.no_background:
+            return None  # a window without a background (the dockspace's host over the whole view): none either
+        if window.flags & imgui.WindowFlags_.child_window and window.dock_node is None:
+            return None  # a child region inside a panel (a docked panel is flagged a child too: it gets one)
         p, s, h = window.pos, window.size, self.height
-        rect = (math.ceil(p.x), h - math.floor(p.y + s.y), math.floor(p.x + s.x), h - math.ceil(p.y))
+        top = p.y
+        if window.dock_node is not None:  # the dock node's tab bar over a docked panel is the host's to draw
+            top = max(top, window.inner_rect.min.y)
+        rect = (math.ceil(p.x), h - math.floor(p.y + s.y), math.floor(p.x + s.x), h - math.ceil(top))
         return intersect(rect, (0, 0, self.width, h))
 
     def _sparse_cover(self, v0: int, n_v: int, i0: int, n_i: int, clip: Rect) -> tuple[Rect | None, tuple[Rect, ...]]:
@@ -443,6 +481,9 @@ class ImGuiLayer:
             PYGLET_KEYS.update(_pyglet_keys())
         self.window = window
         window.push_handlers(self)
+        fb_w, _ = window.get_framebuffer_size()
+        win_w, _ = window.get_size()
+        self.set_scale(min(8.0, max(0.25, fb_w / max(win_w, 1))))  # the window's DPI (pixel ratio)
 
     def _mouse(self, x: float, y: float) -> None:
         self._use()
@@ -488,9 +529,13 @@ class ImGuiLayer:
 
     def _key(self, symbol: int, down: bool) -> bool:
         self._use()
+        io = imgui.get_io()
         k = PYGLET_KEYS.get(symbol)
         if k is not None:
-            imgui.get_io().add_key_event(k, down)
+            io.add_key_event(k, down)
+            mod = _MODIFIER_OF.get(k)
+            if mod is not None:  # imgui tells shortcuts (Ctrl+A in a text field) by its modifier keys
+                io.add_key_event(getattr(imgui.Key, mod), down)
         return self.wants_keyboard
 
     # -- lifetime ------------------------------------------------------------------------------------------

@@ -21,12 +21,12 @@ seen = {}
 original_loop = ge.run_editor_window
 original_release = ge.EditorUI.release
 
-def short_loop(ed, *, frames=None, ui=True, before_frame=None):
+def short_loop(ed, *, frames=None, ui=True, before_frame=None, **options):
     plan = {1: ("on_key_press", key.O, 0), 2: ("on_key_press", key.P, key.MOD_SHIFT)}
     def before(i, window):
         if i in plan:
             window.dispatch_event(*plan[i])
-    return original_loop(ed, frames=6, ui=ui, before_frame=before)
+    return original_loop(ed, frames=6, ui=ui, before_frame=before, **options)
 
 def release(self):
     if "profiler" not in seen:

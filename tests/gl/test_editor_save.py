@@ -39,28 +39,35 @@ with Session(window=True, width=W, height=H, title="editor save test") as s:
 
     from tests.helpers.arm_strokes import CHEST, arm_pose_plan, window_point
 
-    chest = window_point(cam, W, H, ch.joints()[CHEST, :3, 3])
-    plan = {1: [("on_key_press", key.P, 0)],  # the pose tool; a click on the chest selects the character
-            3: [("on_mouse_press", chest[0], H - chest[1], mouse.LEFT, 0)],
-            4: [("on_mouse_release", chest[0], H - chest[1], mouse.LEFT, 0)]}
-    frame, _ = arm_pose_plan(ch, cam, W, H, start=6, n=10, plan=plan)
-    posed_at = frame
-    plan[frame] = [("on_key_press", key.ESCAPE, 0)]           # unsaved: asks instead of quitting
-    if mode == "save":
-        plan[frame + 3] = [("on_key_press", key.ESCAPE, 0)]   # cancel the prompt
-        plan[frame + 6] = [("on_key_press", key.S, key.MOD_CTRL)]  # save
-        plan[frame + 9] = [("on_key_press", key.ESCAPE, 0)]   # saved: quits at once
-    else:
-        plan[frame + 3] = [("on_key_press", key.D, 0)]        # discard: quits without writing
-    last = frame + 40
+    plan = {1: [("on_key_press", key.P, 0)]}  # the pose tool
+    at = {}
+
+    def make_plan():
+        # window points once the docked layout placed the scene in its central view (the camera's view_rect)
+        chest = window_point(cam, W, H, ch.joints()[CHEST, :3, 3])
+        plan[3] = [("on_mouse_press", chest[0], H - chest[1], mouse.LEFT, 0)]  # a click selects the character
+        plan[4] = [("on_mouse_release", chest[0], H - chest[1], mouse.LEFT, 0)]
+        frame, _ = arm_pose_plan(ch, cam, W, H, start=6, n=10, plan=plan)
+        at["posed"] = frame
+        plan[frame] = [("on_key_press", key.ESCAPE, 0)]           # unsaved: asks instead of quitting
+        if mode == "save":
+            plan[frame + 3] = [("on_key_press", key.ESCAPE, 0)]   # cancel the prompt
+            plan[frame + 6] = [("on_key_press", key.S, key.MOD_CTRL)]  # save
+            plan[frame + 9] = [("on_key_press", key.ESCAPE, 0)]   # saved: quits at once
+        else:
+            plan[frame + 3] = [("on_key_press", key.D, 0)]        # discard: quits without writing
+    last = 6 + 2 * (9 + 1 + 4) + 40
 
     def before(i, window):
-        if i in (posed_at - 1, posed_at + 2, posed_at + 5, posed_at + 8):
+        if i == 0:
+            make_plan()
+        p = at["posed"]
+        if i in (p - 1, p + 2, p + 5, p + 8):
             out["seen"].append([i, window.caption, ed.unsaved])
         for ev in plan.get(i, []):
             window.dispatch_event(*ev)
 
-    n = len(run_editor_window(ed, frames=last, before_frame=before))
+    n = len(run_editor_window(ed, frames=last, before_frame=before, persist_layout=False))
     out.update(frames=n, last=last, history=ed.undo.history, messages=ed.state.messages)
 print("RESULT " + json.dumps(out))
 '''

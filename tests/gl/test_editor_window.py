@@ -39,22 +39,30 @@ with Session(window=True, width=W, height=H, title="editor test") as s:
 
     g = ch.joints()[:, :3, 3]
     plan = {}
-    frame, where = arm_pose_plan(ch, cam, W, H, start=6, n=12, plan=plan)
-    shoulder, up, chest = where["shoulder"], where["up"], where["chest"]
-    plan[3] = [("on_mouse_press", chest[0], H - chest[1], mouse.LEFT, 0)]  # a click selects the character
-    plan[4] = [("on_mouse_release", chest[0], H - chest[1], mouse.LEFT, 0)]
-    plan.setdefault(frame, []).append(("on_key_press", key.Z, key.MOD_CTRL))  # undo ...
-    plan.setdefault(frame + 2, []).append(("on_key_press", key.Z, key.MOD_CTRL | key.MOD_SHIFT))  # ... redo
-    frame += 4
-    before_hit = s.pick(int(up[0]), int(up[1]))
-    out["hit_before"] = None if before_hit is None else before_hit.entity
+    FRAMES = 6 + 2 * 12 + 8 + 4 + 5
+
+    def make_plan():
+        # window points once the docked layout placed the scene in its central view (the camera's view_rect)
+        frame, where = arm_pose_plan(ch, cam, W, H, start=6, n=12, plan=plan)
+        chest = where["chest"]
+        plan[3] = [("on_mouse_press", chest[0], H - chest[1], mouse.LEFT, 0)]  # a click selects the character
+        plan[4] = [("on_mouse_release", chest[0], H - chest[1], mouse.LEFT, 0)]
+        plan.setdefault(frame, []).append(("on_key_press", key.Z, key.MOD_CTRL))  # undo ...
+        plan.setdefault(frame + 2, []).append(("on_key_press", key.Z, key.MOD_CTRL | key.MOD_SHIFT))  # ... redo
+        up = where["up"]
+        before_hit = s.pick(int(up[0]), int(up[1]))
+        out["hit_before"] = None if before_hit is None else before_hit.entity
+        out.update(where)
+        assert frame + 4 + 5 == FRAMES, frame
 
     def before(i, window):
+        if i == 0:
+            make_plan()
         for ev in plan.get(i, []):
             window.dispatch_event(*ev)
 
     ed.record(sys.argv[2])
-    run_editor_window(ed, frames=frame + 5, before_frame=before)
+    run_editor_window(ed, frames=FRAMES, before_frame=before, persist_layout=False)
     ed.stop_recording()
     np.savez(sys.argv[3], joints=ch.joints(), layer=ch.pose_layer.rotation)
     img = s.renderer.read_pixels()
@@ -63,7 +71,7 @@ with Session(window=True, width=W, height=H, title="editor test") as s:
     g1 = ch.joints()[:, :3, 3]
     out.update(hand0=g[8].tolist(), hand1=g1[8].tolist(), messages=ed.state.messages, history=ed.undo.history,
                cursor=ed.undo.cursor, selected=ed.state.selected,
-               up=up, shoulder=shoulder, hand_px=px(cam, W, H, g1[8]))
+               hand_px=px(cam, W, H, g1[8]))
     hit = s.pick(*[int(v) for v in px(cam, W, H, g1[8])])
     out["hit_after"] = None if hit is None else hit.entity
     out["entity"] = ch.entity
@@ -111,7 +119,9 @@ def test_the_editor_window_poses_the_arm_from_pointer_events(tmp_path):
     assert abs(down.x - res["shoulder"][0]) < 1.0 and abs(down.y - res["shoulder"][1]) < 1.0
     keys = [(e.key, int(e.modifiers)) for e in events if e.type == "key_down"]
     assert ("z", 2) in keys and ("z", 3) in keys  # Ctrl+Z, Ctrl+Shift+Z
-    assert [e.args for e in events if e.type == "action"] == [{"entity": res["entity"]}]
+    assert [e.args for e in events if e.type == "action" and e.name == "select"] == [{"entity": res["entity"]}]
+    rects = [e.args["rect"] for e in events if e.type == "action" and e.name == "view_rect"]
+    assert rects and 0.1 < rects[-1][2] < 0.9  # the docked central view, recorded for the replay
     # the window session replays headless to the same skeleton and pose layer, bit for bit
     want = np.load(npz)
     ed = open_recording(recording)

@@ -42,38 +42,45 @@ with Session(window=True, width=W, height=H, title="surface test") as s:
         return float((c[0] / c[3] + 1) * 0.5 * W), float((1 - c[1] / c[3]) * 0.5 * H)
 
     names = [n.name for n in ch.asset.nodes]
-    g = ch.joints()[:, :3, 3]
-    e, h = g[names.index("forearm_L")], g[names.index("hand_L")]
-    stroke = [px(e + u * (h - e)) for u in np.linspace(0.2, 0.85, 10)]
     plan = {2: [("on_key_press", key.B, 0)]}
-    frame = 4
-    x, y = stroke[0]
-    plan[frame] = [("on_mouse_press", x, H - y, mouse.LEFT, 0)]
-    for (x0, y0), (x1, y1) in zip(stroke, stroke[1:]):
+    N = 10
+    last = 4 + N + 12
+
+    def make_plan():
+        # window points once the docked layout placed the scene in its central view (the camera's view_rect)
+        g = ch.joints()[:, :3, 3]
+        e, h = g[names.index("forearm_L")], g[names.index("hand_L")]
+        stroke = [px(e + u * (h - e)) for u in np.linspace(0.2, 0.85, N)]
+        out["stroke"] = stroke
+        frame = 4
+        x, y = stroke[0]
+        plan[frame] = [("on_mouse_press", x, H - y, mouse.LEFT, 0)]
+        for (x0, y0), (x1, y1) in zip(stroke, stroke[1:]):
+            frame += 1
+            plan[frame] = [("on_mouse_drag", x1, H - y1, x1 - x0, y0 - y1, mouse.LEFT, 0)]
         frame += 1
-        plan[frame] = [("on_mouse_drag", x1, H - y1, x1 - x0, y0 - y1, mouse.LEFT, 0)]
-    frame += 1
-    plan[frame] = [("on_mouse_release", x1, H - y1, mouse.LEFT, 0)]
-    plan[frame + 5] = [("on_key_press", key.EQUAL, 0)]
-    plan[frame + 7] = [("on_key_press", key.EQUAL, 0)]
-    plan[frame + 9] = [("on_key_press", key.Z, key.MOD_CTRL)]
-    last = frame + 12
+        plan[frame] = [("on_mouse_release", x1, H - y1, mouse.LEFT, 0)]
+        plan[frame + 5] = [("on_key_press", key.EQUAL, 0)]
+        plan[frame + 7] = [("on_key_press", key.EQUAL, 0)]
+        plan[frame + 9] = [("on_key_press", key.Z, key.MOD_CTRL)]
+        assert frame + 12 == last
 
     def before(i, window):
+        if i == 0:
+            make_plan()
         if i == 1:  # the character panel's iterations slider (llvmpipe: keep the springs quick)
             ed.queue.push(Action(now(), "config", {"spring_max_iterations": 10}))
         for ev in plan.get(i, []):
             window.dispatch_event(*ev)
 
     ed.record(sys.argv[2])
-    run_editor_window(ed, frames=last, before_frame=before)
+    run_editor_window(ed, frames=last, before_frame=before, persist_layout=False)
     ed.stop_recording()
     from PIL import Image
     Image.fromarray(s.renderer.read_pixels()[..., :3]).save(sys.argv[1])
     stacks = {k.export_key: [e.to_dict() for e in st] for k, st in ch.edits.items() if len(st)}
     out.update(history=ed.undo.history, cursor=ed.undo.cursor, messages=ed.state.messages, tool=ed.state.settings.tool,
-               height=ed.state.settings.surface_height, stacks=stacks, deformer=ch.deformer,
-               stroke=stroke)
+               height=ed.state.settings.surface_height, stacks=stacks, deformer=ch.deformer)
 print("RESULT " + json.dumps(out))
 '''
 
