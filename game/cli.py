@@ -195,6 +195,9 @@ def build_parser(prog: str = "main.py") -> ArgumentParser:
                        help="the editor window on the humanoid (or --asset): pose with strokes, undo, panels; "
                             "needs a display; --record FILE records the session (the default command)")
     _add_demo_options(p)
+    p.add_argument("--cutscene", metavar="FILE", default=None,
+                   help="open this cutscene (.toml) with its timeline panel: scrub, move keys, pose keys, the live "
+                        "camera (C), save (Ctrl+S)")
 
     sub.add_parser("doctor", parents=[common], help="report the GL stack, compute limits, display and OpenVR")
 

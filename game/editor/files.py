@@ -8,6 +8,9 @@ and the keys ask for them.
   Save as.
 * Save as asks for the .glb to write (``.glb`` is added to a name without it).
 
+With a cutscene open (``editor --cutscene FILE``, game/editor/cutscene_panel.py) Save writes the cutscene's
+.toml and Save as asks for another .toml; Open is refused (the cutscene's characters are the scene).
+
 A refusal (a file that is not glTF, a folder that cannot be written) becomes one message in the Messages
 panel; the scene and the edits stay as they were.
 """
@@ -26,9 +29,10 @@ class FileCommands:
     """Open / Save / Save as of one editor window; ``ui`` (an EditorUI, or None without panels) asks for
     paths."""
 
-    def __init__(self, ed: Any, ui: Any) -> None:
+    def __init__(self, ed: Any, ui: Any, *, cutscene: Any = None) -> None:
         self.ed = ed
         self.ui = ui
+        self.cutscene = cutscene  # a CutscenePanel: Save and Save as write its .toml
         self._asked: str | None = None  # "open" or "save_as" while its dialog is open
         self._quit_after = False  # the pending Save as was asked for by the quit prompt
         self._quit_now = False  # saved on the quit prompt's request: the window quits
@@ -40,6 +44,9 @@ class FileCommands:
         if self._asked is not None:
             return  # one question at a time
         self._quit_after = then_quit
+        if self.cutscene is not None:
+            self._cutscene_request(what, then_quit)
+            return
         if what == "save" and (self.ed.save_path is not None or self.ui is None):
             self._quit_now = self.save(None) and then_quit
             return
@@ -55,6 +62,18 @@ class FileCommands:
             self.ui.files.ask("save", "Save the character as .glb", default=str(default),
                               filters=("glTF binary (.glb)", "*.glb"))
         self._asked = "open" if what == "open" else "save_as"
+
+    def _cutscene_request(self, what: str, then_quit: bool) -> None:
+        if what == "open":
+            self.ed.state.say("open refused: a cutscene is open (its characters are the scene); "
+                              "start the editor without --cutscene to open a character")
+        elif what == "save" or self.ui is None:
+            self._quit_now = self.cutscene.save() and then_quit
+        else:
+            default = self.cutscene.timeline.doc.path or Path.cwd() / "cutscene.toml"
+            self.ui.files.ask("save", "Save the cutscene as .toml", default=str(default),
+                              filters=("cutscene (.toml)", "*.toml"))
+            self._asked = "save_as"
 
     def poll(self) -> bool:
         """Take a dialog's answer and act on it; True when the window should quit now (saved before quitting)."""
@@ -72,6 +91,8 @@ class FileCommands:
         if asked == "open":
             self.open(path)
             return False
+        if self.cutscene is not None:
+            return self.cutscene.save(path) and self._quit_after
         return self.save(path) and self._quit_after
 
     def save(self, path: str | None) -> bool:

@@ -8,7 +8,8 @@ silhouette tool (surface edits, game/editor/surface.py; the Tools panel sets the
 orbits, middle-drag pans, wheel zooms, Ctrl+Z / Ctrl+Shift+Z undo / redo, Space pause, ``.`` one step,
 ``[`` / ``]`` time scale, K the skeleton (a click on a joint: its rotate gizmo, game/editor/joint_ui.py), Ctrl+K
 keys the pose, Ctrl+O / Ctrl+S / Ctrl+Shift+S open / save / save as (game/editor/files.py), Esc drops the
-strokes (and quits when there are none, asking first when edits are unsaved).
+strokes (and quits when there are none, asking first when edits are unsaved). With ``editor --cutscene FILE`` the cutscene's
+timeline panel docks along the bottom (game/editor/cutscene_panel.py): C the live camera, Shift+K a pose key.
 
 The panels dock around a central view (game/ui/dock.py) under a menu bar; the scene's camera image fills the
 central view (its ``view_rect``, set at once and recorded as a ``view_rect`` action). From the command line the
@@ -47,6 +48,8 @@ HELP_LINES = (
     "Ctrl+K key the pose at the playhead",
     "Ctrl+Z undo, Ctrl+Shift+Z redo",
     "Ctrl+O open, Ctrl+S save, +Shift: as",
+    "cutscene: C live camera, Shift+K key",
+    "   the pose at the playhead",
     *VIEW_HELP,
     "Esc drop strokes (quit when none)",
 )
@@ -78,7 +81,7 @@ class EditorUI:
     :class:`engine.input.events.Action` events into the editor's queue, so a recording replays them."""
 
     def __init__(self, editor: Any, *, show_help: bool = True, live: bool = True,
-                 persist_layout: bool = False) -> None:
+                 persist_layout: bool = False, cutscene: Any = None) -> None:
         from game.editor.joint_ui import JointUI
         from game.ui.dock import DockLayout
         from game.ui.filedialog import FileDialog
@@ -86,10 +89,17 @@ class EditorUI:
         from game.ui.userdirs import layout_ini_path
 
         self.editor = editor
+        #: the cutscene open with ``editor --cutscene`` (game/editor/cutscene_panel.py), or None
+        self.cutscene = cutscene
         #: the docked layout: tools on the left, the character and joint panels on the right, messages, undo
-        #: history, help and profiler along the bottom, the scene in the centre (game/ui/dock.py)
-        self.dock = DockLayout(left=("Tools",), right=("###character", "Joint"),
-                               bottom=("Messages", "Undo history", ("Help (H)", "Profiler (P)")))
+        #: history, help and profiler along the bottom (with a cutscene: its timeline first, the messages and
+        #: the history as tabs), the scene in the centre (game/ui/dock.py)
+        bottom: tuple[Any, ...] = ("Messages", "Undo history", ("Help (H)", "Profiler (P)"))
+        if cutscene is not None:
+            from game.editor.cutscene_panel import PANEL
+
+            bottom = (PANEL, ("Messages", "Undo history"), ("Help (H)", "Profiler (P)"))
+        self.dock = DockLayout(left=("Tools",), right=("###character", "Joint"), bottom=bottom)
         self.live = bool(live)
         self.overlay = SessionOverlay(editor.session, show_profiler=False, show_help=show_help,
                                       help_lines=HELP_LINES, profiler_at=(260.0, 8.0),
@@ -147,6 +157,8 @@ class EditorUI:
         self._character()
         self._messages()
         self._history()
+        if self.cutscene is not None:
+            self.cutscene.draw()
         self.files.draw()
         if self.asking is not None:
             self._prompt()
@@ -304,8 +316,12 @@ class EditorUI:
                 self.act("config", spring_convergence=_CONVERGENCE[c])
         imgui.separator_text("clip")
         clips = ch.clips
-        if clips:
-            pb = ch.playback()
+        try:
+            pb = ch.playback() if clips else None
+        except ValueError:  # a cutscene's timeline plays it (editor --cutscene): the Timeline panel is its transport
+            pb = None
+            imgui.text("played by the cutscene's timeline")
+        if pb is not None:
             changed, c = imgui.combo("clip", int(pb.clip), clips)
             if changed:
                 self.act("clip", name=clips[c])
@@ -465,12 +481,14 @@ class EditorUI:
 
 def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
                       before_frame: Callable[[int, Any], None] | None = None, autosave: bool = False,
-                      persist_layout: bool = False) -> list[float]:
+                      persist_layout: bool = False, cutscene: Any = None) -> list[float]:
     """The interactive editor loop: pyglet events -> the editor's queue (imgui takes the events over its
     panels first); one frame per redraw. ``before_frame(i, window)`` runs before frame i (scripted input:
     tests dispatch pyglet events to the window there). ``autosave``: record the session to the user's cache
     and offer to restore one a crash left behind (game/editor/autosave.py); ``persist_layout``: keep the
-    panel layout in the user's config folder. Returns the frame times in ms."""
+    panel layout in the user's config folder; ``cutscene``: the CutscenePanel of ``editor --cutscene``
+    (game/editor/cutscene_panel.py: its timeline panel, C the live camera, Shift+K a pose key, Ctrl+S saves the
+    cutscene). Returns the frame times in ms."""
     from pyglet.window import key, mouse
 
     from engine.runloop import toggle_overlay, window_loop
@@ -481,8 +499,8 @@ def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
     window = s.gl.window
     if window is None:
         raise ValueError("this session has no window (Session(window=True) with a display)")
-    panels = EditorUI(ed, persist_layout=persist_layout) if ui else None
-    files = FileCommands(ed, panels)
+    panels = EditorUI(ed, persist_layout=persist_layout, cutscene=cutscene) if ui else None
+    files = FileCommands(ed, panels, cutscene=cutscene)
     count = {"n": 0, "quit": False}
     previous = None
     if autosave:
@@ -511,6 +529,10 @@ def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
             ask_or_quit()
         elif symbol == key.H and panels is not None:
             panels.overlay.show_help = not panels.overlay.show_help
+        elif cutscene is not None and not ctrl and (symbol, shift) == (key.C, False):
+            cutscene.toggle_live()  # a view toggle, like H
+        elif cutscene is not None and not ctrl and (symbol, shift) == (key.K, True):
+            cutscene.pose_key()
         elif symbol in (key.P, key.F) and shift and panels is not None:
             # the demo's P / F; in the editor plain P is the pose tool. A view toggle, like H: not an edit
             toggle_overlay(panels.overlay, "profiler" if symbol == key.P else "freeze")
@@ -580,6 +602,8 @@ def run_editor_window(ed: Any, *, frames: int | None = None, ui: bool = True,
                 answer(choice)
         if files.poll():
             count["quit"] = True
+        if cutscene is not None:
+            cutscene.frame()
         s.frame(dt)
         title = f"skinengine editor - {ed.save_path.name if ed.save_path else ed.selected_name}" + \
             (" *" if ed.unsaved else "")
@@ -638,6 +662,14 @@ def run_editor(args: argparse.Namespace) -> int:
     from engine.gpu.context import display_present
     from game.editor import Editor
 
+    cutscene_file = getattr(args, "cutscene", None)
+    if cutscene_file:  # a refused document: one error line before any window opens
+        from game.cutscene.document import load
+
+        if args.asset or args.record:
+            raise ValueError(f"--cutscene plays the cutscene's own characters: it cannot be combined with "
+                             f"{'--asset' if args.asset else '--record'}")
+        load(cutscene_file)
     if not display_present():
         raise ValueError("the editor needs a display (DISPLAY or WAYLAND_DISPLAY); "
                          "run it under a desktop or xvfb-run")
@@ -645,12 +677,19 @@ def run_editor(args: argparse.Namespace) -> int:
     with Session(window=True, width=args.width, height=args.height, device=args.device,
                  title="skinengine editor") as s:
         ed = Editor(s)
-        ed.spawn(args.asset or "humanoid", clip="idle" if not args.asset else 0, deformer=deformer)
-        ed.frame_camera()
+        cutscene = None
+        if cutscene_file:  # the cutscene's characters are the scene (no recording or autosave of them)
+            from game.editor.cutscene_panel import open_cutscene
+
+            cutscene = open_cutscene(ed, cutscene_file, device=args.device)
+        else:
+            ed.spawn(args.asset or "humanoid", clip="idle" if not args.asset else 0, deformer=deformer)
+            ed.frame_camera()
         if args.record:
             ed.record(args.record)
         try:
-            run_editor_window(ed, frames=args.frames, autosave=True, persist_layout=True)
+            run_editor_window(ed, frames=args.frames, autosave=cutscene is None, persist_layout=True,
+                              cutscene=cutscene)
         finally:
             path = ed.stop_recording()
         if path is not None:
