@@ -101,6 +101,11 @@ class Editor:
         session.add_system(Phase.TOOLS, self.posing, name=PosingTool.name)
         self.surface = SurfaceTool(session, lambda: self.selected)
         session.add_system(Phase.TOOLS, self.surface, name=SurfaceTool.name, after=PosingTool.name)
+        from game.editor.weights_edit import WeightsEditing
+
+        #: the Weights tool (Shift+W): brush, Mohr's drag and influence regions on the selected character
+        self.weights = WeightsEditing(self)
+        session.add_system(Phase.TOOLS, self.weights, name=WeightsEditing.name, after=SurfaceTool.name)
         self.spawned: list[dict[str, Any]] = []
         self.recorder: Recorder | None = None
         self.autosaver: Recorder | None = None
@@ -232,17 +237,21 @@ class Editor:
         st.drawing, st.knot_drag = None, None
         self.posing.last = self.posing.last_pair = self.posing.base = self.posing.world = None
         self.surface.reset()
+        self.weights.reset()
         self.undo.clear()
         self.saved_mark = self.undo.mark()
         self.save_path = None
 
     def save_asset(self, path: str | Path, *, clip: str = "pose") -> Path:
-        """Key the selected character's current pose at t = 0 into ``clip`` and write its asset as .glb."""
+        """Key the selected character's current pose at t = 0 into ``clip`` and write its asset as .glb, with
+        the weights the Weights tool edited (the source file's weights otherwise)."""
         ch = self.selected
         if ch is None:
             raise ValueError("no character to save")
         ch.key_pose(clip, time=0.0)
-        return Path(ch.save_glb(path))
+        out = Path(ch.save_glb(path))
+        self.weights.write_into(out, ch)
+        return out
 
     # -- actions on the selected character ---------------------------------------------------------------
     def _character_actions(self, world: World) -> None:

@@ -17,9 +17,10 @@ from engine.skinning.edits import EASINGS
 __all__ = ["TOOLS", "STROKE_TOOLS", "SURFACE_TOOLS", "SURFACE_PROFILES", "SURFACE_SOLVERS", "EditorSettings",
            "EditorState", "StrokeInProgress"]
 
-#: Every tool of the palette: orbit, line-of-action posing, and the surface tools (game/editor/surface.py):
-#: "bulge" (a stroke on the skin raised by a profile) and "silhouette" (an accent stroke moves an outline).
-TOOLS = ("orbit", "pose", "bulge", "silhouette")
+#: Every tool of the palette: orbit, line-of-action posing, the surface tools (game/editor/surface.py):
+#: "bulge" (a stroke on the skin raised by a profile) and "silhouette" (an accent stroke moves an outline), and
+#: "weights" (skin-weight painting, dragging and influence regions: game/editor/weights_edit.py).
+TOOLS = ("orbit", "pose", "bulge", "silhouette", "weights")
 #: Tools whose left-button drags draw strokes.
 STROKE_TOOLS = ("pose", "bulge", "silhouette")
 #: The surface-editing tools.

@@ -5,8 +5,8 @@
 2. :func:`shortcut_system`: keys -> editor commands (the keys every window shares, engine/controls.py:
    Space pause, ``.`` one step, ``[`` / ``]`` time scale, W wireframe, V G-buffer view; Shift+P, Shift+F
    and H are carried out by the window; then Ctrl+Z undo, Ctrl+Shift+Z / Ctrl+Y redo, O orbit tool, P pose
-   tool, B bulge tool, S silhouette tool, ``=`` / ``-`` the surface height, R / Shift+R the surface rings,
-   Esc drops the strokes, K the skeleton, Ctrl+K keys the pose at the playhead) and
+   tool, B bulge tool, S silhouette tool, Shift+W weights tool, ``=`` / ``-`` the surface height, R / Shift+R
+   the surface rings, Esc drops the strokes, K the skeleton, Ctrl+K keys the pose at the playhead) and
    :class:`Action` events from panels and scripts (``tool``, ``set``, ``end_edit``, ``surface_nudge``,
    ``undo``, ``redo``, ``clear_strokes``, ``pause``, ``play``, ``step``, ``time_scale``, ``select``,
    ``skeleton`` {"on"?}, ``view_rect`` {"rect": [x, y, w, h] fractions or null: the docked central view})
@@ -66,6 +66,7 @@ KEY_BINDINGS: dict[tuple[str, Modifiers], tuple[str, dict[str, Any]]] = {
     ("p", Modifiers.NONE): ("tool", {"name": "pose"}),
     ("b", Modifiers.NONE): ("tool", {"name": "bulge"}),
     ("s", Modifiers.NONE): ("tool", {"name": "silhouette"}),
+    ("w", Modifiers.SHIFT): ("tool", {"name": "weights"}),
     ("equal", Modifiers.NONE): ("surface_nudge", {"surface_height": 0.005}),
     ("minus", Modifiers.NONE): ("surface_nudge", {"surface_height": -0.005}),
     ("r", Modifiers.NONE): ("surface_nudge", {"surface_rings": 1}),
@@ -76,6 +77,8 @@ KEY_BINDINGS: dict[tuple[str, Modifiers], tuple[str, dict[str, Any]]] = {
 }
 #: Actions on the selected character, run by the Editor (it holds the Character handles), not here.
 CHARACTER_ACTIONS = ("deformer", "config", "clip", "scrub", "speed", "select_joint", "rotate_joint", "key_pose")
+#: Actions a TOOLS-phase tool reads itself (the Weights tool's settings, game/editor/weights_edit.py)
+TOOL_ACTIONS = ("weights",)
 #: the view's overlay toggles: the editor window carries them out (game/editor/window.py), not the systems
 _WINDOW_ACTIONS = ("profiler", "freeze_profiler", "help")
 
@@ -131,7 +134,7 @@ def apply_action(world: World, name: str, args: dict[str, Any]) -> None:
             if entity is not None and not world.is_alive(entity):
                 raise ValueError(f"no entity {entity!r} to select")
             state.selected = entity
-        elif name not in CHARACTER_ACTIONS:
+        elif name not in CHARACTER_ACTIONS and name not in TOOL_ACTIONS:
             state.say(f"unknown action {name!r}")
     except (ValueError, TypeError, KeyError) as exc:
         state.say(f"{name}: {exc}")

@@ -4,12 +4,14 @@ into the editor's systems (game/editor/), and the real-time replay of a recordin
 ``python main.py --record FILE`` opens it on the humanoid (or ``--asset``), recording the session to FILE;
 ``python main.py replay FILE`` (with a display) plays a recording back in it. Controls (game/editor/systems.py
 ``KEY_BINDINGS``): P pose tool (left-drag draws a baseline, then an offset stroke), B bulge tool and S
-silhouette tool (surface edits, game/editor/surface.py; the Tools panel sets them), O orbit tool, right-drag
+silhouette tool (surface edits, game/editor/surface.py; the Tools panel sets them), Shift+W the Weights tool
+(game/editor/weights_edit.py), O orbit tool, right-drag
 orbits, middle-drag pans, wheel zooms, Ctrl+Z / Ctrl+Shift+Z undo / redo, Space pause, ``.`` one step,
 ``[`` / ``]`` time scale, K the skeleton (a click on a joint: its rotate gizmo, game/editor/joint_ui.py), Ctrl+K
 keys the pose, Ctrl+O / Ctrl+S / Ctrl+Shift+S open / save / save as (game/editor/files.py), Esc drops the
-strokes (and quits when there are none, asking first when edits are unsaved). With ``editor --cutscene FILE`` the cutscene's
-timeline panel docks along the bottom (game/editor/cutscene_panel.py): C the live camera, Shift+K a pose key.
+strokes (and quits when there are none, asking first when edits are unsaved). With ``editor --cutscene FILE``
+the cutscene's timeline panel docks along the bottom (game/editor/cutscene_panel.py): C the live camera, Shift+K
+a pose key.
 
 The panels dock around a central view (game/ui/dock.py) under a menu bar; the scene's camera image fills the
 central view (its ``view_rect``, set at once and recorded as a ``view_rect`` action). From the command line the
@@ -42,6 +44,9 @@ HELP_LINES = (
     "S  silhouette tool: left-drag beside an",
     "   outline (view from the side)",
     "O  orbit tool (left-drag orbits too)",
+    "Shift+W weights tool: paint the joint",
+    "   (Tools panel: joint, brush, drag a",
+    "   vertex, influence region)",
     "click a character to select it",
     "K  skeleton: click a joint, then drag",
     "   its gizmo's rings to turn it",
@@ -242,6 +247,7 @@ class EditorUI:
 
         from game.editor.state import TOOLS
         from game.ui.surface_panel import draw_surface_controls
+        from game.ui.weights_panel import draw_weights_controls
 
         st = self.editor.state
         if not self._window("Tools", 8.0, 8.0, 110.0):
@@ -263,6 +269,7 @@ class EditorUI:
                     self.act("set", **{key: float(v)})
             imgui.text("draw the baseline" if n == 0 else "now the offset stroke")
         draw_surface_controls(self.editor, self.act)
+        draw_weights_controls(self.editor, self.act)
         imgui.pop_item_width()
         imgui.end()
 

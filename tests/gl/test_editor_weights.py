@@ -1,0 +1,107 @@
+"""The editor's Weights tool (issue 25 item 6), headless through the editor's own input (pointer events and
+actions in the session's queue, as the window pushes them): Shift+W picks the tool and shows the joint's heat
+map; a brush stroke paints the joint (one undo step for the whole stroke); Ctrl+Z restores the weights bit for
+bit and Ctrl+Shift+Z brings the stroke back; a vertex drag and an influence click; Save writes the edited weights
+and Open gives them back."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine import Session
+from engine.authoring.view import window_points
+from engine.input.events import Action, Buttons, KeyDown, Modifiers, PointerDown, PointerMove, PointerUp, now
+from engine.skinning.weights.io import primitive_weights
+from game.editor import Editor
+from tests.helpers.weights_asset import tube_asset
+
+pytestmark = pytest.mark.gl
+
+W, H = 200, 150
+
+
+def _frame(ed, *events):
+    ed.queue.extend(events)
+    ed.session.step()
+
+
+def _pixel(ed, world):
+    x, y = window_points(ed.session.camera, W, H, np.asarray(world)[None])[0]
+    return float(x), float(y)
+
+
+def _stroke(ed, points):
+    (x0, y0), rest = points[0], points[1:]
+    _frame(ed, PointerDown(now(), x0, y0))
+    for x, y in rest:
+        _frame(ed, PointerMove(now(), x, y, buttons=Buttons.LEFT))
+    _frame(ed, PointerUp(now(), *points[-1]))
+
+
+def test_weights_tool_paints_undoes_drags_and_saves(tmp_path):
+    src = tube_asset(tmp_path / "tube.glb", influences=4, rings=17, sides=8)
+    with Session(width=W, height=H, strict=True, deformer="lbs") as s:
+        ed = Editor(s)
+        ed.spawn(str(src), clip="wave", time=0.5, speed=0.0)
+        ed.frame_camera()
+        s.step()
+        _frame(ed, KeyDown(now(), "w", Modifiers.SHIFT))  # the Weights tool
+        assert ed.state.settings.tool == "weights"
+        tool = ed.weights.tool
+        assert tool is not None and ed.weights._heat is not None  # the heat map of the heaviest joint is shown
+        before = tool.dense.copy()
+        _frame(ed, Action(now(), "weights", {"joint": "Arm.L2", "radius": 0.2, "value": 1.0, "mode": "replace"}))
+        _frame(ed, Action(now(), "weights", {"mode": "sideways"}))  # refused: said, nothing set
+        assert ed.weights.mode == "replace" and "mode must be one of" in ed.state.messages[-1]
+        j = tool.prim.joint_index("Arm.L2")
+        # a stroke along the tube near Arm.L2 (x = 0.5): the surface under the pointer on the live character
+        key = tool.prim.key
+        verts = tool.character.vertices()[key]
+        near = np.argsort(np.abs(tool.prim.positions[:, 0] - 0.5) + np.abs(tool.prim.positions[:, 2] - 0.1))[:1]
+        p = verts[int(near[0])]
+        pts = [_pixel(ed, p + np.array([dx, 0.0, 0.0])) for dx in (-0.06, -0.02, 0.02, 0.06)]
+        _stroke(ed, pts)
+        tool = ed.weights.tool
+        painted = tool.dense.copy()
+        assert np.abs(painted - before).max() > 0.1 and painted[:, j].max() > before[:, j].max() - 1e-9
+        assert (painted[:, j] >= before[:, j] - 1e-9).all()  # replace with 1.0 only raises the joint
+        assert ed.undo.history == ["paint Arm.L2"]  # the dabs of one stroke: one undo step
+        assert ed.selected.entity == tool.character.entity  # the selection follows the re-spawned character
+        # Ctrl+Z restores the weights exactly; Ctrl+Shift+Z brings the stroke back
+        _frame(ed, KeyDown(now(), "z", Modifiers.CTRL))
+        np.testing.assert_array_equal(ed.weights.tool.dense, before)
+        assert ed.selected.entity == ed.weights.tool.character.entity
+        _frame(ed, KeyDown(now(), "z", Modifiers.CTRL | Modifiers.SHIFT))
+        np.testing.assert_array_equal(ed.weights.tool.dense, painted)
+        # Mohr's drag: a vertex dragged 1 cm up in the view plane
+        _frame(ed, Action(now(), "weights", {"action": "drag"}))
+        tool = ed.weights.tool
+        v_world = tool.character.vertices()[key]
+        v = int(np.argmin(np.abs(tool.prim.positions[:, 0] - 0.62) + np.abs(tool.prim.positions[:, 2] - 0.1)))
+        a = _pixel(ed, v_world[v])
+        b = _pixel(ed, v_world[v] + np.array([0.0, 0.03, 0.0]))
+        _stroke(ed, [a, ((a[0] + b[0]) / 2, (a[1] + b[1]) / 2), b])
+        tool = ed.weights.tool
+        assert ed.undo.history[-1].startswith("drag vertex "), (ed.undo.history, ed.state.messages)
+        dragged = tool.dense.copy()
+        assert np.abs(dragged - painted).max() > 1e-4
+        # influence: a click on a vertex shows the vertices that move with it
+        _frame(ed, Action(now(), "weights", {"action": "influence"}))
+        c = _pixel(ed, tool.character.vertices()[key][v])
+        _frame(ed, PointerDown(now(), *c))
+        _frame(ed, PointerUp(now(), *c))
+        assert ed.weights.region is not None and len(ed.weights.region) > 0
+        assert ed.state.messages[-1].startswith("influence of vertex")
+        # Save writes the edited weights; Open gives them back
+        out = tmp_path / "saved.glb"
+        ed.save(out)
+        ed.open(out)
+        s.step()
+        _frame(ed, Action(now(), "tool", {"name": "weights"}))
+        np.testing.assert_allclose(ed.weights.tool.dense, dragged, atol=1e-6)
+    from engine.scene import load_asset
+
+    (prim,) = primitive_weights(load_asset(out))
+    np.testing.assert_allclose(prim.dense(), dragged, atol=1e-6)
+    (orig,) = primitive_weights(load_asset(src))
+    np.testing.assert_allclose(orig.dense(), before, atol=1e-6)  # the source file is untouched
