@@ -4,8 +4,8 @@ and the keys ask for them.
 * Open asks for a .gltf/.glb (the desktop's dialog, or a typed path: game/ui/filedialog.py) and opens it in
   place of the characters (:meth:`game.editor.Editor.open`: a saved file's pose, edits and weights come back).
 * Save writes the selected character to the file it came from or was last saved to (:meth:`Editor.save`: the
-  .glb with the pose clip, the surface edits beside it as ``<stem>.edits.json``); with no such file yet it is
-  Save as.
+  .glb with the pose clip and the weights the Weights tool edited, the surface edits beside it as
+  ``<stem>.edits.json``); with no such file yet it is Save as.
 * Save as asks for the .glb to write (``.glb`` is added to a name without it).
 
 With a cutscene open (``editor --cutscene FILE``, game/editor/cutscene_panel.py) Save writes the cutscene's

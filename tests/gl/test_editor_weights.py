@@ -105,3 +105,45 @@ def test_weights_tool_paints_undoes_drags_and_saves(tmp_path):
     np.testing.assert_allclose(prim.dense(), dragged, atol=1e-6)
     (orig,) = primitive_weights(load_asset(src))
     np.testing.assert_allclose(orig.dense(), before, atol=1e-6)  # the source file is untouched
+
+
+WINDOW = r'''
+import json, sys
+from pyglet.window import key
+from engine import Session
+from game.editor import Editor
+from game.editor.window import run_editor_window
+
+out = {}
+with Session(window=True, width=640, height=480, title="weights panel") as s:
+    ed = Editor(s)
+    ed.spawn(sys.argv[1], clip="wave", speed=0.0)
+    ed.frame_camera()
+
+    def before(i, window):
+        if i == 2:
+            window.dispatch_event("on_key_press", key.W, key.MOD_SHIFT)
+            window.dispatch_event("on_key_release", key.W, key.MOD_SHIFT)
+        if i == 5:
+            out["tool"] = ed.state.settings.tool
+            out["joint"] = None if ed.weights.tool is None else int(ed.weights.tool.joint)
+            out["heat"] = ed.weights._heat is not None
+
+    run_editor_window(ed, frames=7, before_frame=before, persist_layout=False)
+    out["messages"] = ed.state.messages
+print("RESULT " + json.dumps(out))
+'''
+
+
+def test_weights_panel_draws_in_the_window(tmp_path):
+    """Shift+W in the real window (Xvfb): the Tools panel draws the weights controls, the heat map shows."""
+    import json
+
+    from tests.helpers.xvfb import run_under_xvfb
+
+    src = tube_asset(tmp_path / "tube.glb", influences=4, rings=9, sides=6)
+    r = run_under_xvfb(WINDOW.replace("sys.argv[1]", repr(str(src))))
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert r.returncode == 0 and lines, r.stderr[-3000:]
+    res = json.loads(lines[-1][len("RESULT "):])
+    assert res["tool"] == "weights" and res["joint"] is not None and res["heat"], res["messages"]
