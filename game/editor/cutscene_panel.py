@@ -123,7 +123,10 @@ class CutscenePanel:
         """The timeline panel and this module's rows (inside the editor's imgui frame)."""
         from imgui_bundle import imgui
 
+        said = self.timeline.status
         draw_timeline(self.timeline, imgui)
+        if self.timeline.status != said and self.timeline.status.startswith("saved "):
+            self.editor.saved_mark = self.editor.undo.mark()  # the panel's own save button wrote the file
         imgui.begin(PANEL)  # the same window again: these rows go below the timeline's
         imgui.separator()
         if imgui.checkbox("look through the live camera (C)", self.live)[0]:

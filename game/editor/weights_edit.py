@@ -208,7 +208,11 @@ class WeightsEditing:
             # the view plane through the vertex (normal along the view direction, towards the eye)
             self._drag, self._target = (v, facing_plane(p, p - forward)), None
         else:
-            self.region = t.influence(t.vertex_at(hit))
+            try:
+                self.region = t.influence(t.vertex_at(hit))
+            except ValueError as exc:  # e.g. a character a cutscene's timeline plays has no clip of its own
+                state.say(f"weights influence refused: {exc}")
+                return
             self._heat = t.character  # the region is drawn in the heat map's place until the next change
             state.say(f"influence of vertex {t.vertex_at(hit)}: {len(self.region)} vertices move with it")
 
