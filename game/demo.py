@@ -19,6 +19,10 @@ drawn into the screenshot); ``--profile F.json`` writes a Perfetto / chrome://tr
 (engine/profile/trace.py). ``--headless --frames N --screenshot out.png`` renders N frames offscreen,
 writes the PNG and prints the frame-time summary.
 
+The profiler and the help are docked panels (game/ui/dock.py, as in the editor): the help in a right column,
+the profiler along the bottom, the scene's camera image in the central view between them (its ``view_rect``),
+framed again on the cast whenever a panel shows or hides, so no panel covers a character at any window size.
+
 The demo only decides the cast and where it stands; the frame (engine/frame.py), the deformation and the
 drawing are the Session's.
 """
@@ -39,7 +43,7 @@ from engine.profile.stats import FrameStats
 
 __all__ = ["DEFAULT_CAST", "SHOWCASE", "SHOWCASE_EDITS", "BindStroke", "bind_stroke_edit", "clip_period",
            "SWITCH_DEFORMERS", "COMPARE_DEFORMERS", "COMPARE_SUBJECT", "Slot",
-           "DemoScene", "spawn_cast", "demo_deformer", "frame_camera", "parse_deformers", "run_demo"]
+           "DemoScene", "spawn_cast", "demo_deformer", "frame_camera", "fit_camera", "parse_deformers", "run_demo"]
 
 # The grid cast (--characters N): (character, clip, speed). Humanoids first; the research's test pieces beside.
 DEFAULT_CAST = (
@@ -167,12 +171,13 @@ def _clip(loaded: Any, clip: str | int) -> str | int | None:
     return clip
 
 
-def frame_camera(session: Any, *, margin: float = 1.04, left_px: float = 0.0, yaw: float = 20.0,
-                 pitch: float = 16.0) -> None:
+def frame_camera(session: Any, *, margin: float = 1.04, yaw: float = 20.0, pitch: float = 16.0,
+                 view_rect: tuple[float, float, float, float] | None = None) -> np.ndarray | None:
     """An orbit camera over the cast: aimed at the centre of the first frame's deformed vertices (read back
-    once), at the closest distance where they all lie inside the frame, ``margin`` around them and ``left_px``
-    pixels kept free on the left (the profiler panel)."""
-    from engine.authoring.view import window_points
+    once), at the closest distance where they all lie inside the view, ``margin`` around them. ``view_rect``:
+    the free rectangle of the frame the camera's image fills (fractions, engine/render/camera.py; the docked
+    panels' central view). Returns the vertices framed (a subsample, for :func:`fit_camera` after the view
+    rectangle changes; None: nothing to frame)."""
     from engine.render.camera import OrbitCamera
 
     r = session.renderer
@@ -182,21 +187,32 @@ def frame_camera(session: Any, *, margin: float = 1.04, left_px: float = 0.0, ya
     session.step()
     pts = [p[::5] for ch in session.characters for p in ch.vertices().values() if len(p)]  # read back once
     if not pts:
-        return
+        return None
     corners = np.concatenate(pts).astype(np.float64)
+    cam.view_rect = view_rect
+    fit_camera(cam, corners, r.width, r.height, margin=margin)
+    return corners
+
+
+def fit_camera(cam: Any, corners: np.ndarray, width: int, height: int, *, margin: float = 1.04) -> None:
+    """Aim the orbit camera ``cam`` (its yaw and pitch kept) at ``corners`` (N, 3) at the closest distance
+    where they all lie inside its view rectangle (``cam.view_rect``, else the whole ``width`` x ``height``
+    frame) with ``margin`` around them. No frame runs and nothing is read back."""
+    from engine.authoring.view import window_points
+
     lo, hi = corners.min(0), corners.max(0)
     cam.fit(lo, hi, margin=margin)  # the bounding sphere: far enough, then come closer
     centre = cam.target.copy()
-    w, h = r.width, r.height
-    pad = (margin - 1.0) * min(w, h)
-    left = min(max(float(left_px), 0.0), 0.6 * w)
+    w, h = width, height
+    fx, fy, fw, fh = cam.view_rect if getattr(cam, "view_rect", None) is not None else (0.0, 0.0, 1.0, 1.0)
+    x0, y0, x1, y1 = fx * w, fy * h, (fx + fw) * w, (fy + fh) * h
+    pad = (margin - 1.0) * min(x1 - x0, y1 - y0)
 
     def place(d: float) -> bool:
         cam.distance, cam.target = d, centre.copy()
-        cam.pan(left / 2.0, 0.0, h)  # the free area's centre
-        xy = window_points(cam, w, h, corners)
-        return bool(np.all(np.isfinite(xy)) and xy[:, 0].min() >= left + pad and xy[:, 0].max() <= w - pad
-                    and xy[:, 1].min() >= pad and xy[:, 1].max() <= h - pad)
+        xy = window_points(cam, w, h, corners)  # through the view rectangle's projection
+        return bool(np.all(np.isfinite(xy)) and xy[:, 0].min() >= x0 + pad and xy[:, 0].max() <= x1 - pad
+                    and xy[:, 1].min() >= y0 + pad and xy[:, 1].max() <= y1 - pad)
 
     near, far = 0.05 * cam.distance, cam.distance
     if not place(far):
@@ -301,6 +317,8 @@ class DemoScene:
         self._compare: tuple[str, ...] = COMPARE_DEFORMERS
         self._previous = "showcase"
         self._heights: dict[int, float] = {}
+        #: the vertices the camera was framed on last (:func:`frame_camera`; None: nothing framed yet)
+        self._framed: np.ndarray | None = None
         from engine.ecs import Phase
 
         session.add_system(Phase.ANIMATION, self._walk, name=self.WALK_SYSTEM)
@@ -418,15 +436,26 @@ class DemoScene:
             self.build_grid(self._grid) if self._previous == "grid" else self.build_showcase()
         else:
             self.build_compare()
-        self.frame()
+        self.frame(getattr(self.session.camera, "view_rect", None))  # in the free view, as before
         return self.mode
 
-    def frame(self, *, left_px: float = 0.0) -> None:
-        """Frame the cast (:func:`frame_camera`): the comparison row from the front, the others at an angle."""
+    def frame(self, view_rect: tuple[float, float, float, float] | None = None) -> None:
+        """Frame the cast (:func:`frame_camera`) in ``view_rect`` (fractions of the frame; None: all of it): the
+        comparison row from the front, the others at an angle."""
         if self.mode == "compare":
-            frame_camera(self.session, margin=1.1, left_px=left_px, yaw=0.0, pitch=8.0)
+            self._framed = frame_camera(self.session, margin=1.1, yaw=0.0, pitch=8.0, view_rect=view_rect)
         else:
-            frame_camera(self.session, left_px=left_px)
+            self._framed = frame_camera(self.session, view_rect=view_rect)
+
+    def refit(self, view_rect: tuple[float, float, float, float] | None) -> None:
+        """The free view changed (a docked panel shown or hidden): the camera's image fills ``view_rect`` and
+        comes as close as the cast framed last allows (its yaw and pitch kept; no frame runs)."""
+        cam, r = self.session.camera, self.session.renderer
+        if cam is None or not hasattr(cam, "view_rect"):
+            return
+        cam.view_rect = view_rect
+        if self._framed is not None:
+            fit_camera(cam, self._framed, r.width, r.height, margin=1.1 if self.mode == "compare" else 1.04)
 
     # -- labels --------------------------------------------------------------------------------------------
     def labels(self) -> list[Any]:
@@ -479,7 +508,9 @@ class DemoScene:
 
 # ------------------------------------------------------------------------------------------------ the command
 GRID_DEFAULT = 6  # --asset without --characters: that many copies on the grid
-PROFILER_SPACE = 446.0  # pixels the profiler panel covers on the left (game/ui/overlay.py), kept free at start
+#: the demo's docked layout (game/ui/dock.py): the help on the right, the profiler along the bottom, as fractions
+#: of the window (left column, right column, bottom row); a hidden panel gives its space back to the view
+DOCK_SIZES = (0.22, 0.28, 0.34)
 
 
 def _check_args(args: argparse.Namespace, headless: bool) -> None:
@@ -578,7 +609,7 @@ def run_demo(args: argparse.Namespace) -> int:
                 "showcase": f"showcase, {len(scene.characters)} characters"}[scene.mode]
         print(f"demo: {what}; deformer {f'graph {deformer!r}' if graph is not None else deformer} "
               f"on {args.device} ({gl_renderer})")
-        scene.frame(left_px=PROFILER_SPACE if show_overlay else 0.0)
+        scene.frame()  # in the whole frame; the overlay's docked panels refit it into their central view
         session.schedule.history.clear()
         frame_ms, profiler = _run(session, scene, headless=headless, frames=frames, overlay=show_overlay,
                                   profile=profile, run_headless=run_headless, run_window=run_window)
@@ -605,16 +636,22 @@ def _run(session: Any, scene: DemoScene, *, headless: bool, frames: int | None, 
     try:
         if not headless or overlay or scene.mode == "compare":
             from game.ui.cast import CastPanel
+            from game.ui.dock import DockLayout
             from game.ui.labels import draw_labels
             from game.ui.overlay import SessionOverlay
 
-            ui = SessionOverlay(session, profiler=profiler, show_profiler=overlay)
+            # the profiler and the help dock around the scene's view (the camera's image fills the central
+            # node, refitted to the cast whenever a panel shows or hides), so neither covers a character
+            dock = DockLayout(right=("Help (H)",), bottom=("Profiler (P)",), sizes=DOCK_SIZES)
+            ui = SessionOverlay(session, profiler=profiler, show_profiler=overlay, dock=dock,
+                                on_view_rect=scene.refit)
             r = session.renderer
 
             def labels() -> None:
                 draw_labels(session.camera, r.width, r.height, scene.labels())
 
             ui.panels.append(labels)
+            ui.settle()  # the docked view rectangle holds from the first frame
             if headless:
                 return run_headless(session, frames), profiler
             from engine.skinning import registry

@@ -28,6 +28,12 @@
   tool, ends it); a click on the stroke changes nothing. Pointer events are read from the editor's event
   queue, so a recording replays the drag.
 
+Drawn strokes live in the world (issue 27 item 2): the active edit keeps its stroke in 3D -- a bulge stroke as
+its surface samples (mesh, triangle, barycentric), evaluated on the deformed skin, a silhouette accent stroke as
+the world points it was drawn at (on the plane facing the camera through the moved outline). The window draws
+the stroke at its current projection (:meth:`SurfaceTool.stroke_window`), so it stays on the limb when the camera
+orbits, and a press on it, where it is drawn now, grabs it as the handle.
+
 Edits are stored relative to the vertices' attachment points, so they stay while the character walks. The
 region of the active (last) edit is drawn in colour on the deformed mesh (``Character.show_region``: kinematic
 green, passive blue, static red). Changing a surface setting (the panel's sliders, ``=`` / ``-`` for the
@@ -52,7 +58,7 @@ import numpy as np
 
 from engine.authoring.silhouette import silhouette_edit
 from engine.authoring.surface import densify, stroke_samples, surface_edit
-from engine.authoring.view import unproject_point, window_points
+from engine.authoring.view import unproject_point, unproject_points, window_points
 from engine.ecs import World
 from engine.input.events import Buttons, EventQueue, PointerDown, PointerMove, PointerUp
 from engine.input.rays import facing_plane
@@ -81,7 +87,8 @@ class ActiveEdit:
     """The edit the surface settings act on: the character's ``entity``, the primitive ``key``, its ``index``
     in that primitive's edit stack, the ``tool`` that made it and, for a bulge, its stroke ``samples``
     (engine.authoring.surface.SurfaceSamples) and, for a laplacian silhouette edit, ``solved`` True (its targets
-    are a solved region: only the stiffness changes live)."""
+    are a solved region: only the stiffness changes live); for a silhouette edit, ``points``: its accent stroke
+    in the world (on the plane facing the camera through the moved outline, as drawn)."""
 
     entity: int
     key: Any
@@ -89,6 +96,8 @@ class ActiveEdit:
     tool: str
     samples: Any = None
     solved: bool = False
+    #: a silhouette accent stroke's window samples lifted into the world (N, 3) when it was drawn
+    points: np.ndarray | None = field(default=None, compare=False)
 
 
 class _Answered:
@@ -181,10 +190,12 @@ class SurfaceTool:
         self._job: _StrokeJob | None = None
         self._seen: dict[str, Any] | None = None
         self._handle: _Handle | None = None
+        #: the bulge stroke's world points and what they were read for (see :meth:`stroke_world`)
+        self._world: tuple[Any, np.ndarray] | None = None
 
     def reset(self) -> None:
         """Forget the active edit, the strokes waiting and any drag (their characters were removed)."""
-        self.active = self.shown = self._job = self._handle = None
+        self.active = self.shown = self._job = self._handle = self._world = None
         self.waiting.clear()
 
     # -- the frame ------------------------------------------------------------------------------------------
@@ -402,9 +413,56 @@ class SurfaceTool:
                                     stiffness=st.surface_stiffness, name=f"outline {self._count(ch) + 1}",
                                     smooth=solved)
         ch.add_edit(key, edit)
-        self.active = ActiveEdit(ch.entity, key, len(ch.edits[key]) - 1, "silhouette", None, solved)
+        self.active = ActiveEdit(ch.entity, key, len(ch.edits[key]) - 1, "silhouette", None, solved,
+                                 self._lift_accent(ch, key, edit, np.asarray(stroke.samples, np.float64)))
         state.say(f"{edit.name}: {edit.kinematic.size} moved, {edit.passive.size} passive ({st.surface_solver})")
         return f"{edit.name} of {ch.name} ({st.surface_solver})"
+
+    def _lift_accent(self, ch: Any, key: Any, edit: Any, window: np.ndarray) -> np.ndarray | None:
+        """The accent stroke's window points on the plane facing the camera through the moved outline vertices
+        (as the character stood when it was drawn); None when the view grazes that plane."""
+        cam, r = self.session.camera, self.session.renderer
+        x = np.asarray(ch.vertices()[key], np.float64)[np.asarray(ch.topology(key).display_of_control)]
+        plane = facing_plane(x[np.asarray(edit.kinematic)].mean(axis=0), cam.eye)
+        try:
+            return unproject_points(window, cam, r.width, r.height, plane, what="accent point",
+                                    plane_name="the plane facing the camera")
+        except ValueError:
+            return None
+
+    # -- the drawn stroke in the world ---------------------------------------------------------------------
+    def stroke_world(self) -> np.ndarray | None:
+        """The active edit's drawn stroke in the world now (N, 3), or None: a bulge stroke's samples evaluated on
+        the character's deformed skin (read again only when the fixed step, the undo stack or the edit changed,
+        so a still scene reads nothing per frame), a silhouette accent stroke's points as drawn."""
+        found = self._active_edit()
+        if found is None:
+            return None
+        a, ch, stack = found
+        if a.tool != "bulge":
+            return a.points
+        if a.samples is None:
+            return None
+        token = (id(a), id(stack.edits[a.index]), self.session.clock.step_count,
+                 self.session.world.resource(CommandStack).changes)
+        if self._world is None or self._world[0] != token:
+            if self.session.pose_changed:
+                # reading now would run a frame from the drawing (consuming that frame's events): the last
+                # points of this stroke, if any, are drawn until the next frame has deformed the skin
+                same = self._world is not None and self._world[0][:2] == token[:2]
+                return self._world[1] if same and self._world is not None else None
+            self._world = (token, np.asarray(a.samples.positions(ch), np.float64))
+        return self._world[1]
+
+    def stroke_window(self) -> np.ndarray | None:
+        """The active edit's drawn stroke as the current view shows it (window pixels (N, 2), the points behind
+        the camera left out), or None: projected every time from :meth:`stroke_world`, so it stays on the limb
+        when the camera orbits, pans or zooms."""
+        pts = self.stroke_world()
+        r = self.session.renderer
+        if pts is None or r is None:
+            return None
+        return _in_front(window_points(self.session.camera, r.width, r.height, pts))
 
     # -- shared --------------------------------------------------------------------------------------------
     @staticmethod

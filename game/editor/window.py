@@ -413,6 +413,9 @@ class EditorUI:
             curve(stroke, "baseline" if i == 0 else "offset")
         if st.drawing is not None:
             poly(st.drawing.points, "baseline" if not st.strokes else "offset", 2.0)
+        line = ed.surface.stroke_window() if st.settings.tool in ("bulge", "silhouette") else None
+        if line is not None:  # the active surface edit's stroke where the skin is now (it follows an orbit)
+            poly(line, "baseline")
         if ed.posing.last is not None and ed.selected is not None and pair and not st.strokes:
             self._joints(dl, col("joint"))
         if st.settings.tool == "pose" and ed.selected is not None:

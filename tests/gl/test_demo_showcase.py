@@ -169,7 +169,7 @@ def test_headless_demo_writes_profile_trace_and_overlay(tmp_path):
 
     img = np.asarray(Image.open(png).convert("RGB")).astype(np.float32)
     assert img.shape == (200, 480, 3)
-    panel = img[40:180, 20:200]  # the profiler panel: dark window background with text
+    panel = img[140:196, 20:460]  # the profiler panel docked along the bottom: dark background with text
     assert panel.mean() < 110 and panel.std() > 10
 
 

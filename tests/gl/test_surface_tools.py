@@ -215,3 +215,51 @@ def test_a_handle_drag_within_one_frame_draws_no_stroke_and_a_press_off_the_stro
         s.step(2)
         assert any(m.startswith("bulge refused:") for m in ed.state.messages)
         assert ch.edits[key].edits[0] is dragged
+
+
+def test_drawn_surface_strokes_stay_on_the_skin_when_the_camera_orbits():
+    """Issue 27 item 2: the bulge stroke is kept as surface samples and drawn at its current projection; after
+    an orbit it is where the skin is (not where it was on the screen) and a press there still grabs it."""
+    from engine.authoring.view import window_points
+
+    with Session(width=W, height=H, strict=True) as s:
+        ed, ch = _editor(s)
+        _drag(ed, s, [_px(s.camera, [0.0, y, 0.1]) for y in np.linspace(0.35, 0.65, 8)])
+        s.step(6)
+        assert ed.undo.history == [f"bulge 1 on {ch.name}"], ed.state.messages
+        old = ed.surface.stroke_window()
+        np.testing.assert_allclose(ed.surface.stroke_world(), ed.surface.active.samples.positions(ch), atol=1e-9)
+        s.camera.drag(120.0, 0.0)  # orbit about 36 degrees
+        s.step()
+        world = ed.surface.stroke_world()
+        np.testing.assert_allclose(world, ed.surface.active.samples.positions(ch), atol=1e-9)  # on the skin now
+        new = ed.surface.stroke_window()
+        np.testing.assert_allclose(new, window_points(s.camera, W, H, world), atol=1e-9)
+        assert np.abs(new - old).max() > 10.0  # moved on the screen with the limb
+        assert len(ed.undo.history) == 1  # following the view is no edit
+        x, y = new[len(new) // 2]
+        _drag(ed, s, [(x + dx, y) for dx in (0.0, 8.0, 16.0)], t=1.0)
+        assert ed.undo.history[-1] == f"drag bulge 1 of {ch.name}", ed.state.messages
+        ed.undo.undo()  # the drawn stroke comes back with its edit, drawn once the frame deformed the skin
+        s.step()
+        assert ed.surface.active is not None and ed.surface.stroke_window() is not None
+
+
+def test_an_accent_stroke_is_kept_in_the_world():
+    from engine.authoring.view import window_points
+
+    with Session(width=W, height=H, strict=True) as s:
+        ed, ch = _editor(s, tool="silhouette")
+        accent = np.array([_px(s.camera, [0.125, y, 0.0]) for y in np.linspace(0.35, 0.65, 7)])
+        _drag(ed, s, [tuple(p) for p in accent])
+        s.step(2)
+        assert len(ed.undo.history) == 1, ed.state.messages
+        world = ed.surface.stroke_world()
+        assert world is not None
+        drawn = ed.surface.stroke_window()
+        assert np.abs(drawn[[0, -1]] - accent[[0, -1]]).max() < 1e-6  # as drawn, from the camera it was drawn with
+        assert np.abs(world[:, 2]).max() < 0.05 and np.ptp(world[:, 2]) < 2e-3  # beside the outline, facing us
+        s.camera.drag(120.0, 60.0)  # orbit sideways and up
+        s.step()
+        np.testing.assert_allclose(ed.surface.stroke_window(), window_points(s.camera, W, H, world), atol=1e-9)
+        assert np.abs(ed.surface.stroke_window() - drawn).max() > 5.0  # not where it was on the screen
