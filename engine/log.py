@@ -4,6 +4,9 @@
 2 (``-vv``) debug, -1 (``-q``) errors only and no progress bars. Records print as one line each on stderr,
 ``level: message`` like the command line's ``error:`` lines. Library code only calls ``logging.getLogger``.
 
+``quiet_output()`` silences C-level writes to stdout/stderr for a block (native libraries that print their own
+messages, such as the OpenVR runtime, on the way to the command line's one ``error:`` line).
+
 ``progress(...)`` wraps tqdm: the bar goes to stderr, only when stderr is a terminal (or always with
 ``--progress``: ``configure(verbosity, force_progress=True)``, for logs), and never under ``-q``. Anything that
 can take longer than ~2 s shows one: first-use generation, baking, replay, compare.
@@ -14,9 +17,11 @@ can take longer than ~2 s shows one: first-use generation, baking, replay, compa
 """
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from tqdm import tqdm
@@ -71,3 +76,22 @@ def progress(iterable: Iterable[Any] | None = None, *, enabled: bool = True, **k
         return tqdm(iterable, file=sys.stderr, disable=False, leave=True, ascii=True, **kwargs)
     # disable=None: tqdm turns itself off when the stream is not a terminal
     return tqdm(iterable, file=sys.stderr, disable=None if show else True, leave=False, **kwargs)
+
+
+@contextlib.contextmanager
+def quiet_output() -> Iterator[None]:
+    """Silence C-level writes to stdout/stderr for the duration (file descriptors 1 and 2 point at the null
+    device; restored even on error)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, devnull):
+            os.close(fd)

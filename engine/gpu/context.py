@@ -7,13 +7,13 @@ says what was found and what to install.
 """
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import moderngl
+
+from engine.log import quiet_output
 
 if TYPE_CHECKING:
     import pyglet.window
@@ -59,28 +59,10 @@ def openvr_runtime_present() -> bool:
     except ImportError:
         return False
     try:
-        with _quiet_fds():  # the runtime library prints "Unable to read VR Path Registry" itself
+        with quiet_output():  # the runtime library prints "Unable to read VR Path Registry" itself
             return bool(openvr.isRuntimeInstalled())
     except (OSError, AttributeError, RuntimeError, ValueError):  # ctypes load/lookup failures
         return False
-
-
-@contextlib.contextmanager
-def _quiet_fds():
-    """Silence C-level writes to stdout/stderr for the duration (restored even on error)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in (*saved, devnull):
-            os.close(fd)
 
 
 def _check_version(ctx: moderngl.Context, how: str) -> None:

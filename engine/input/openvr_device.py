@@ -16,36 +16,15 @@ structures.
 """
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from engine.input.events import Buttons, TrackedSample, VRButtons, now
 from engine.input.vr import EyeGeometry, VRError, VRFrame
+from engine.log import quiet_output
 
-__all__ = ["OpenVRHeadset", "matrix34", "controller_buttons", "quiet_output", "openvr_status"]
-
-
-@contextlib.contextmanager
-def quiet_output() -> Iterator[None]:
-    """Silence C-level writes to stdout/stderr (the OpenVR runtime prints its own messages), restored after."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in (*saved, devnull):
-            os.close(fd)
+__all__ = ["OpenVRHeadset", "matrix34", "controller_buttons", "openvr_status"]
 
 
 def openvr_status(module: Any = None) -> str:
