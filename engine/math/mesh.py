@@ -196,12 +196,20 @@ def weld(positions: np.ndarray, tolerance: float) -> tuple[np.ndarray, np.ndarra
     else:
         _, labels = np.unique(pos, axis=0, return_inverse=True)
         labels = labels.reshape(-1)
-    # first display index of every label; renumber labels by that first occurrence
+    return relabel_by_first(labels)
+
+
+def relabel_by_first(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Non-negative integer ``labels`` (N,) renumbered 0..K-1 in the order of their first occurrence, and the
+    first index of each new label (K,), both int64 (a weld's control points keep the display order)."""
+    labels = np.asarray(labels).reshape(-1)
+    if labels.size == 0:
+        return labels.astype(np.int64), np.zeros(0, np.int64)
     uniq, first = np.unique(labels, return_index=True)
     order = np.argsort(first, kind="stable")
     rank = np.empty(uniq.shape[0], np.int64)
     rank[order] = np.arange(uniq.shape[0])
-    lut = np.empty(labels.max() + 1, np.int64)
+    lut = np.empty(int(labels.max()) + 1, np.int64)
     lut[uniq] = rank
     return lut[labels], first[order].astype(np.int64)
 

@@ -20,6 +20,7 @@ import dataclasses
 
 import numpy as np
 
+from engine.math.mesh import relabel_by_first
 from engine.skinning.types import Binding, MeshTopology
 
 __all__ = ["morph", "morph_normals", "control_deltas", "morph_binding", "split_by_deltas", "check_weights"]
@@ -87,11 +88,4 @@ def split_by_deltas(control_of_display: np.ndarray, deltas: np.ndarray, toleranc
     rows = np.concatenate([cod[:, None].astype(np.float64), key], axis=1)
     _, labels = np.unique(rows, axis=0, return_inverse=True)
     labels = labels.reshape(-1)
-    uniq, first = np.unique(labels, return_index=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty(uniq.shape[0], np.int64)
-    rank[order] = np.arange(uniq.shape[0])
-    lut = np.empty(int(labels.max()) + 1 if labels.size else 0, np.int64)
-    lut[uniq] = rank
-    new = lut[labels] if labels.size else labels.astype(np.int64)
-    return new, np.sort(first)
+    return relabel_by_first(labels)
