@@ -5,7 +5,9 @@ editor's input to the weight-editing model (game/editor/weights_tool.py) and kee
   the brush (``radius`` metres on the bind surface, ``value``, ``mode`` add | subtract | replace | blur); one
   dab per frame at the pointer, the whole drag one undo step;
 * **drag**: a left-drag from a vertex moves it: on release its weights are recomputed (Mohr 2003) so that LBS puts
-  it where the pointer left it, unprojected onto the view plane through the vertex;
+  it where the pointer left it, unprojected onto the view plane through the vertex; while the pointer moves the
+  window draws what LBS can reach (:meth:`WeightsEditing.drag_overlay`: the hull of the q_i = R_i v of the
+  influencing joints, its edges, and the reachable point nearest the pointer's target);
 * **influence**: a click on a vertex shows its co-movement region over the playing clip (Lewis and Anjyo).
 
 The panel (game/editor/weights_panel.py) and scripts set the joint and the brush with ``weights`` actions
@@ -55,12 +57,14 @@ class WeightsEditing:
         self._painting = False
         self._drag: tuple[int, np.ndarray] | None = None  # (vertex, view plane through it) while dragging
         self._target: np.ndarray | None = None
+        self._preview: Any = None  # the DragResult of the drag in progress at the pointer's target (not applied)
         #: the last influence region (display vertex indices), for the panel and tests
         self.region: np.ndarray | None = None
 
     def reset(self) -> None:
         """Forget the tool (the characters were removed: a file opened, a session restored)."""
         self.tool = self._entity = self._original = self._heat = self._drag = self._target = self.region = None
+        self._preview = None
         self._painting = False
 
     # -- the model of the selected character --------------------------------------------------------------
@@ -109,7 +113,7 @@ class WeightsEditing:
         self._follow(state)
         active = state.settings.tool == TOOL_NAME
         if not active:
-            self._painting, self._drag = False, None
+            self._painting, self._drag, self._preview = False, None, None
             self._hide()
             return
         tool = self.ensure()
@@ -226,13 +230,30 @@ class WeightsEditing:
         elif self._drag is not None:
             r = self.editor.session.renderer
             self._target = unproject_point(x, y, self.editor.session.camera, r.width, r.height, self._drag[1])
+            try:
+                self._preview = None if self._target is None else \
+                    self.tool.drag_result(self._drag[0], np.asarray(self._target, np.float64))
+            except ValueError:
+                self._preview = None
+
+    def drag_overlay(self) -> dict[str, np.ndarray] | None:
+        """What the window draws while a vertex drag is in progress (None otherwise): ``hull`` (k, 3) the points
+        q_i = R_i v of the influencing joints in the current pose, ``edges`` (E, 2) the convex hull's edges
+        between them, ``reached`` (3,) the reachable point nearest ``target`` (3,), the pointer's world point."""
+        from game.editor.weights_tool import hull_edges
+
+        res = self._preview
+        if self._drag is None or res is None or self._target is None:
+            return None
+        return {"hull": np.asarray(res.hull, np.float64), "edges": hull_edges(res.hull),
+                "reached": np.asarray(res.reached, np.float64), "target": np.asarray(self._target, np.float64)}
 
     def _release(self, state: EditorState) -> None:
         if self._painting:
             self._painting = False
             self.editor.undo.close()  # the stroke's dabs are one undo step
         elif self._drag is not None:
-            (v, _), target, self._drag = self._drag, self._target, None
+            (v, _), target, self._drag, self._preview = self._drag, self._target, None, None
             if target is None:
                 return
             try:

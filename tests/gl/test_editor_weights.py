@@ -147,3 +147,39 @@ def test_weights_panel_draws_in_the_window(tmp_path):
     assert r.returncode == 0 and lines, r.stderr[-3000:]
     res = json.loads(lines[-1][len("RESULT "):])
     assert res["tool"] == "weights" and res["joint"] is not None and res["heat"], res["messages"]
+
+
+def test_weights_drag_shows_the_hull_and_the_reachable_point(tmp_path):
+    """While a vertex drag is in progress the tool exposes what the window draws: the hull points q_i = R_i v of
+    the influencing joints, its edges and the reachable point, equal to the model's DragResult; the drag's
+    release applies it (LBS puts the vertex at that point) and the overlay goes."""
+    src = tube_asset(tmp_path / "tube.glb", influences=4, rings=9, sides=6)
+    with Session(width=W, height=H, strict=True, deformer="lbs") as s:
+        ed = Editor(s)
+        ed.spawn(str(src), clip="wave", time=0.5, speed=0.0)
+        ed.frame_camera()
+        s.step()
+        _frame(ed, KeyDown(now(), "w", Modifiers.SHIFT))
+        _frame(ed, Action(now(), "weights", {"action": "drag"}))
+        tool = ed.weights.tool
+        key = tool.prim.key
+        v_world = tool.character.vertices()[key]
+        v = int(np.argmin(np.abs(tool.prim.positions[:, 0] - 0.62) + np.abs(tool.prim.positions[:, 2] - 0.1)))
+        a = _pixel(ed, v_world[v])
+        b = _pixel(ed, v_world[v] + np.array([0.0, 0.2, 0.0]))  # far: outside what LBS can reach
+        assert ed.weights.drag_overlay() is None
+        _frame(ed, PointerDown(now(), *a))
+        _frame(ed, PointerMove(now(), *b, buttons=Buttons.LEFT))
+        ov = ed.weights.drag_overlay()
+        assert ov is not None
+        picked = ed.weights._drag[0]
+        res = ed.weights.tool.drag_result(picked, ov["target"])
+        np.testing.assert_array_equal(ov["hull"], res.hull)
+        np.testing.assert_array_equal(ov["reached"], res.reached)
+        assert ov["hull"].shape == (int((tool.dense[picked] > 0).sum()), 3)
+        assert ov["edges"].shape[1] == 2 and ov["edges"].max() < len(ov["hull"])
+        assert not res.inside and np.linalg.norm(ov["reached"] - ov["target"]) > 1e-3
+        _frame(ed, PointerUp(now(), *b))
+        assert ed.weights.drag_overlay() is None
+        live = ed.weights.tool.character.vertices()[key][picked]
+        np.testing.assert_allclose(live, ov["reached"], atol=1e-4)
