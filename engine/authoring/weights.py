@@ -18,7 +18,8 @@ from engine.components import PrimitiveKey
 from engine.skinning.weights.io import PrimitiveWeights, save_weights
 from engine.skinning.weights.table import check_valid, to_slots
 
-__all__ = ["posed_skin_matrices", "drag", "DragEdit", "trajectories", "clip_times", "write_weights"]
+__all__ = ["posed_skin_matrices", "drag", "DragEdit", "trajectories", "clip_times", "write_weights", "joint_worlds",
+           "comovement_seed"]
 
 
 def _session(loaded: Any, clip: Any, time: float):
@@ -106,6 +107,55 @@ def trajectories(loaded: Any, clip: Any, times: np.ndarray, *, device: str = "cp
     with Session(device=device, render=False, deformer=deformer, strict=True) as s:
         ch = s.spawn(loaded, clip=clip if loaded.asset.clips else None, speed=0.0, mode="clamp")
         return bake(s, ch, times)
+
+
+def joint_worlds(loaded: Any, prim: PrimitiveWeights, clip: Any, times: np.ndarray) -> np.ndarray:
+    """(F, J, 4, 4) world matrices of the primitive's skin joints at the frame ``times`` of ``clip``."""
+    from engine import Session
+
+    out = np.zeros((len(times), prim.n_joints, 4, 4))
+    with Session(device="cpu", render=False, deformer="lbs", strict=True) as s:
+        ch = s.spawn(loaded, clip=clip if loaded.asset.clips else None, time=float(times[0]), speed=0.0,
+                     mode="clamp")
+        for f, t in enumerate(times):
+            if loaded.asset.clips:
+                ch.play(clip, time=float(t), speed=0.0)
+            ch.vertices()
+            out[f] = ch.joints()[prim.joint_nodes]
+    return out
+
+
+def comovement_seed(loaded: Any, prim: PrimitiveWeights, clip: Any, *, frames: int = 30,
+                    threshold: float = 0.75) -> np.ndarray:
+    """(D, J) bool: the joints each display vertex may take in automatic weights, from co-movement regions over
+    ``clip`` (Lewis and Anjyo). Joint j's reference trajectory is the middle of its bone (engine.skinning.weights
+    .auto.bone_segments: a point that moves rigidly with the joint) carried by its skin matrix; its region is
+    every vertex scoring >= ``threshold`` against it. A joint whose bone does not move over the clip has no
+    region to tell, so it stays allowed everywhere."""
+    from engine.skinning.weights.auto import bone_segments
+    from engine.skinning.weights.influence import comovement
+
+    if not (np.isfinite(threshold) and 0 <= threshold <= 1):
+        raise ValueError(f"--seed-threshold must be in [0, 1], got {threshold}")
+    times = clip_times(loaded.asset, clip, frames)
+    traj = trajectories(loaded, clip, times)[prim.key]
+    worlds = joint_worlds(loaded, prim, clip, times)
+    owner, a, b = bone_segments(prim.bind_joint_positions(), prim.skinned.parents)
+    first = np.unique(owner, return_index=True)[1]
+    mid = np.concatenate([(a[first] + b[first]) / 2.0, np.ones((first.size, 1))], axis=1)  # (J, 4) bind points
+    skin = worlds @ prim.inverse_bind.astype(np.float64)[None]
+    ref = np.einsum("fjab,jb->fja", skin, mid)[..., :3]  # (F, J, 3)
+    allowed = np.ones((traj.shape[1], prim.n_joints), bool)
+    for j in range(prim.n_joints):
+        r = ref[:, j] - ref[:, j].mean(axis=0)
+        if np.sqrt((r * r).sum() / len(times)) > 1e-9 * max(_extent(traj), 1e-12):
+            allowed[:, j] = comovement(ref[:, j], traj) >= threshold
+    return allowed
+
+
+def _extent(traj: np.ndarray) -> float:
+    """The largest bounding-box diagonal of the trajectories' frames (F, V, 3)."""
+    return float(np.linalg.norm(traj.max(axis=1) - traj.min(axis=1), axis=1).max())
 
 
 def write_weights(source: str | Path, out: str | Path, edits: dict[PrimitiveKey, tuple[PrimitiveWeights, np.ndarray]],
@@ -213,8 +263,11 @@ def spline_edit(loaded: Any, prim: PrimitiveWeights, joint: int, strokes: Any, i
     return limit(out, prim.slots, frozen), field
 
 
-def auto_weights(prim: PrimitiveWeights, method: str, max_influences: int) -> np.ndarray:
-    """(D, J) automatic weights of the primitive (engine.skinning.weights.auto), valid and limited."""
+def auto_weights(prim: PrimitiveWeights, method: str, max_influences: int, *, seed: np.ndarray | None = None
+                 ) -> np.ndarray:
+    """(D, J) automatic weights of the primitive (engine.skinning.weights.auto), valid and limited. ``seed``
+    (D, J) bool (:func:`comovement_seed`): each vertex keeps only the joints it allows (a vertex allowing none of
+    the joints the method gave it keeps them all)."""
     from engine.skinning.weights.auto import METHODS, bbw_weights, finish_auto, heat_weights
 
     if method not in METHODS:
@@ -225,4 +278,11 @@ def auto_weights(prim: PrimitiveWeights, method: str, max_influences: int) -> np
     jp = prim.bind_joint_positions()
     fn = heat_weights if method == "heat" else bbw_weights
     w = fn(topo.positions, topo.triangles, jp, prim.skinned.parents)
+    if seed is not None:
+        # a control point allows a joint when every display vertex welded to it does (they share one weight row)
+        allow = np.ones(w.shape, bool)
+        np.logical_and.at(allow, topo.control_of_display, np.asarray(seed, bool))
+        kept = np.where(allow, np.clip(w, 0.0, None), 0.0)
+        ok = kept.max(axis=1) > 1e-4  # finish_auto's prune: a row needs one weight that survives it
+        w = np.where(ok[:, None], kept, w)
     return finish_auto(w, int(max_influences))[topo.control_of_display]

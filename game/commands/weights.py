@@ -7,7 +7,9 @@
 * ``weights drag ASSET --clip C --time T --vertex KEY:I --target X,Y,Z [--joints NAMES] --out OUT.glb``:
   Mohr's direct manipulation (engine.skinning.weights.mohr);
 * ``weights spline ASSET --joint NAME --splines S.json [--local] --out OUT.glb``: Bang-Lee isoline splines;
-* ``weights auto ASSET --method heat|bbw --out OUT.glb [--max-influences N]``: automatic weights.
+* ``weights auto ASSET --method heat|bbw --out OUT.glb [--max-influences N] [--seed-clip C [--seed-frames N]
+  [--seed-threshold T]]``: automatic weights, seeded (with ``--seed-clip``) by the joints' co-movement regions
+  over a clip (engine.authoring.weights.comovement_seed).
 
 Every written asset: weights >= 0, rows summing to 1 within 1e-6, at most the limit non-zero; bad input exits 2
 with one ``error:`` line (game/cli.py).
@@ -145,15 +147,35 @@ def spline_weights(args: argparse.Namespace) -> int:
 
 
 def auto_command(args: argparse.Namespace) -> int:
-    from engine.authoring.weights import auto_weights, write_weights
+    from engine.authoring.weights import auto_weights, clip_times, comovement_seed, write_weights
 
     if isinstance(args.max_influences, bool) or not 1 <= args.max_influences <= 64:
         raise ValueError(f"--max-influences must be an integer in [1, 64], got {args.max_influences}")
+    seed_clip = getattr(args, "seed_clip", None)
+    frames, threshold = getattr(args, "seed_frames", 30), getattr(args, "seed_threshold", 0.75)
+    if seed_clip is None and (frames != 30 or threshold != 0.75):
+        raise ValueError("--seed-frames and --seed-threshold need --seed-clip")
+    if not (np.isfinite(threshold) and 0 <= threshold <= 1):
+        raise ValueError(f"--seed-threshold must be in [0, 1], got {threshold}")
     loaded, prims = _load(args.asset)
-    edits = {p.key: (p, auto_weights(p, args.method, args.max_influences)) for p in prims}
+    if seed_clip is not None:
+        if not loaded.asset.clips:
+            raise ValueError(f"--seed-clip {seed_clip}: {Path(args.asset).name} has no animation clips")
+        loaded.asset.clip_index(seed_clip)
+        try:  # --seed-frames checked before any work
+            clip_times(loaded.asset, seed_clip, frames)
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("--frames", "--seed-frames")) from None
+    edits = {}
+    for p in prims:
+        seed = None if seed_clip is None else comovement_seed(loaded, p, seed_clip, frames=frames,
+                                                              threshold=threshold)
+        edits[p.key] = (p, auto_weights(p, args.method, args.max_influences, seed=seed))
     path = write_weights(_source(loaded), args.out, edits, limit=args.max_influences)
+    seeded = "" if seed_clip is None else \
+        f", seeded by co-movement over clip {seed_clip} ({frames} frames, threshold {threshold})"
     print(f"wrote {path}: {args.method} weights for {len(edits)} primitive(s), at most {args.max_influences} "
-          "influences per vertex")
+          f"influences per vertex{seeded}")
     return 0
 
 
