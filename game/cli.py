@@ -333,7 +333,9 @@ def _add_weights_parsers(sub: Any, common: ArgumentParser) -> None:
     p.add_argument("asset", help="glTF / GLB file with a skin")
     _add_clip_time(p, clip_default="0")
     p.add_argument("--vertex", required=True, metavar="KEY:I", help="primitive key and vertex index")
-    p.add_argument("--target", required=True, metavar="X,Y,Z", help="world point to drag the vertex to")
+    p.add_argument("--target", default=None, metavar="X,Y,Z", help="world point to drag the vertex to")
+    p.add_argument("--poses", default=None, metavar="P.json", help='several poses instead of --clip/--time/--target: '
+                   '{"version": 1, "poses": [{"clip": C, "time": T, "target": [x, y, z]}, ...]}')
     p.add_argument("--joints", default=None, metavar="NAMES", help="influencing joints, comma separated "
                    "(default: the vertex's current ones)")
     p.add_argument("--out", required=True, metavar="OUT.glb", help="the asset with the vertex's new weights")

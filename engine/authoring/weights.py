@@ -18,8 +18,8 @@ from engine.components import PrimitiveKey
 from engine.skinning.weights.io import PrimitiveWeights, save_weights
 from engine.skinning.weights.table import check_valid, to_slots
 
-__all__ = ["posed_skin_matrices", "drag", "DragEdit", "trajectories", "clip_times", "write_weights", "joint_worlds",
-           "comovement_seed"]
+__all__ = ["posed_skin_matrices", "drag", "drag_poses", "DragEdit", "trajectories", "clip_times", "write_weights",
+           "joint_worlds", "comovement_seed"]
 
 
 def _session(loaded: Any, clip: Any, time: float):
@@ -63,15 +63,49 @@ def drag(loaded: Any, prim: PrimitiveWeights, vertex: int, target: Sequence[floa
     if t.shape != (3,) or not np.isfinite(t).all():
         raise ValueError(f"--target must be three finite numbers X,Y,Z, got {list(np.asarray(target).reshape(-1))}")
     dense = prim.dense()
+    idx = _drag_joints(prim, dense, vertex, joints)
+    if skin_mats is None:
+        skin_mats = posed_skin_matrices(loaded, [prim], clip=clip, time=time)[prim.key]
+    res = drag_vertex(prim.positions[vertex], skin_mats, idx, dense[vertex, idx], t)
+    rows = welded_with(prim, vertex)
+    new = dense.copy()
+    new[rows] = 0
+    new[np.ix_(rows, idx)] = res.weights[None, :]
+    return DragEdit(prim, new, rows, res)
+
+
+def _drag_joints(prim: PrimitiveWeights, dense: np.ndarray, vertex: int, joints: Sequence[str] | None) -> np.ndarray:
+    """The influencing joints of a drag: the named ``joints`` (distinct), else the vertex's non-zero ones."""
     if joints:
         idx = np.array([prim.joint_index(n, "--joints") for n in joints], np.int64)
         if len(set(idx.tolist())) != idx.size:
             raise ValueError(f"--joints names a joint twice: {list(joints)}")
-    else:
-        idx = np.flatnonzero(dense[vertex] > 0)
-    if skin_mats is None:
-        skin_mats = posed_skin_matrices(loaded, [prim], clip=clip, time=time)[prim.key]
-    res = drag_vertex(prim.positions[vertex], skin_mats, idx, dense[vertex, idx], t)
+        return idx
+    return np.flatnonzero(dense[vertex] > 0)
+
+
+def drag_poses(loaded: Any, prim: PrimitiveWeights, vertex: int, poses: Sequence[tuple[Any, float, Any]], *,
+               joints: Sequence[str] | None = None) -> DragEdit:
+    """Mohr's multi-pose drag: ``poses`` (clip, time, world target) triples constrain one vertex; its weights are
+    the least-squares compromise (the stacked targets projected onto the stacked hull, engine.skinning.weights
+    .mohr.drag_vertex_poses). One pose is exactly :func:`drag`. The result's ``reached`` stacks the poses."""
+    from engine.skinning.weights.mohr import drag_vertex_poses
+
+    if not poses:
+        raise ValueError("poses: at least one (clip, time, target) is needed")
+    if len(poses) == 1:
+        clip, time, target = poses[0]
+        return drag(loaded, prim, vertex, target, clip=clip, time=time, joints=joints)
+    targets = []
+    for _, _, target in poses:
+        t = np.asarray(target, np.float64).reshape(-1)
+        if t.shape != (3,) or not np.isfinite(t).all():
+            raise ValueError(f"target must be three finite numbers X,Y,Z, got {list(np.asarray(target).reshape(-1))}")
+        targets.append(t)
+    dense = prim.dense()
+    idx = _drag_joints(prim, dense, vertex, joints)
+    mats = [posed_skin_matrices(loaded, [prim], clip=clip, time=float(time))[prim.key] for clip, time, _ in poses]
+    res = drag_vertex_poses(prim.positions[vertex], mats, idx, dense[vertex, idx], targets)
     rows = welded_with(prim, vertex)
     new = dense.copy()
     new[rows] = 0
