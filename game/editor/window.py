@@ -426,6 +426,13 @@ class EditorUI:
         drag = ed.weights.drag_overlay() if st.settings.tool == "weights" else None
         if drag is not None:
             self._hull(dl, drag, col("hull"), col("reach"), col("brush"))
+        for iso in ed.weights.spline_overlay() if st.settings.tool == "weights" else []:
+            line, ends = self._project(iso["points"]), self._project(iso["anchors"])
+            if line is not None and ends is not None:
+                poly(line, "hull", 2.0)
+                for (x, y), v in zip(ends, iso["isos"]):
+                    dl.add_circle_filled(imgui.ImVec2(x, y), 5.0, col("reach"))
+                    dl.add_text(imgui.ImVec2(x + 6.0, y - 6.0), col("drawing"), f"{v:.2f}")
 
     def _view_key(self) -> tuple[Any, ...]:
         """What a projection to window pixels depends on: the camera's eye, target and fov, the window size."""
