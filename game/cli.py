@@ -317,6 +317,11 @@ def _add_weights_parsers(sub: Any, common: ArgumentParser) -> None:
     p.add_argument("--method", required=True, choices=("heat", "bbw"), help="heat (Blender's bone heat) or bbw")
     p.add_argument("--out", required=True, metavar="OUT.glb", help="the asset with the new weights")
     p.add_argument("--max-influences", type=int, default=4, metavar="N", help="influences per vertex (default 4)")
+    p.add_argument("--seed-clip", default=None, metavar="NAME_OR_INDEX", help="seed from the joints' co-movement "
+                   "regions over this clip: a vertex takes only joints whose region holds it")
+    p.add_argument("--seed-frames", type=int, default=30, metavar="N", help="frames over the seed clip (default 30)")
+    p.add_argument("--seed-threshold", type=float, default=0.75, metavar="T",
+                   help="co-movement score of a joint's region (default 0.75)")
     p = ws.add_parser("export", parents=[common], help="write every skinned primitive's joints and weights (.npz)")
     p.add_argument("asset", help="glTF / GLB file with a skin")
     p.add_argument("--out", required=True, metavar="W.npz", help="K_joints uint16 (V,M), K_weights float32 (V,M)")
@@ -328,7 +333,9 @@ def _add_weights_parsers(sub: Any, common: ArgumentParser) -> None:
     p.add_argument("asset", help="glTF / GLB file with a skin")
     _add_clip_time(p, clip_default="0")
     p.add_argument("--vertex", required=True, metavar="KEY:I", help="primitive key and vertex index")
-    p.add_argument("--target", required=True, metavar="X,Y,Z", help="world point to drag the vertex to")
+    p.add_argument("--target", default=None, metavar="X,Y,Z", help="world point to drag the vertex to")
+    p.add_argument("--poses", default=None, metavar="P.json", help='several poses instead of --clip/--time/--target: '
+                   '{"version": 1, "poses": [{"clip": C, "time": T, "target": [x, y, z]}, ...]}')
     p.add_argument("--joints", default=None, metavar="NAMES", help="influencing joints, comma separated "
                    "(default: the vertex's current ones)")
     p.add_argument("--out", required=True, metavar="OUT.glb", help="the asset with the vertex's new weights")

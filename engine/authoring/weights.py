@@ -18,7 +18,8 @@ from engine.components import PrimitiveKey
 from engine.skinning.weights.io import PrimitiveWeights, save_weights
 from engine.skinning.weights.table import check_valid, to_slots
 
-__all__ = ["posed_skin_matrices", "drag", "DragEdit", "trajectories", "clip_times", "write_weights"]
+__all__ = ["posed_skin_matrices", "drag", "drag_poses", "DragEdit", "trajectories", "clip_times", "write_weights",
+           "joint_worlds", "comovement_seed"]
 
 
 def _session(loaded: Any, clip: Any, time: float):
@@ -62,15 +63,49 @@ def drag(loaded: Any, prim: PrimitiveWeights, vertex: int, target: Sequence[floa
     if t.shape != (3,) or not np.isfinite(t).all():
         raise ValueError(f"--target must be three finite numbers X,Y,Z, got {list(np.asarray(target).reshape(-1))}")
     dense = prim.dense()
+    idx = _drag_joints(prim, dense, vertex, joints)
+    if skin_mats is None:
+        skin_mats = posed_skin_matrices(loaded, [prim], clip=clip, time=time)[prim.key]
+    res = drag_vertex(prim.positions[vertex], skin_mats, idx, dense[vertex, idx], t)
+    rows = welded_with(prim, vertex)
+    new = dense.copy()
+    new[rows] = 0
+    new[np.ix_(rows, idx)] = res.weights[None, :]
+    return DragEdit(prim, new, rows, res)
+
+
+def _drag_joints(prim: PrimitiveWeights, dense: np.ndarray, vertex: int, joints: Sequence[str] | None) -> np.ndarray:
+    """The influencing joints of a drag: the named ``joints`` (distinct), else the vertex's non-zero ones."""
     if joints:
         idx = np.array([prim.joint_index(n, "--joints") for n in joints], np.int64)
         if len(set(idx.tolist())) != idx.size:
             raise ValueError(f"--joints names a joint twice: {list(joints)}")
-    else:
-        idx = np.flatnonzero(dense[vertex] > 0)
-    if skin_mats is None:
-        skin_mats = posed_skin_matrices(loaded, [prim], clip=clip, time=time)[prim.key]
-    res = drag_vertex(prim.positions[vertex], skin_mats, idx, dense[vertex, idx], t)
+        return idx
+    return np.flatnonzero(dense[vertex] > 0)
+
+
+def drag_poses(loaded: Any, prim: PrimitiveWeights, vertex: int, poses: Sequence[tuple[Any, float, Any]], *,
+               joints: Sequence[str] | None = None) -> DragEdit:
+    """Mohr's multi-pose drag: ``poses`` (clip, time, world target) triples constrain one vertex; its weights are
+    the least-squares compromise (the stacked targets projected onto the stacked hull, engine.skinning.weights
+    .mohr.drag_vertex_poses). One pose is exactly :func:`drag`. The result's ``reached`` stacks the poses."""
+    from engine.skinning.weights.mohr import drag_vertex_poses
+
+    if not poses:
+        raise ValueError("poses: at least one (clip, time, target) is needed")
+    if len(poses) == 1:
+        clip, time, target = poses[0]
+        return drag(loaded, prim, vertex, target, clip=clip, time=time, joints=joints)
+    targets = []
+    for _, _, target in poses:
+        t = np.asarray(target, np.float64).reshape(-1)
+        if t.shape != (3,) or not np.isfinite(t).all():
+            raise ValueError(f"target must be three finite numbers X,Y,Z, got {list(np.asarray(target).reshape(-1))}")
+        targets.append(t)
+    dense = prim.dense()
+    idx = _drag_joints(prim, dense, vertex, joints)
+    mats = [posed_skin_matrices(loaded, [prim], clip=clip, time=float(time))[prim.key] for clip, time, _ in poses]
+    res = drag_vertex_poses(prim.positions[vertex], mats, idx, dense[vertex, idx], targets)
     rows = welded_with(prim, vertex)
     new = dense.copy()
     new[rows] = 0
@@ -106,6 +141,55 @@ def trajectories(loaded: Any, clip: Any, times: np.ndarray, *, device: str = "cp
     with Session(device=device, render=False, deformer=deformer, strict=True) as s:
         ch = s.spawn(loaded, clip=clip if loaded.asset.clips else None, speed=0.0, mode="clamp")
         return bake(s, ch, times)
+
+
+def joint_worlds(loaded: Any, prim: PrimitiveWeights, clip: Any, times: np.ndarray) -> np.ndarray:
+    """(F, J, 4, 4) world matrices of the primitive's skin joints at the frame ``times`` of ``clip``."""
+    from engine import Session
+
+    out = np.zeros((len(times), prim.n_joints, 4, 4))
+    with Session(device="cpu", render=False, deformer="lbs", strict=True) as s:
+        ch = s.spawn(loaded, clip=clip if loaded.asset.clips else None, time=float(times[0]), speed=0.0,
+                     mode="clamp")
+        for f, t in enumerate(times):
+            if loaded.asset.clips:
+                ch.play(clip, time=float(t), speed=0.0)
+            ch.vertices()
+            out[f] = ch.joints()[prim.joint_nodes]
+    return out
+
+
+def comovement_seed(loaded: Any, prim: PrimitiveWeights, clip: Any, *, frames: int = 30,
+                    threshold: float = 0.75) -> np.ndarray:
+    """(D, J) bool: the joints each display vertex may take in automatic weights, from co-movement regions over
+    ``clip`` (Lewis and Anjyo). Joint j's reference trajectory is the middle of its bone (engine.skinning.weights
+    .auto.bone_segments: a point that moves rigidly with the joint) carried by its skin matrix; its region is
+    every vertex scoring >= ``threshold`` against it. A joint whose bone does not move over the clip has no
+    region to tell, so it stays allowed everywhere."""
+    from engine.skinning.weights.auto import bone_segments
+    from engine.skinning.weights.influence import comovement
+
+    if not (np.isfinite(threshold) and 0 <= threshold <= 1):
+        raise ValueError(f"--seed-threshold must be in [0, 1], got {threshold}")
+    times = clip_times(loaded.asset, clip, frames)
+    traj = trajectories(loaded, clip, times)[prim.key]
+    worlds = joint_worlds(loaded, prim, clip, times)
+    owner, a, b = bone_segments(prim.bind_joint_positions(), prim.skinned.parents)
+    first = np.unique(owner, return_index=True)[1]
+    mid = np.concatenate([(a[first] + b[first]) / 2.0, np.ones((first.size, 1))], axis=1)  # (J, 4) bind points
+    skin = worlds @ prim.inverse_bind.astype(np.float64)[None]
+    ref = np.einsum("fjab,jb->fja", skin, mid)[..., :3]  # (F, J, 3)
+    allowed = np.ones((traj.shape[1], prim.n_joints), bool)
+    for j in range(prim.n_joints):
+        r = ref[:, j] - ref[:, j].mean(axis=0)
+        if np.sqrt((r * r).sum() / len(times)) > 1e-9 * max(_extent(traj), 1e-12):
+            allowed[:, j] = comovement(ref[:, j], traj) >= threshold
+    return allowed
+
+
+def _extent(traj: np.ndarray) -> float:
+    """The largest bounding-box diagonal of the trajectories' frames (F, V, 3)."""
+    return float(np.linalg.norm(traj.max(axis=1) - traj.min(axis=1), axis=1).max())
 
 
 def write_weights(source: str | Path, out: str | Path, edits: dict[PrimitiveKey, tuple[PrimitiveWeights, np.ndarray]],
@@ -213,8 +297,11 @@ def spline_edit(loaded: Any, prim: PrimitiveWeights, joint: int, strokes: Any, i
     return limit(out, prim.slots, frozen), field
 
 
-def auto_weights(prim: PrimitiveWeights, method: str, max_influences: int) -> np.ndarray:
-    """(D, J) automatic weights of the primitive (engine.skinning.weights.auto), valid and limited."""
+def auto_weights(prim: PrimitiveWeights, method: str, max_influences: int, *, seed: np.ndarray | None = None
+                 ) -> np.ndarray:
+    """(D, J) automatic weights of the primitive (engine.skinning.weights.auto), valid and limited. ``seed``
+    (D, J) bool (:func:`comovement_seed`): each vertex keeps only the joints it allows (a vertex allowing none of
+    the joints the method gave it keeps them all)."""
     from engine.skinning.weights.auto import METHODS, bbw_weights, finish_auto, heat_weights
 
     if method not in METHODS:
@@ -225,4 +312,11 @@ def auto_weights(prim: PrimitiveWeights, method: str, max_influences: int) -> np
     jp = prim.bind_joint_positions()
     fn = heat_weights if method == "heat" else bbw_weights
     w = fn(topo.positions, topo.triangles, jp, prim.skinned.parents)
+    if seed is not None:
+        # a control point allows a joint when every display vertex welded to it does (they share one weight row)
+        allow = np.ones(w.shape, bool)
+        np.logical_and.at(allow, topo.control_of_display, np.asarray(seed, bool))
+        kept = np.where(allow, np.clip(w, 0.0, None), 0.0)
+        ok = kept.max(axis=1) > 1e-4  # finish_auto's prune: a row needs one weight that survives it
+        w = np.where(ok[:, None], kept, w)
     return finish_auto(w, int(max_influences))[topo.control_of_display]

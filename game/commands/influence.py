@@ -18,7 +18,7 @@ __all__ = ["influence_command"]
 
 
 def influence_command(args: argparse.Namespace) -> int:
-    from engine.authoring.weights import clip_times, trajectories
+    from engine.authoring.weights import clip_times, joint_worlds, trajectories
     from engine.scene import quiet_load
     from engine.skinning.weights.influence import comovement, region, suggest_joints
     from engine.skinning.weights.io import parse_vertex, primitive_weights
@@ -37,7 +37,7 @@ def influence_command(args: argparse.Namespace) -> int:
     traj = trajectories(loaded, args.clip, times)[prim.key]
     score = comovement(traj[:, vertex], traj).astype(np.float32)
     members = region(score, args.threshold)
-    joint_paths = _joint_paths(loaded, prim, args.clip, times)
+    joint_paths = joint_worlds(loaded, prim, args.clip, times)[:, :, :3, 3]
     best, _ = suggest_joints(traj, members if members.size else np.array([vertex]), joint_paths)
     k = prim.key.export_key
     arrays: dict[str, Any] = {f"{k}_score": score, f"{k}_region": members.astype(np.int32)}
@@ -46,18 +46,3 @@ def influence_command(args: argparse.Namespace) -> int:
           f"(threshold {args.threshold}, {len(times)} frames); joints: {', '.join(prim.joint_names[i] for i in best)}")
     return 0
 
-
-def _joint_paths(loaded, prim, clip, times: np.ndarray) -> np.ndarray:
-    """(F, J, 3) world positions of the skin's joints at the frames."""
-    from engine import Session
-
-    out = np.zeros((len(times), prim.n_joints, 3))
-    with Session(device="cpu", render=False, deformer="lbs", strict=True) as s:
-        ch = s.spawn(loaded, clip=clip if loaded.asset.clips else None, time=float(times[0]), speed=0.0,
-                     mode="clamp")
-        for f, t in enumerate(times):
-            if loaded.asset.clips:
-                ch.play(clip, time=float(t), speed=0.0)
-            ch.vertices()
-            out[f] = ch.joints()[prim.joint_nodes][:, :3, 3]
-    return out

@@ -5,8 +5,15 @@ editor's input to the weight-editing model (game/editor/weights_tool.py) and kee
   the brush (``radius`` metres on the bind surface, ``value``, ``mode`` add | subtract | replace | blur); one
   dab per frame at the pointer, the whole drag one undo step;
 * **drag**: a left-drag from a vertex moves it: on release its weights are recomputed (Mohr 2003) so that LBS puts
-  it where the pointer left it, unprojected onto the view plane through the vertex;
-* **influence**: a click on a vertex shows its co-movement region over the playing clip (Lewis and Anjyo).
+  it where the pointer left it, unprojected onto the view plane through the vertex; while the pointer moves the
+  window draws what LBS can reach (:meth:`WeightsEditing.drag_overlay`: the hull of the q_i = R_i v of the
+  influencing joints, its edges, and the reachable point nearest the pointer's target);
+* **influence**: a click on a vertex shows its co-movement region over the playing clip (Lewis and Anjyo);
+* **spline**: a left-drag on the skin draws an isoline of the selected joint (Bang and Lee 2018) with two anchors
+  (its ends) at the brush ``value``; on release the joint's field is solved locally from every isoline drawn for
+  it. An anchor's iso-value changes with the action ``{"anchor": i, "iso": v}`` (the panel's sliders): the
+  field's precomputed anchor basis re-evaluates it (a product, no new solve), one undo step per anchor's slide.
+  :meth:`WeightsEditing.spline_overlay` gives the window the isolines and anchors where the skin is now.
 
 The panel (game/editor/weights_panel.py) and scripts set the joint and the brush with ``weights`` actions
 (``{"joint": NAME, "radius": R, "value": V, "mode": M, "action": A}``, any of them), so a recording replays them.
@@ -32,7 +39,7 @@ TOOL_NAME = "weights"
 #: the brush modes (engine.skinning.weights.paint)
 WEIGHT_MODES = ("add", "subtract", "replace", "blur")
 #: what a left-drag does with the Weights tool
-WEIGHT_ACTIONS = ("paint", "drag", "influence")
+WEIGHT_ACTIONS = ("paint", "drag", "influence", "spline")
 
 
 class WeightsEditing:
@@ -55,12 +62,19 @@ class WeightsEditing:
         self._painting = False
         self._drag: tuple[int, np.ndarray] | None = None  # (vertex, view plane through it) while dragging
         self._target: np.ndarray | None = None
+        self._preview: Any = None  # the DragResult of the drag in progress at the pointer's target (not applied)
         #: the last influence region (display vertex indices), for the panel and tests
         self.region: np.ndarray | None = None
+        #: the selected joint's isolines (engine.skinning.weights.spline.SplineSamples) and their anchor values
+        self.splines: list[Any] = []
+        self.anchors = np.zeros(0)
+        self._isoline: list[tuple[int, np.ndarray]] | None = None  # (triangle, barycentric) of the one drawn
 
     def reset(self) -> None:
         """Forget the tool (the characters were removed: a file opened, a session restored)."""
         self.tool = self._entity = self._original = self._heat = self._drag = self._target = self.region = None
+        self._preview = self._isoline = None
+        self.splines, self.anchors = [], np.zeros(0)
         self._painting = False
 
     # -- the model of the selected character --------------------------------------------------------------
@@ -81,6 +95,7 @@ class WeightsEditing:
             ed.state.say(f"weights: {exc}")
             return None
         self.tool, self._entity, self._original = tool, ch.entity, tool.dense.copy()
+        self.splines, self.anchors = [], np.zeros(0)
         return tool
 
     def edited(self, character: Any) -> bool:
@@ -109,7 +124,7 @@ class WeightsEditing:
         self._follow(state)
         active = state.settings.tool == TOOL_NAME
         if not active:
-            self._painting, self._drag = False, None
+            self._painting, self._drag, self._preview = False, None, None
             self._hide()
             return
         tool = self.ensure()
@@ -172,6 +187,9 @@ class WeightsEditing:
             if "joint" in args:
                 self.tool.select_joint(str(args["joint"]))
                 self._heat = None  # the heat map of the new joint
+                self.splines, self.anchors = [], np.zeros(0)  # isolines belong to one joint's field
+            if "anchor" in args:
+                self._set_anchor(args["anchor"], args.get("iso"))
         except (ValueError, TypeError, KeyError) as exc:
             state.say(f"weights: {exc}")
             return
@@ -200,6 +218,8 @@ class WeightsEditing:
             self._stroke += 1
             self._painting = True
             self._dab(hit)
+        elif self.action == "spline":
+            self._isoline = [(int(hit.triangle), np.asarray(hit.barycentric, np.float64))]
         elif self.action == "drag":
             v = t.vertex_at(hit)
             p = np.asarray(t.character.vertices()[t.prim.key][v], np.float64)
@@ -223,16 +243,40 @@ class WeightsEditing:
             hit = self._hit(x, y)
             if hit is not None:
                 self._dab(hit)
+        elif self._isoline is not None:
+            hit = self._hit(x, y)
+            if hit is not None:
+                self._isoline.append((int(hit.triangle), np.asarray(hit.barycentric, np.float64)))
         elif self._drag is not None:
             r = self.editor.session.renderer
             self._target = unproject_point(x, y, self.editor.session.camera, r.width, r.height, self._drag[1])
+            try:
+                self._preview = None if self._target is None else \
+                    self.tool.drag_result(self._drag[0], np.asarray(self._target, np.float64))
+            except ValueError:
+                self._preview = None
+
+    def drag_overlay(self) -> dict[str, np.ndarray] | None:
+        """What the window draws while a vertex drag is in progress (None otherwise): ``hull`` (k, 3) the points
+        q_i = R_i v of the influencing joints in the current pose, ``edges`` (E, 2) the convex hull's edges
+        between them, ``reached`` (3,) the reachable point nearest ``target`` (3,), the pointer's world point."""
+        from game.editor.weights_tool import hull_edges
+
+        res = self._preview
+        if self._drag is None or res is None or self._target is None:
+            return None
+        return {"hull": np.asarray(res.hull, np.float64), "edges": hull_edges(res.hull),
+                "reached": np.asarray(res.reached, np.float64), "target": np.asarray(self._target, np.float64)}
 
     def _release(self, state: EditorState) -> None:
         if self._painting:
             self._painting = False
             self.editor.undo.close()  # the stroke's dabs are one undo step
+        elif self._isoline is not None:
+            line, self._isoline = self._isoline, None
+            self._add_isoline(state, line)
         elif self._drag is not None:
-            (v, _), target, self._drag = self._drag, self._target, None
+            (v, _), target, self._drag, self._preview = self._drag, self._target, None, None
             if target is None:
                 return
             try:
@@ -243,6 +287,55 @@ class WeightsEditing:
             miss = float(np.linalg.norm(np.asarray(res.reached) - target))
             state.say(f"dragged vertex {v}" + (f" (reachable {miss * 1000:.1f} mm from the target)" if miss > 1e-4
                                               else ""))
+
+    def _add_isoline(self, state: EditorState, line: list[tuple[int, np.ndarray]]) -> None:
+        """A drawn isoline (picked surface points) joins the joint's field with its two end anchors at ``value``."""
+        from engine.skinning.weights.spline import SplineSamples
+
+        t = self.tool
+        faces = np.array([f for f, _ in line], np.int64)
+        bary = np.array([b for _, b in line], np.float64)
+        topo = t.prim.skinned.topology()  # its triangles are the display triangles over welded control points
+        x = np.einsum("nk,nkd->nd", bary, np.asarray(topo.positions, np.float64)[topo.triangles[faces]])
+        along = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(x, axis=0), axis=1))])
+        if len(line) < 2 or along[-1] <= 0:
+            state.say("weights spline: draw a line across the skin (it needs two distinct points)")
+            return
+        spline = SplineSamples(faces, bary, along / along[-1], np.array([0.0, 1.0]))
+        splines, anchors = self.splines + [spline], np.append(self.anchors, [self.value, self.value])
+        try:
+            t.spline(splines, anchors, local=True)
+        except ValueError as exc:
+            state.say(f"weights spline refused: {exc}")
+            return
+        self.splines, self.anchors = splines, anchors
+        state.say(f"isoline {len(splines)} of {t.prim.joint_names[t.joint]} at {self.value:.2f}")
+
+    def _set_anchor(self, index: Any, iso: Any) -> None:
+        """An anchor's new iso-value: the field re-evaluated through its anchor basis (ValueError when refused)."""
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < self.anchors.size:
+            raise ValueError(f"anchor must be an index in [0, {self.anchors.size}) (the isolines' anchors), "
+                             f"got {index!r}")
+        if isinstance(iso, bool) or not isinstance(iso, (int, float)) or not 0.0 <= iso <= 1.0:
+            raise ValueError(f"iso must be a number in [0, 1], got {iso!r}")
+        anchors = self.anchors.copy()
+        anchors[index] = float(iso)
+        self.tool.set_iso(anchors, drag=("anchor", index))
+        self.anchors = anchors
+
+    def spline_overlay(self) -> list[dict[str, np.ndarray]]:
+        """The selected joint's isolines where the skin is now (the window draws them): per isoline ``points``
+        (N, 3) world points and ``anchors`` (2, 3) its anchors' world points with ``isos`` (2,) their values."""
+        t = self.tool
+        if t is None or not self.splines or not t.character.alive:
+            return []
+        verts = np.asarray(t.character.vertices()[t.prim.key], np.float64)
+        out = []
+        for i, sp in enumerate(self.splines):
+            pts = np.einsum("nk,nkd->nd", sp.barycentrics, verts[t.prim.triangles[sp.faces]])
+            ends = pts[[int(np.argmin(sp.along)), int(np.argmax(sp.along))]]
+            out.append({"points": pts, "anchors": ends, "isos": self.anchors[2 * i:2 * i + 2].copy()})
+        return out
 
     def _dab(self, hit: Any) -> None:
         t = self.tool

@@ -25,7 +25,7 @@ import numpy as np
 from engine.components import PrimitiveKey
 from game.editor.undo import CommandStack, SnapshotCommand
 
-__all__ = ["WeightsTool", "heat_sets", "HEAT_BANDS"]
+__all__ = ["WeightsTool", "heat_sets", "hull_edges", "HEAT_BANDS"]
 
 #: heat-map bands over the region overlay's three colours: (set, lowest weight)
 HEAT_BANDS = (("kinematic", 2.0 / 3.0), ("passive", 1.0 / 3.0), ("static", 0.02))
@@ -40,6 +40,30 @@ def heat_sets(weights: np.ndarray) -> dict[str, np.ndarray]:
         out[name] = np.flatnonzero((w >= lo) & (w < upper)).astype(np.int64)
         upper = lo
     return out
+
+
+def hull_edges(points: np.ndarray) -> np.ndarray:
+    """(E, 2) index pairs of the edges of the convex hull of ``points`` (k, 3) (the drag overlay's wireframe):
+    every pair for k <= 3; else the edges of qhull's facets, in the points' plane when they are coplanar, and
+    every pair when the points are degenerate beyond that (all on a line, coincident)."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    q = np.asarray(points, np.float64)
+    k = q.shape[0]
+    pairs = np.array([(i, j) for i in range(k) for j in range(i + 1, k)], np.int64).reshape(-1, 2)
+    if k <= 3:
+        return pairs
+    try:
+        return np.unique(np.sort(np.concatenate([ConvexHull(q).simplices[:, [a, b]]
+                                                 for a, b in ((0, 1), (1, 2), (0, 2))]), axis=1), axis=0)
+    except QhullError:
+        pass
+    c = q - q.mean(axis=0)
+    try:  # coplanar: the 2D hull in the plane of the two main directions (its vertices in order: a loop)
+        ring = ConvexHull(c @ np.linalg.svd(c, full_matrices=False)[2][:2].T).vertices
+        return np.sort(np.stack([ring, np.roll(ring, -1)], axis=1), axis=1).astype(np.int64)
+    except QhullError:
+        return pairs
 
 
 class WeightsTool:
@@ -132,9 +156,9 @@ class WeightsTool:
         self._commit(f"paint {self.prim.joint_names[self.joint]}", out,
                      merge_key=("weights paint", stroke) if stroke is not None else None)
 
-    def drag(self, vertex: int, target: np.ndarray, joints: list[str] | None = None) -> Any:
-        """Mohr's drag of ``vertex`` to world point ``target`` in the current pose; returns the DragResult (its
-        hull and reached point for the overlay)."""
+    def drag_result(self, vertex: int, target: np.ndarray, joints: list[str] | None = None) -> Any:
+        """Mohr's drag of ``vertex`` to world point ``target`` in the current pose, not applied: the DragResult
+        (its hull q_i and reached point: what the overlay shows while the pointer moves)."""
         from engine.skinning.weights.mohr import drag_vertex
 
         world = self.character.joints()
@@ -142,13 +166,19 @@ class WeightsTool:
                 ).astype(np.float32)
         idx = np.array([self.prim.joint_index(n) for n in joints], np.int64) if joints \
             else np.flatnonzero(self.dense[vertex] > 0)
-        res = drag_vertex(self.prim.positions[vertex], mats, idx, self.dense[vertex, idx], target)
+        return drag_vertex(self.prim.positions[vertex], mats, idx, self.dense[vertex, idx], target)
+
+    def drag(self, vertex: int, target: np.ndarray, joints: list[str] | None = None) -> Any:
+        """Mohr's drag of ``vertex`` to world point ``target`` in the current pose, applied (one undo step);
+        returns the DragResult."""
         from engine.authoring.weights import welded_with
+
+        res = self.drag_result(vertex, target, joints)
 
         rows = welded_with(self.prim, vertex)
         out = self.dense.copy()
         out[rows] = 0
-        out[np.ix_(rows, idx)] = res.weights[None, :]
+        out[np.ix_(rows, res.joints)] = res.weights[None, :]
         self._commit(f"drag vertex {vertex}", out)
         self.last_drag = res
         return res

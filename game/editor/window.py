@@ -76,7 +76,8 @@ TIME_READOUT_HZ = 10.0
 PROMPTS = {"quit": ("Unsaved changes", [("Save (S)", "save"), ("Discard (D)", "discard"), ("Cancel (Esc)", "cancel")]),
            "restore": ("Restore the last session", [("Restore (R)", "restore"), ("Discard (D)", "discard")])}
 _COLOURS = {"baseline": rgba(BASELINE_RGB), "offset": rgba(OFFSET_RGB), "drawing": (1.0, 1.0, 1.0, 0.9),
-            "brush": (1.0, 1.0, 1.0, 0.5), "joint": rgba(JOINT_RGB), "plane": (0.6, 0.9, 0.6, 0.45)}
+            "brush": (1.0, 1.0, 1.0, 0.5), "joint": rgba(JOINT_RGB), "plane": (0.6, 0.9, 0.6, 0.45),
+            "hull": (1.0, 0.85, 0.2, 0.9), "reach": (0.2, 1.0, 1.0, 1.0)}
 
 
 class EditorUI:
@@ -422,6 +423,16 @@ class EditorUI:
             self._plane(dl, col("plane"))
         if st.settings.tool == "pose" and st.pointer is not None:
             dl.add_circle(imgui.ImVec2(*st.pointer), float(st.settings.brush_radius), col("brush"), 48, 1.5)
+        drag = ed.weights.drag_overlay() if st.settings.tool == "weights" else None
+        if drag is not None:
+            self._hull(dl, drag, col("hull"), col("reach"), col("brush"))
+        for iso in ed.weights.spline_overlay() if st.settings.tool == "weights" else []:
+            line, ends = self._project(iso["points"]), self._project(iso["anchors"])
+            if line is not None and ends is not None:
+                poly(line, "hull", 2.0)
+                for (x, y), v in zip(ends, iso["isos"]):
+                    dl.add_circle_filled(imgui.ImVec2(x, y), 5.0, col("reach"))
+                    dl.add_text(imgui.ImVec2(x + 6.0, y - 6.0), col("drawing"), f"{v:.2f}")
 
     def _view_key(self) -> tuple[Any, ...]:
         """What a projection to window pixels depends on: the camera's eye, target and fov, the window size."""
@@ -484,6 +495,24 @@ class EditorUI:
         for x, y in self._memoised("joints", (g.tobytes(), self._view_key()), lambda: self._project(g)) or []:
             dl.add_circle_filled(imgui.ImVec2(x, y), 5.0, colour)
             dl.add_circle(imgui.ImVec2(x, y), 5.5, 0xFF000000, 16, 1.0)  # a dark rim: white dots on light skin
+
+    def _hull(self, dl: Any, drag: dict[str, Any], colour: int, reach: int, target: int) -> None:
+        """A Weights-tool vertex drag: the hull LBS can reach (its q_i and edges), the reachable point (filled)
+        and the pointer's target (a ring), joined when they differ."""
+        from imgui_bundle import imgui
+
+        px = self._project(drag["hull"])
+        ends = self._project([drag["reached"], drag["target"]])
+        if px is None or ends is None:
+            return
+        for i, j in drag["edges"]:
+            dl.add_line(imgui.ImVec2(*px[i]), imgui.ImVec2(*px[j]), colour, 1.5)
+        for x, y in px:
+            dl.add_circle_filled(imgui.ImVec2(x, y), 3.5, colour)
+        (rx, ry), (tx, ty) = ends
+        dl.add_line(imgui.ImVec2(rx, ry), imgui.ImVec2(tx, ty), target, 1.0)
+        dl.add_circle(imgui.ImVec2(tx, ty), 5.0, target, 16, 1.5)
+        dl.add_circle_filled(imgui.ImVec2(rx, ry), 5.0, reach)
 
     def release(self) -> None:
         self.overlay.release()

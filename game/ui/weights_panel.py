@@ -16,6 +16,7 @@ WEIGHTS_HINTS = {
     "paint": "left-drag on the skin paints the joint",
     "drag": "left-drag a vertex where it should go",
     "influence": "click a vertex: what moves with it",
+    "spline": "left-drag on the skin: an isoline at the value",
 }
 
 
@@ -50,6 +51,11 @@ def draw_weights_controls(editor: Any, act: Callable[..., None]) -> None:
     changed, m = imgui.combo("mode", WEIGHT_MODES.index(w.mode), list(WEIGHT_MODES))
     if changed:
         act("weights", mode=WEIGHT_MODES[m])
+    for i, v in enumerate(w.anchors.tolist()):  # the isolines' anchors (two per line: its ends)
+        changed, nv = imgui.slider_float(f"isoline {i // 2 + 1} {'end' if i % 2 else 'start'}", float(v), 0.0, 1.0,
+                                         "%.2f")
+        if changed:
+            act("weights", anchor=i, iso=float(nv))
     if w.region is not None:
         imgui.text(f"influence region: {len(w.region)} vertices")
     imgui.text_wrapped("heat: green >= 2/3, blue >= 1/3, red > 0.02; Ctrl+Z undoes a stroke or a drag")

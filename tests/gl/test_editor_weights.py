@@ -124,6 +124,16 @@ with Session(window=True, width=640, height=480, title="weights panel") as s:
         if i == 2:
             window.dispatch_event("on_key_press", key.W, key.MOD_SHIFT)
             window.dispatch_event("on_key_release", key.W, key.MOD_SHIFT)
+        if i == 3:  # a drag in progress and an isoline: the window draws the hull and the line (no exception)
+            import numpy as np
+            from engine.input.rays import facing_plane
+            w = ed.weights
+            t = w.tool
+            p = np.asarray(t.character.vertices()[t.prim.key][40], np.float64)
+            w._drag, w._target = (40, facing_plane(p, p + np.array([0.0, 0.0, 1.0]))), p + [0.0, 0.2, 0.0]
+            w._preview = t.drag_result(40, w._target)
+            w._add_isoline(ed.state, [(10, np.full(3, 1 / 3)), (11, np.full(3, 1 / 3)), (30, np.full(3, 1 / 3))])
+            out["drawn"] = [w.drag_overlay() is not None, len(w.spline_overlay())]
         if i == 5:
             out["tool"] = ed.state.settings.tool
             out["joint"] = None if ed.weights.tool is None else int(ed.weights.tool.joint)
@@ -147,3 +157,86 @@ def test_weights_panel_draws_in_the_window(tmp_path):
     assert r.returncode == 0 and lines, r.stderr[-3000:]
     res = json.loads(lines[-1][len("RESULT "):])
     assert res["tool"] == "weights" and res["joint"] is not None and res["heat"], res["messages"]
+    assert res["drawn"] == [True, 1], res["messages"]
+
+
+def test_weights_drag_shows_the_hull_and_the_reachable_point(tmp_path):
+    """While a vertex drag is in progress the tool exposes what the window draws: the hull points q_i = R_i v of
+    the influencing joints, its edges and the reachable point, equal to the model's DragResult; the drag's
+    release applies it (LBS puts the vertex at that point) and the overlay goes."""
+    src = tube_asset(tmp_path / "tube.glb", influences=4, rings=9, sides=6)
+    with Session(width=W, height=H, strict=True, deformer="lbs") as s:
+        ed = Editor(s)
+        ed.spawn(str(src), clip="wave", time=0.5, speed=0.0)
+        ed.frame_camera()
+        s.step()
+        _frame(ed, KeyDown(now(), "w", Modifiers.SHIFT))
+        _frame(ed, Action(now(), "weights", {"action": "drag"}))
+        tool = ed.weights.tool
+        key = tool.prim.key
+        v_world = tool.character.vertices()[key]
+        v = int(np.argmin(np.abs(tool.prim.positions[:, 0] - 0.62) + np.abs(tool.prim.positions[:, 2] - 0.1)))
+        a = _pixel(ed, v_world[v])
+        b = _pixel(ed, v_world[v] + np.array([0.0, 0.2, 0.0]))  # far: outside what LBS can reach
+        assert ed.weights.drag_overlay() is None
+        _frame(ed, PointerDown(now(), *a))
+        _frame(ed, PointerMove(now(), *b, buttons=Buttons.LEFT))
+        ov = ed.weights.drag_overlay()
+        assert ov is not None
+        picked = ed.weights._drag[0]
+        res = ed.weights.tool.drag_result(picked, ov["target"])
+        np.testing.assert_array_equal(ov["hull"], res.hull)
+        np.testing.assert_array_equal(ov["reached"], res.reached)
+        assert ov["hull"].shape == (int((tool.dense[picked] > 0).sum()), 3)
+        assert ov["edges"].shape[1] == 2 and ov["edges"].max() < len(ov["hull"])
+        assert not res.inside and np.linalg.norm(ov["reached"] - ov["target"]) > 1e-3
+        _frame(ed, PointerUp(now(), *b))
+        assert ed.weights.drag_overlay() is None
+        live = ed.weights.tool.character.vertices()[key][picked]
+        np.testing.assert_allclose(live, ov["reached"], atol=1e-4)
+
+
+def test_weights_spline_with_anchors(tmp_path):
+    """The spline action: a drag around the tube draws an isoline of the joint at the brush value (the field meets
+    it within 0.02 at the picked points); an anchor's slide re-evaluates the field (the far end's samples follow
+    the new value, linearly along the line); the overlay gives the line on the live skin; undo goes back."""
+    src = tube_asset(tmp_path / "tube.glb", influences=4, rings=17, sides=8)
+    with Session(width=W, height=H, strict=True, deformer="lbs") as s:
+        ed = Editor(s)
+        ed.spawn(str(src), clip="wave", time=0.0, speed=0.0)
+        ed.frame_camera()
+        s.step()
+        _frame(ed, KeyDown(now(), "w", Modifiers.SHIFT))
+        _frame(ed, Action(now(), "weights", {"joint": "Arm.L2", "action": "spline", "value": 0.8}))
+        tool = ed.weights.tool
+        key = tool.prim.key
+        verts = tool.character.vertices()[key]
+        bind = tool.prim.positions  # the upper front of the tube (the camera looks at it from above), at rest
+        a = int(np.argmin(np.abs(bind[:, 0] - 0.45) + np.abs(bind[:, 1] - 0.07) + np.abs(bind[:, 2] - 0.07)))
+        b = int(np.argmin(np.abs(bind[:, 0] - 0.6) + np.abs(bind[:, 1] - 0.07) + np.abs(bind[:, 2] - 0.07)))
+        pts = [_pixel(ed, verts[a] + (verts[b] - verts[a]) * u) for u in np.linspace(0.0, 1.0, 6)]
+        before = tool.dense.copy()
+        _stroke(ed, pts)
+        tool = ed.weights.tool
+        assert len(ed.weights.splines) == 1, ed.state.messages
+        np.testing.assert_array_equal(ed.weights.anchors, [0.8, 0.8])
+        j = tool.prim.joint_index("Arm.L2")
+        sp = ed.weights.splines[0]
+        at = np.einsum("nk,nk->n", sp.barycentrics, tool.dense[tool.prim.triangles[sp.faces], j])
+        assert np.abs(at - 0.8).max() <= 0.02 and ed.undo.history[-1] == "spline Arm.L2"
+        ov = ed.weights.spline_overlay()
+        live = tool.character.vertices()[key]
+        assert len(ov) == 1 and ov[0]["points"].shape == (len(sp.faces), 3)
+        np.testing.assert_allclose(ov[0]["points"][0], sp.barycentrics[0] @ live[tool.prim.triangles[sp.faces[0]]])
+        # the end anchor slides to 0.3: the samples follow the line from 0.8 to 0.3
+        _frame(ed, Action(now(), "weights", {"anchor": 1, "iso": 0.3}))
+        _frame(ed, Action(now(), "weights", {"anchor": 7, "iso": 0.3}))  # refused: said, nothing changed
+        assert "anchor must be an index" in ed.state.messages[-1]
+        tool = ed.weights.tool
+        np.testing.assert_array_equal(ed.weights.anchors, [0.8, 0.3])
+        at = np.einsum("nk,nk->n", sp.barycentrics, tool.dense[tool.prim.triangles[sp.faces], j])
+        assert np.abs(at - (0.8 + (0.3 - 0.8) * sp.along)).max() <= 0.02
+        # undo: the slide, then the line
+        _frame(ed, KeyDown(now(), "z", Modifiers.CTRL))
+        _frame(ed, KeyDown(now(), "z", Modifiers.CTRL))
+        np.testing.assert_array_equal(ed.weights.tool.dense, before)

@@ -64,3 +64,42 @@ def test_auto_refuses_bad_limits(tmp_path, capsys):
     line = cli_refusal(capsys, ["weights", "auto", src, "--method", "heat", "--max-influences", "0", "--out",
                                 tmp_path / "o.glb"])
     assert "--max-influences" in line
+
+
+def test_auto_weights_seeded_by_comovement(tmp_path, capsys):
+    """``--seed-clip``: each joint's co-movement region over the clip (its bone's middle as the reference) bounds
+    the joints a vertex takes: the still root stays allowed everywhere, the left tip moves with the left arm and
+    not with the right (another rhythm); every row of the written weights uses only allowed joints, or (none of
+    its joints allowed) is the unseeded row; the seed changes the result."""
+    from engine.authoring.weights import auto_weights, comovement_seed
+    from tests.helpers.weights_asset import run_cli
+
+    src = tube_asset(tmp_path / "tube.glb", influences=4, rings=23, sides=8)
+    loaded = load_asset(src)
+    (p,) = primitive_weights(loaded)
+    allowed = comovement_seed(loaded, p, "wave", frames=30, threshold=0.75)
+    assert allowed.shape == (p.positions.shape[0], len(JOINT_NAMES)) and allowed[:, 0].all()
+    tip = int(np.argmax(p.positions[:, 0]))
+    assert allowed[tip, 3] and allowed[tip, 4] and not allowed[tip, 5:].any()
+    status, out, err = run_cli(capsys, ["weights", "auto", src, "--method", "heat", "--max-influences", "3",
+                                        "--seed-clip", "wave", "--out", tmp_path / "s.glb"])
+    assert status == 0 and "seeded by co-movement" in out, err
+    (q,) = primitive_weights(load_asset(tmp_path / "s.glb"))
+    d = q.dense()
+    assert np.all(d >= 0) and np.abs(d.sum(1) - 1).max() <= 1e-6 and (d > 0).sum(1).max() <= 3
+    np.testing.assert_allclose(d, auto_weights(p, "heat", 3, seed=allowed), atol=1e-6)
+    plain = auto_weights(p, "heat", 3)
+    inside = ~((d > 0) & ~allowed).any(axis=1)
+    assert np.all(inside | np.all(np.abs(d - plain) <= 1e-6, axis=1))
+    assert np.abs(d - plain).max() > 0.05  # the regions changed the weights
+    _check(src, tmp_path / "s.glb", "wave", 3, 0.03)  # and they still deform the tube without collapse
+
+
+def test_auto_seed_refusals(tmp_path, capsys):
+    src = tube_asset(tmp_path / "tube.glb", influences=4, rings=5, sides=4)
+    base = ["weights", "auto", src, "--method", "heat", "--out", tmp_path / "o.glb"]
+    assert "nope" in cli_refusal(capsys, base + ["--seed-clip", "nope"])
+    assert "--seed-threshold" in cli_refusal(capsys, base + ["--seed-clip", "wave", "--seed-threshold", "2"])
+    assert "--seed-frames" in cli_refusal(capsys, base + ["--seed-clip", "wave", "--seed-frames", "0"])
+    assert "--seed-clip" in cli_refusal(capsys, base + ["--seed-frames", "5"])
+    assert not (tmp_path / "o.glb").exists()

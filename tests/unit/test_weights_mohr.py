@@ -164,3 +164,92 @@ def test_weights_drag_refuses_an_asset_without_a_skin(tmp_path, capsys):
     line = cli_refusal(capsys, ["weights", "drag", tmp_path / "static.glb", "--vertex", "node0_mesh0_prim0:0",
                                 "--target", "0,0,0", "--out", tmp_path / "o.glb"])
     assert "no skin" in line
+
+
+def _poses_file(path, poses, version=1):
+    import json
+
+    path.write_text(json.dumps({"version": version, "poses": [
+        {"clip": c, "time": t, "target": [float(x) for x in p]} for c, t, p in poses]}))
+    return path
+
+
+def _frame(capsys, asset, time, out):
+    from tests.helpers.weights_asset import run_cli
+
+    status, _, err = run_cli(capsys, ["export-frame", asset, "--clip", "wave", "--time", time, "--device", "cpu",
+                                      "--out", out])
+    assert status == 0, err
+    return np.load(out)["node9_mesh0_prim0"]
+
+
+def test_weights_drag_poses(tmp_path, capsys):
+    """``weights drag --poses P.json``: two poses whose targets one set of weights reaches are both met (through
+    export-frame, within 1e-5 of the diagonal); unreachable ones give the least-squares compromise (the stacked
+    targets' closest point of the stacked hull, checked by SLSQP); one pose equals the --target form byte for
+    byte; other vertices keep their places."""
+    from engine.authoring.weights import posed_skin_matrices
+    from engine.scene import load_asset
+    from engine.skinning.weights.io import primitive_weights
+    from tests.helpers.weights_asset import run_cli
+
+    src = tube_asset(tmp_path / "tube.glb", influences=4, rings=17, sides=8)
+    (p,) = primitive_weights(load_asset(src))
+    vtx = 70
+    idx = np.flatnonzero(p.dense()[vtx] > 0)
+    assert idx.size >= 2
+    mats = [posed_skin_matrices(load_asset(src), [p], clip="wave", time=t)[p.key] for t in (0.25, 0.75)]
+    q = [hull_points(p.positions[vtx], m, idx) for m in mats]
+    want = np.linspace(1.0, 2.0, idx.size)
+    want /= want.sum()  # weights unlike the vertex's own: the targets they reach
+    targets = [qq.T @ want for qq in q]
+    before = [_frame(capsys, src, t, tmp_path / f"b{t}.npz") for t in (0.25, 0.75)]
+    diag = float(np.linalg.norm(np.ptp(before[0], axis=0)))
+    assert np.linalg.norm(before[0][vtx] - targets[0]) > 1e-3 * diag  # a real move
+    key = f"node9_mesh0_prim0:{vtx}"
+    f = _poses_file(tmp_path / "p.json", [("wave", 0.25, targets[0]), ("wave", 0.75, targets[1])])
+    status, out, err = run_cli(capsys, ["weights", "drag", src, "--vertex", key, "--poses", f, "--out",
+                                        tmp_path / "two.glb"])
+    assert status == 0 and "over 2 poses" in out, err
+    for t, b, target in zip((0.25, 0.75), before, targets):
+        after = _frame(capsys, tmp_path / "two.glb", t, tmp_path / f"a{t}.npz")
+        assert np.linalg.norm(after[vtx] - target) <= 1e-5 * diag
+        others = np.arange(b.shape[0]) != vtx
+        np.testing.assert_allclose(after[others], b[others], atol=1e-6)
+    # unreachable targets: the compromise
+    far = [targets[0] + np.array([0.0, 0.3, 0.0]), targets[1] - np.array([0.2, 0.0, 0.1])]
+    f = _poses_file(tmp_path / "far.json", [("wave", 0.25, far[0]), ("wave", 0.75, far[1])])
+    status, _, err = run_cli(capsys, ["weights", "drag", src, "--vertex", key, "--poses", f, "--out",
+                                      tmp_path / "far.glb"])
+    assert status == 0, err
+    expect = _closest_on_hull(np.hstack(q), np.concatenate(far))
+    got = np.concatenate([_frame(capsys, tmp_path / "far.glb", t, tmp_path / f"f{t}.npz")[vtx] for t in (0.25, 0.75)])
+    assert np.linalg.norm(got - expect) <= 1e-4 * diag
+    # one pose in the file: exactly the single-pose command
+    f = _poses_file(tmp_path / "one.json", [("wave", 0.5, far[0])])
+    one = ["weights", "drag", src, "--vertex", key, "--poses", f, "--out", tmp_path / "o1.glb"]
+    assert run_cli(capsys, one)[0] == 0
+    assert run_cli(capsys, ["weights", "drag", src, "--clip", "wave", "--time", "0.5", "--vertex", key, "--target",
+                            ",".join(repr(float(x)) for x in far[0]), "--out", tmp_path / "o2.glb"])[0] == 0
+    (a,), (b,) = primitive_weights(load_asset(tmp_path / "o1.glb")), primitive_weights(load_asset(tmp_path / "o2.glb"))
+    assert a.weights.tobytes() == b.weights.tobytes() and a.joints.tobytes() == b.joints.tobytes()
+
+
+@pytest.mark.parametrize("poses, extra, words", [
+    ([("wave", 0.5, [0, 0, 0])], ["--target", "0,0,0"], "--target and --poses"),
+    ([("wave", 0.5, [0, 0, 0])], ["--time", "0.5"], "--clip/--time with --poses"),
+    ([("nope", 0.5, [0, 0, 0]), ("wave", 0.1, [0, 0, 0])], [], "poses[0].clip: no clip 'nope'"),
+    ([("wave", 0.5, [0, 0]), ("wave", 0.1, [0, 0, 0])], [], "poses[0].target"),
+    ([], [], "poses: must be a list of 1 to 64"),
+    (None, [], "version: must be 1"),
+    ("missing", [], "--target X,Y,Z (or --poses FILE) is required"),
+])
+def test_weights_drag_poses_refusals(tmp_path, capsys, poses, extra, words):
+    src = tube_asset(tmp_path / "tube.glb", influences=4, rings=5, sides=4)
+    args = ["weights", "drag", src, "--vertex", "node9_mesh0_prim0:3", *extra, "--out", tmp_path / "o.glb"]
+    if poses != "missing":
+        f = _poses_file(tmp_path / "p.json", [("wave", 0.5, [0, 0, 0])] if poses is None else poses,
+                        version=2 if poses is None else 1)
+        args += ["--poses", f]
+    line = cli_refusal(capsys, args)
+    assert words in line and not (tmp_path / "o.glb").exists(), line

@@ -52,3 +52,18 @@ def test_picking_helpers(tmp_path):
         np.testing.assert_allclose(tool.bind_point(hit), np.array([0.2, 0.7, 0.1]) @ tool.prim.positions[tri],
                                    atol=1e-6)
         assert tool.vertex_at(hit) == tri[1]
+
+
+def test_hull_edges_of_the_drag_overlay():
+    """The drag overlay's wireframe: a tetrahedron's 6 edges, a coplanar square's loop of 4 (no diagonal), a
+    triangle with a point inside it in its plane: the triangle's 3; a line: every pair."""
+    from game.editor.weights_tool import hull_edges
+
+    tet = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], float)
+    assert sorted(map(tuple, hull_edges(tet).tolist())) == [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
+    sq = np.array([[0, 0, 1], [1, 0, 1], [1, 1, 1], [0, 1, 1]], float)
+    assert sorted(map(tuple, hull_edges(sq).tolist())) == [(0, 1), (0, 3), (1, 2), (2, 3)]
+    tri_in = np.array([[0, 0, 0], [2, 0, 0], [0, 2, 0], [0.5, 0.5, 0]], float)
+    assert sorted(map(tuple, hull_edges(tri_in).tolist())) == [(0, 1), (0, 2), (1, 2)]
+    line = np.array([[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0]], float)
+    assert len(hull_edges(line)) == 6
