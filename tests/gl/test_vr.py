@@ -464,3 +464,37 @@ def test_vr_recording_replays_from_another_folder(tmp_path, monkeypatch):
     da, db = np.load(a), np.load(b)
     for k in da:
         np.testing.assert_array_equal(da[k], db[k])
+
+
+def test_controller_camera_cluster_culling_keeps_every_pixel():
+    """The culled probe pass (only the clusters the probe's frustum meets) draws far fewer triangles than the
+    character has and gives every pixel of the probe image the full pass gives (same mesh, triangle)."""
+    from engine import Session
+    from engine.input.vr import look_rotation
+    from engine.render.probe import ProbeCamera, ProbeRenderer
+
+    with Session(width=32, height=32, deformer="lbs", strict=True) as s:
+        ch = s.spawn("humanoid", clip="walk", time=0.3, speed=0.0, mode="clamp")
+        s.render()
+        culled, full = ProbeRenderer(s.renderer, 5), ProbeRenderer(s.renderer, 5, cull=False)
+        total = sum(h.triangle_count for h in s.renderer.shared_state().meshes.draw_lists(())[None])
+        try:
+            pixels = [(x, y) for y in range(5) for x in range(5)]
+            on_skin = 0
+            for pos, direction in [((0.0, 1.1, 0.5), (0.0, 0.0, -1.0)), ((0.5, 1.3, 0.3), (-1.0, -0.2, -0.6)),
+                                   ((0.0, 1.2, -0.6), (0.05, 0.0, 1.0))]:
+                cam = ProbeCamera(pose_matrix(pos, look_rotation(direction)))
+                culled.render(cam, entities=(ch.entity,))
+                full.render(cam, entities=(ch.entity,))
+                a = culled._reader.query_many(pixels, layer="gbuffer")
+                b = full._reader.query_many(pixels, layer="gbuffer")
+                for ha, hb in zip(a, b):
+                    assert (ha is None) == (hb is None)
+                    if ha is not None:
+                        assert (ha.mesh_id, ha.triangle) == (hb.mesh_id, hb.triangle)
+                        on_skin += 1
+                assert culled.drawn_triangles < total / 4, (culled.drawn_triangles, total)
+            assert on_skin >= 25
+        finally:
+            culled.release()
+            full.release()
