@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         assert s.ctx is not None
         ctx = s.ctx
         samples: dict[str, list[float]] = {"stereo frame": [], "per eye": [], "mono frame": []}
+        passes: dict[str, list[float]] = {}  # per-eye GPU time per renderer pass (timer queries, a few renders old)
         for n in sizes:
             samples[f"controller camera {n}x{n}"] = []
             samples[f"  ... {n}x{n} full pass"] = []
@@ -71,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         right = vr.world_pose("right")
         assert right is not None
         cam = ProbeCamera(right)
+        for probe in probes.values():  # warm-up: the culled probe builds its clusters at its first read
+            probe.centre(cam)
         for _ in range(a.rounds):
             for _ in range(a.frames):
                 ctx.finish()
@@ -82,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
                 eyes = [e.dur_ns / 1e6 for e in (last.events if last else []) if e.name.startswith("vr eye")]
                 if eyes:
                     samples["per eye"].append(float(np.mean(eyes)))
+                for name, ms in s.require_renderer().gpu_ms.items():
+                    passes.setdefault(name, []).append(ms)
             vr.active = False  # the plain one-camera frame: the VR systems skip
             for k in range(a.frames):
                 # the eyes' views in turn: the camera changes every frame, as a tracked head does (the cached
@@ -114,6 +119,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:<28} {Spread.of(xs).text():>30}")
     st, mo = Spread.of(samples["stereo frame"]).median, Spread.of(samples["mono frame"]).median
     print(f"stereo / mono frame: {st / mo:.2f}x")
+    # the per-eye split (what instanced stereo could share: only the G-buffer pass's vertex work; the compose
+    # and every per-pixel pass run per eye either way); on llvmpipe a timer scope also counts waits
+    total = sum(Spread.of(v).median for v in passes.values()) or 1.0
+    print(f"{'per-eye pass (GPU timer)':<28} {'ms':>30} {'share':>6}")
+    for name, xs in sorted(passes.items(), key=lambda kv: -Spread.of(kv[1]).median):
+        sp = Spread.of(xs)
+        print(f"{name:<28} {sp.text():>30} {sp.median / total:>6.0%}")
     return 0
 
 

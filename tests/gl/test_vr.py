@@ -498,3 +498,71 @@ def test_controller_camera_cluster_culling_keeps_every_pixel():
         finally:
             culled.release()
             full.release()
+
+
+TELEPORT = """version = 1
+fps = 20
+[[hmd]]
+time = 0.0
+position = [0.0, 1.6, 1.2]
+look_at = [0.0, 1.2, 0.0]
+[[right]]
+time = 0.0
+position = [0.2, 1.2, 0.8]
+direction = [0.0, 0.2, -1.0]
+grip = true
+stick = [0.0, 1.0]
+[[right]]
+time = 0.3
+position = [0.2, 1.2, 0.8]
+direction = [0.0, 0.2, -1.0]
+grip = true
+[[right]]
+time = 0.35
+position = [0.2, 1.2, 0.8]
+direction = [0.0, 0.2, -1.0]
+[[left]]
+time = 0.0
+position = [-0.2, 1.2, 0.8]
+[[left]]
+time = 0.4
+position = [-0.2, 1.2, 0.8]
+grip = true
+stick = [1.0, 0.0]
+[[left]]
+time = 0.5
+position = [-0.2, 1.2, 0.8]
+"""
+
+
+def test_teleport_and_fly_from_the_script_sticks():
+    """The right grip with its stick pushed (the script's ``stick``) aims a parabola and moves nothing; the stick
+    released, the head moves horizontally to where the arc lands on the ground. Then the left grip with its stick
+    pushed right flies sideways."""
+    from engine import Session
+    from game.vr.session import FLY_SPEED, VRSession, teleport_arc
+
+    dev = SimulatedHeadset(parse_rig_script(TELEPORT), eye_size=16)
+    with Session(width=16, height=16, deformer="lbs", strict=True) as s:
+        ch = s.spawn("cylinder", clip=None, speed=0.0, mode="clamp")
+        vr = VRSession(s, ch, dev)
+        try:
+            for i in range(6):  # t 0 .. 0.25: aiming
+                vr.frame(dev.actions_at(i))
+                assert vr.teleport_target is not None
+                np.testing.assert_array_equal(vr.tracking_to_world, np.eye(4))
+            right = vr.world_pose("right")
+            pts, land = teleport_arc(right[:3, 3], -right[:3, 2])
+            assert land is not None and land[2] < -1.0 and pts[:, 1].max() > 1.2  # up, then down, ahead
+            np.testing.assert_allclose(vr.teleport_target, land)
+            vr.frame(dev.actions_at(6))  # t 0.3: the stick released: teleported
+            assert vr.teleport_target is None
+            head = vr.world_pose("head")[:3, 3]
+            np.testing.assert_allclose(head, [land[0], 1.6, land[2]], atol=1e-9)
+            before = vr.tracking_to_world.copy()
+            for i in range(7, 9):  # t 0.35 (the right grip let go) .. 0.4 (the left grip and stick)
+                vr.frame(dev.actions_at(i))
+            moved = vr.tracking_to_world[:3, 3] - before[:3, 3]
+            np.testing.assert_allclose(moved, [FLY_SPEED / 20.0, 0.0, 0.0], atol=1e-9)  # the head's right is +X
+        finally:
+            vr.release()
