@@ -23,7 +23,8 @@ frustum's half diagonal) between the near and far planes. The kept clusters, mer
 multi-draw (``glMultiDrawElementsIndirect``) per mesh with the same program, instance row and ids as the full
 pass, so what is drawn names the same (mesh, triangle, barycentric). The cone encloses the frustum, so the test
 is conservative: every pixel of the probe image is what the full pass gives (``cull=False`` draws the full
-pass: the reference the tests and ``bench vr`` compare with).
+pass: the reference the tests and ``bench vr`` compare with). When every cluster is culled away nothing is
+drawn and :meth:`ProbeRenderer.centre` answers None without the read-back (which waits for the GPU).
 """
 from __future__ import annotations
 
@@ -211,6 +212,7 @@ class _CulledGBufferPass(GBufferPass):
         self.camera: Any = None
         self._clusters: dict[int, _Clusters] = {}
         self.drawn_triangles = 0  # of the last frame (bench and tests)
+        self.skipped = 0  # meshes of the last frame off the corner path (not drawn by the culled pass)
         self._commands: Any = None  # the indirect draw buffer (DrawElementsIndirectCommand rows), grown as needed
         self._res: Any = None
 
@@ -236,12 +238,12 @@ class _CulledGBufferPass(GBufferPass):
         clusters' runs of the corner index buffer."""
         bp, bn = GLSL_CONSTANTS["BINDING_POSITIONS"], GLSL_CONSTANTS["BINDING_NORMALS"]
         current: tuple[bool, Any, Any, Any, int] | None = None
-        self.drawn_triangles = 0
         for g in groups:
             h = g.head
             uv = h.texcoords is not None
             for i, m in enumerate(g.meshes):
-                if m.corner_topology is None:
+                if m.corner_topology is None:  # not on the corner path: centre() then reads what is there
+                    self.skipped += 1
                     continue
                 cl, runs = self._runs(state, m)
                 if not runs:
@@ -308,6 +310,7 @@ class ProbeRenderer:
         self._passes = (ResetRects(), self._culled)
         self._full = (ResetRects(), GBufferPass(None, 0))
         self._released = False
+        self._empty = False
 
     def render(self, camera: Any, *, entities: Any = None) -> None:
         """Draw the scene G-buffer's meshes from ``camera`` into the probe's G-buffer (only those of
@@ -322,10 +325,13 @@ class ProbeRenderer:
         frame = Frame(camera, {None: meshes}, "none")
         self._culled.camera = camera
         # Phong tessellation draws mesh by mesh through its own program: the full pass there
-        passes = self._passes if self.cull and not s.look.tessellation else self._full
-        for p in passes:
+        culled = self.cull and not s.look.tessellation
+        self._culled.drawn_triangles = self._culled.skipped = 0
+        for p in (self._passes if culled else self._full):
             p.run(s, frame)
         s.frame_index += 1
+        # every triangle culled away: the G-buffer is only cleared, so there is nothing under the centre
+        self._empty = culled and self._culled.drawn_triangles == 0 and self._culled.skipped == 0
 
     @property
     def drawn_triangles(self) -> int:
@@ -336,6 +342,8 @@ class ProbeRenderer:
         """Render from ``camera`` (the meshes of ``entities``, default all) and read the surface under the
         centre pixel (None: nothing there)."""
         self.render(camera, entities=entities)
+        if self._empty:  # no read-back (it waits for the GPU): the frustum meets no cluster
+            return None
         c = self.size // 2
         return self._reader.query_many([(c, c)], layer="gbuffer")[0]
 

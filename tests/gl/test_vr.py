@@ -495,6 +495,11 @@ def test_controller_camera_cluster_culling_keeps_every_pixel():
                         on_skin += 1
                 assert culled.drawn_triangles < total / 4, (culled.drawn_triangles, total)
             assert on_skin >= 25
+            away = ProbeCamera(pose_matrix((0.0, 1.1, 0.5), look_rotation((0.0, 0.0, 1.0))))  # its back to him
+            assert culled.centre(away) is None and culled.drawn_triangles == 0 and full.centre(away) is None
+            near = ProbeCamera(pose_matrix((0.0, 1.1, 0.5), look_rotation((0.0, 0.0, -1.0))))
+            hit, ref = culled.centre(near), full.centre(near)  # after the empty frame, a hit again
+            assert hit is not None and ref is not None and (hit.mesh_id, hit.triangle) == (ref.mesh_id, ref.triangle)
         finally:
             culled.release()
             full.release()
