@@ -10,7 +10,9 @@ drift lands on every case alike), each frame finished on the GPU (``ctx.finish``
 * **mono frame**: the same frame through the plain one-camera renderer (the VR systems off), its camera one
   eye's view and then the other's, so that it changes every frame as a tracked head does: for the ratio;
 * **controller camera NxN**: one controller-camera read (its G-buffer pass from the controller + the centre
-  pixel's read-back) at ``--probe-sizes`` (default 16, 4, 1), the controller pointing at the first character.
+  pixel's read-back) at ``--probe-sizes`` (default 16, 4, 1), the controller pointing at the first character,
+  with the pass culled to the clusters the probe's frustum sees (engine/render/probe.py); **... full pass**:
+  the same read drawing every triangle (``ProbeRenderer(cull=False)``, the cost before the culling).
 
 Run: ``python main.py bench vr [--characters 1 --eye-width 512 --eye-height 512 --frames 10 --rounds 3]``.
 Asserts nothing. On llvmpipe every pixel is rasterised on the CPU: absolute GPU figures need a GPU.
@@ -27,7 +29,7 @@ from bench.common import Spread, device_line
 
 def _script(fps: float) -> str:
     return (f"version = 1\nfps = {fps}\n[[hmd]]\ntime = 0.0\nposition = [0.0, 1.6, 2.2]\nlook_at = [0.0, 1.1, 0.0]\n"
-            "[[hmd]]\ntime = 3600.0\nposition = [0.0, 1.6, 2.2]\nlook_at = [0.0, 1.1, 0.0]\n"
+            "[[hmd]]\ntime = 2000.0\nposition = [0.0, 1.6, 2.2]\nlook_at = [0.0, 1.1, 0.0]\n"
             "[[right]]\ntime = 0.0\nposition = [0.0, 1.1, 0.4]\ndirection = [0.0, 0.0, -1.0]\n")
 
 
@@ -58,15 +60,20 @@ def main(argv: list[str] | None = None) -> int:
         chars = [s.spawn("humanoid", clip="idle", position=(0.8 * (i - (a.characters - 1) / 2), 0.0, 0.0))
                  for i in range(a.characters)]
         vr = VRSession(s, chars[0], dev)
-        probes = {n: ProbeRenderer(s.renderer, n) for n in sizes}
+        probes = {(n, cull): ProbeRenderer(s.renderer, n, cull=cull) for n in sizes for cull in (True, False)}
         assert s.ctx is not None
         ctx = s.ctx
         samples: dict[str, list[float]] = {"stereo frame": [], "per eye": [], "mono frame": []}
-        samples.update({f"controller camera {n}x{n}": [] for n in sizes})
+        passes: dict[str, list[float]] = {}  # per-eye GPU time per renderer pass (timer queries, a few renders old)
+        for n in sizes:
+            samples[f"controller camera {n}x{n}"] = []
+            samples[f"  ... {n}x{n} full pass"] = []
         vr.frame()  # warm-up: programs, first uploads
         right = vr.world_pose("right")
         assert right is not None
         cam = ProbeCamera(right)
+        for probe in probes.values():  # warm-up: the culled probe builds its clusters at its first read
+            probe.centre(cam)
         for _ in range(a.rounds):
             for _ in range(a.frames):
                 ctx.finish()
@@ -78,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
                 eyes = [e.dur_ns / 1e6 for e in (last.events if last else []) if e.name.startswith("vr eye")]
                 if eyes:
                     samples["per eye"].append(float(np.mean(eyes)))
+                for name, ms in s.require_renderer().gpu_ms.items():
+                    passes.setdefault(name, []).append(ms)
             vr.active = False  # the plain one-camera frame: the VR systems skip
             for k in range(a.frames):
                 # the eyes' views in turn: the camera changes every frame, as a tracked head does (the cached
@@ -89,25 +98,34 @@ def main(argv: list[str] | None = None) -> int:
                 ctx.finish()
                 samples["mono frame"].append((time.perf_counter() - t0) * 1e3)
             vr.active = True
-            for n, probe in probes.items():
-                for _ in range(a.frames):
+            for _ in range(a.frames):
+                for (n, cull), probe in probes.items():  # culled and full alternate frame by frame
                     ctx.finish()
                     t0 = time.perf_counter()
                     probe.centre(cam)
-                    samples[f"controller camera {n}x{n}"].append((time.perf_counter() - t0) * 1e3)
-        hit = probes[sizes[0]].centre(cam)
+                    name = f"controller camera {n}x{n}" if cull else f"  ... {n}x{n} full pass"
+                    samples[name].append((time.perf_counter() - t0) * 1e3)
+        hit = probes[(sizes[0], True)].centre(cam)
+        drawn = probes[(sizes[0], True)].drawn_triangles
         for p in probes.values():
             p.release()
         vr.release()
         print(device_line(ctx, f"median of {a.frames} x {a.rounds} interleaved samples (min..max), ms"))
     print(f"{a.characters} humanoid(s), deformer {a.deformer}, eyes 2x {a.eye_width}x{a.eye_height}; "
-          f"controller camera on {'the skin' if hit is not None else 'nothing'}")
+          f"controller camera on {'the skin' if hit is not None else 'nothing'}, culled pass draws {drawn} triangles")
     print(f"{'case':<28} {'ms':>30}")
     for name, xs in samples.items():
         if xs:
             print(f"{name:<28} {Spread.of(xs).text():>30}")
     st, mo = Spread.of(samples["stereo frame"]).median, Spread.of(samples["mono frame"]).median
     print(f"stereo / mono frame: {st / mo:.2f}x")
+    # the per-eye split (what instanced stereo could share: only the G-buffer pass's vertex work; the compose
+    # and every per-pixel pass run per eye either way); on llvmpipe a timer scope also counts waits
+    total = sum(Spread.of(v).median for v in passes.values()) or 1.0
+    print(f"{'per-eye pass (GPU timer)':<28} {'ms':>30} {'share':>6}")
+    for name, xs in sorted(passes.items(), key=lambda kv: -Spread.of(kv[1]).median):
+        sp = Spread.of(xs)
+        print(f"{name:<28} {sp.text():>30} {sp.median / total:>6.0%}")
     return 0
 
 

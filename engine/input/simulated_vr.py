@@ -16,14 +16,15 @@ RIG.toml, version 1 (positions in metres in tracking space; times in seconds fro
     direction = [0.0, 0.0, -1.0]    # its -Z axis; or orientation = [x, y, z, w]
     trigger = 0.0                   # held from this key to the next
     grip = false
+    stick = [0.0, 0.0]              # optional: the stick's x, y in [-1, 1], held from this key to the next
     [[actions]]
     time = 0.0
     name = "tool:pose"              # tool:pose | tool:bulge | tool:silhouette | tool:orbit | undo | redo
     [bulge]                         # optional: height (m), rings, radius (m), profile, ease, stiffness
     height = 0.03
 
-Between keys positions interpolate linearly and orientations by slerp; trigger and grip hold from a key to the
-next. Frame i is at time i / fps. Bad scripts (not TOML, an unknown key, a wrong type, a non-finite number, keys
+Between keys positions interpolate linearly and orientations by slerp; trigger, grip and stick hold from a key to
+the next. Frame i is at time i / fps. Bad scripts (not TOML, an unknown key, a wrong type, a non-finite number, keys
 not in time order, an unknown action) raise :class:`RigScriptError` with one line naming the file and key.
 """
 from __future__ import annotations
@@ -53,7 +54,7 @@ MAX_FRAMES = 216_000
 _MAX_COORD = 1e6
 _TOP_KEYS = ("version", "fps", "brush_radius", "hmd", "left", "right", "actions", "bulge")
 _HMD_KEYS = ("time", "position", "look_at", "orientation")
-_HAND_KEYS = ("time", "position", "direction", "orientation", "trigger", "grip")
+_HAND_KEYS = ("time", "position", "direction", "orientation", "trigger", "grip", "stick")
 _BULGE_KEYS = ("height", "rings", "radius", "profile", "ease", "stiffness")
 
 
@@ -63,13 +64,15 @@ class RigScriptError(ValueError):
 
 @dataclass(frozen=True)
 class RigKey:
-    """One key of a tracked device: time, position, orientation (x, y, z, w), trigger value and grip."""
+    """One key of a tracked device: time, position, orientation (x, y, z, w), trigger value, grip and stick
+    (x, y)."""
 
     time: float
     position: np.ndarray
     orientation: np.ndarray
     trigger: float = 0.0
     grip: bool = False
+    stick: tuple[float, float] = (0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,7 @@ class RigScript:
         u = 0.0 if span <= 0 else (t - a.time) / span
         pos = a.position + (b.position - a.position) * u
         q = np.asarray(slerp(a.orientation, b.orientation, u), np.float64)
-        return RigKey(t, pos, q / np.linalg.norm(q), a.trigger, a.grip)
+        return RigKey(t, pos, q / np.linalg.norm(q), a.trigger, a.grip, a.stick)
 
 
 def _fail(name: str, where: str, msg: str) -> RigScriptError:
@@ -187,7 +190,14 @@ def _keys(raw: Any, device: str, name: str) -> list[RigKey]:
         grip = k.get("grip", False)
         if not isinstance(grip, bool):
             raise _fail(name, f"{where}.grip", f"expected true or false, got {grip!r}")
-        out.append(RigKey(t, pos, q, trigger, grip))
+        stick = (0.0, 0.0)
+        if "stick" in k:
+            raw = k["stick"]
+            if not isinstance(raw, list) or len(raw) != 2:
+                raise _fail(name, f"{where}.stick", f"expected [x, y], each in [-1, 1], got {raw!r}")
+            sx, sy = (_number(v, name, f"{where}.stick", lo=-1.0, hi=1.0) for v in raw)
+            stick = (sx, sy)
+        out.append(RigKey(t, pos, q, trigger, grip, stick))
     return out
 
 
@@ -308,7 +318,7 @@ class SimulatedHeadset:
             held = VRButtons.GRIP if k.grip else VRButtons.NONE
             out.samples[device] = TrackedSample(t, device, tuple(k.position.tolist()), tuple(k.orientation.tolist()),
                                                 Buttons.LEFT if k.trigger >= 0.5 else Buttons.NONE,
-                                                float(k.trigger), held)
+                                                float(k.trigger), held, axis=k.stick)
         return out
 
     def actions_at(self, i: int) -> list[str]:

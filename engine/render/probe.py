@@ -8,23 +8,47 @@ frame graph into it with the controller's camera, then reads the id and depth te
 scene renderer's query reader over the probe's targets): (mesh, triangle, barycentric, position, normal), the
 same :class:`~engine.render.surface.SurfaceHit` a desktop pick gives. Nothing is composed or lit. Only meshes
 of the scene G-buffer are drawn (a layer's meshes, e.g. stroke tubes, are not surfaces to draw on).
+
+Cluster culling (``cull``, on by default): on a software rasteriser the vertex stage over every triangle of the
+character, not the 16x16 pixels, is what a full G-buffer pass costs (~0.2 us a triangle on the calling thread).
+The probe's pass therefore draws only the CLUSTERS the probe's narrow frustum can see. A mesh's clusters are
+made once, when the probe first meets its corner topology: a median-split tree over the triangles' centroids
+as the mesh is deformed then (leaves of at most :data:`CLUSTER_TRIANGLES`: compact patches of skin, which stay
+patches as the limbs move), and the corner index buffer's rows reordered leaf by leaf into a probe-owned index
+buffer over the same corner vertices (a row keeps its provoking corner last, so ids are unchanged). Each
+render reads the deformed positions already on the GPU back (one buffer read per mesh; the centre pixel's
+read-back waits for the GPU anyway), gives every cluster a bounding sphere (its vertices' box, a ``take`` and
+two ``reduceat``), and keeps the spheres that meet the cone around the probe's frustum (half-angle: the
+frustum's half diagonal) between the near and far planes. The kept clusters, merged into runs, are ONE
+multi-draw (``glMultiDrawElementsIndirect``) per mesh with the same program, instance row and ids as the full
+pass, so what is drawn names the same (mesh, triangle, barycentric). The cone encloses the frustum, so the test
+is conservative: every pixel of the probe image is what the full pass gives (``cull=False`` draws the full
+pass: the reference the tests and ``bench vr`` compare with). When every cluster is culled away nothing is
+drawn and :meth:`ProbeRenderer.centre` answers None without the read-back (which waits for the GPU).
 """
 from __future__ import annotations
 
 from typing import Any
 
+import moderngl
 import numpy as np
 
+from engine.gpu.layouts import GLSL_CONSTANTS
+from engine.gpu.shaderlib import uniform
 from engine.render.camera import perspective
+from engine.render.meshes import DrawGroup
 from engine.render.passes.gbuffer import GBufferPass, ResetRects
 from engine.render.queries import QueryReader
 from engine.render.state import Frame, RenderState
 from engine.render.surface import SurfaceHit
 from engine.render.targets import FrameTargets
 
-__all__ = ["ProbeCamera", "ProbeRenderer", "DEFAULT_PROBE_SIZE", "centre_ray", "probe_reference"]
+__all__ = ["ProbeCamera", "ProbeRenderer", "DEFAULT_PROBE_SIZE", "CLUSTER_TRIANGLES", "centre_ray",
+           "probe_reference", "spatial_clusters", "cluster_spheres", "clusters_in_cone"]
 
 DEFAULT_PROBE_SIZE = 16
+#: triangles per culling cluster (consecutive in the corner-vertex draw order)
+CLUSTER_TRIANGLES = 64
 
 
 class ProbeCamera:
@@ -87,11 +111,190 @@ def probe_reference(positions: np.ndarray, triangles: np.ndarray, camera: Any, s
     return k, np.array([1.0 - u[k] - v[k], u[k], v[k]]), o + d * t[k]
 
 
+def spatial_clusters(centroids: np.ndarray, size: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(order (T,), starts (K,)) of a median-split tree over triangle ``centroids`` (T, 3): ``order`` lists the
+    triangles leaf by leaf, each leaf at most ``size`` (default CLUSTER_TRIANGLES) triangles, split along its
+    box's longest axis, so a cluster is a compact patch of the surface; ``starts`` the first row of each."""
+    size = size or CLUSTER_TRIANGLES
+    c = np.asarray(centroids, np.float64)
+    leaves: list[np.ndarray] = []
+    todo = [np.arange(len(c))]
+    while todo:
+        idx = todo.pop()
+        if len(idx) <= size:
+            leaves.append(idx)
+            continue
+        pts = c[idx]
+        axis = int(np.argmax(pts.max(axis=0) - pts.min(axis=0)))
+        half = len(idx) // 2
+        part = np.argpartition(pts[:, axis], half)
+        todo += [idx[part[half:]], idx[part[:half]]]
+    order = np.concatenate(leaves)
+    starts = np.cumsum([0] + [len(x) for x in leaves[:-1]]).astype(np.int64)
+    return order, starts
+
+
+class _Clusters:
+    """A corner topology's culling clusters: its draw rows reordered cluster by cluster (a probe-owned index
+    buffer over the same corner vertices: the provoking corner stays last, so ids are unchanged), the
+    triangle runs, and the distinct display vertices of each cluster (their bounding boxes)."""
+
+    def __init__(self, state: RenderState, topology: Any, positions: np.ndarray) -> None:
+        self.topology = topology
+        rows = np.asarray(topology.indices, np.uint32)
+        display = np.asarray(topology.corners[:, 0], np.int64)[rows.astype(np.int64)]  # (T, 3)
+        # clusters from the mesh as it is deformed now: a patch stays a patch as the limbs move
+        order, self.starts = spatial_clusters(np.asarray(positions, np.float64)[display, :3].mean(axis=1))
+        self.counts = np.diff(np.append(self.starts, len(order)))
+        self.res = state.res
+        self.indices = state.res.buffer(np.ascontiguousarray(rows[order]), label="probe cluster indices")
+        flat: list[np.ndarray] = []
+        vstarts = np.zeros(len(self.starts), np.int64)
+        at = 0
+        for k, (a, n) in enumerate(zip(self.starts, self.counts)):
+            u = np.unique(display[order[a:a + n]])
+            vstarts[k] = at
+            at += len(u)
+            flat.append(u)
+        self.flat, self.vstarts = np.concatenate(flat), vstarts
+        self._vaos: dict[tuple[int, int], Any] = {}
+
+    def vao(self, prog: Any, h: Any) -> Any:
+        """The G-buffer program's vertex array over this index buffer (as ``Programs.vao(corners=True)``)."""
+        key = (id(prog), id(h.corner_texcoords))
+        vao = self._vaos.get(key)
+        if vao is None:
+            content = [(h.corners, "2u", "in_corner")]
+            if "in_uv" in prog:
+                content.append((h.corner_texcoords, "2f", "in_uv"))
+            vao = self.res.vertex_array(prog, content, index_buffer=self.indices, label=f"{h.label} probe vao")
+            self._vaos[key] = vao
+        return vao
+
+    def release(self) -> None:
+        for vao in self._vaos.values():
+            self.res.release(vao)
+        self._vaos.clear()
+        self.res.release(self.indices)
+
+
+def cluster_spheres(positions: np.ndarray, flat: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(centres (K, 3), radii (K,)) float64 of the clusters' vertex boxes: cluster k's vertices are
+    ``positions[flat[starts[k]:starts[k + 1]]]`` (``positions`` (V, 3) or (V, 4), e.g. a deformer's vec4s)."""
+    p = np.asarray(positions, np.float32)
+    if p.shape[1] != 4:
+        p = np.concatenate([p[:, :3], np.ones((p.shape[0], 1), np.float32)], axis=1)
+    # one 16-byte row is one complex128: a 1-D take gathers the rows ~30x faster than a 2-D fancy index
+    rows = np.take(np.ascontiguousarray(p).view(np.complex128).ravel(), flat).view(np.float32).reshape(-1, 4)
+    lo = np.minimum.reduceat(rows, starts, axis=0)[:, :3].astype(np.float64)
+    hi = np.maximum.reduceat(rows, starts, axis=0)[:, :3].astype(np.float64)
+    return (lo + hi) * 0.5, np.linalg.norm(hi - lo, axis=1) * 0.5
+
+
+def clusters_in_cone(centres: np.ndarray, radii: np.ndarray, camera: Any) -> np.ndarray:
+    """(K,) bool: the spheres that meet the cone around ``camera``'s square frustum (apex at the eye, along
+    its -Z, half-angle the frustum's half diagonal) between its near and far planes. Conservative: a sphere
+    the frustum meets is always kept."""
+    view = np.asarray(camera.view, np.float64)
+    c = centres @ view[:3, :3].T + view[:3, 3]
+    d = -c[:, 2]  # distance along the axis
+    q = np.hypot(c[:, 0], c[:, 1])  # distance from the axis
+    half = np.arctan(np.tan(np.radians(float(camera.fov_y)) * 0.5) * np.sqrt(2.0))
+    lateral = q * np.cos(half) - d * np.sin(half)  # signed distance from the cone's side (apex region: less)
+    return (lateral <= radii) & (d + radii >= float(camera.near)) & (d - radii <= float(camera.far))
+
+
+class _CulledGBufferPass(GBufferPass):
+    """The scene G-buffer pass drawing only the clusters the probe's frustum can see (module docstring)."""
+
+    def __init__(self) -> None:
+        super().__init__(None, 0)
+        self.camera: Any = None
+        self._clusters: dict[int, _Clusters] = {}
+        self.drawn_triangles = 0  # of the last frame (bench and tests)
+        self.skipped = 0  # meshes of the last frame off the corner path (not drawn by the culled pass)
+        self._commands: Any = None  # the indirect draw buffer (DrawElementsIndirectCommand rows), grown as needed
+        self._res: Any = None
+
+    def _runs(self, state: RenderState, h: Any) -> tuple[_Clusters, list[tuple[int, int]]]:
+        """Mesh ``h``'s clusters and the (first triangle, count) runs of the visible ones in their order."""
+        topo = h.corner_topology
+        pos = np.frombuffer(h.positions.read(size=h.vertex_count * 16, offset=h.positions_offset),
+                            np.float32).reshape(-1, 4)
+        cl = self._clusters.get(id(topo))
+        if cl is None or cl.topology is not topo:
+            if cl is not None:
+                cl.release()
+            cl = self._clusters[id(topo)] = _Clusters(state, topo, pos)
+        keep = clusters_in_cone(*cluster_spheres(pos, cl.flat, cl.vstarts), self.camera)
+        if not keep.any():
+            return cl, []
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], keep.astype(np.int8), [0]])))
+        ends = np.append(cl.starts[1:], cl.starts[-1] + cl.counts[-1])
+        return cl, [(int(cl.starts[a]), int(ends[b - 1] - cl.starts[a])) for a, b in zip(edges[::2], edges[1::2])]
+
+    def _draw_groups(self, state: RenderState, groups: list[DrawGroup], material: Any) -> None:
+        """Each mesh of each group on its own (instance row = its place in the group), only its visible
+        clusters' runs of the corner index buffer."""
+        bp, bn = GLSL_CONSTANTS["BINDING_POSITIONS"], GLSL_CONSTANTS["BINDING_NORMALS"]
+        current: tuple[bool, Any, Any, Any, int] | None = None
+        for g in groups:
+            h = g.head
+            uv = h.texcoords is not None
+            for i, m in enumerate(g.meshes):
+                if m.corner_topology is None:  # not on the corner path: centre() then reads what is there
+                    self.skipped += 1
+                    continue
+                cl, runs = self._runs(state, m)
+                if not runs:
+                    continue
+                if current is None or current[0] != uv:
+                    prog = self._program(state, uv)
+                    rows = uniform(prog, "u_instances")
+                    current = (uv, prog, rows, uniform(prog, "u_instance_base"), rows.array_length)
+                    material.use(prog)
+                _, prog, u_rows, u_base, capacity = current
+                material.apply(h)
+                g.bind_vertices(bp, bn)
+                vao = cl.vao(prog, h)
+                b = i // capacity
+                u_rows.write(g.row_blocks(capacity)[b])
+                u_base.value = i - b * capacity
+                # the runs as ONE multi-draw (count, instances 1, first index, base vertex 0, base instance 0):
+                # gl_InstanceID stays 0, so the row is u_instance_base's, as in the full pass
+                cmd = np.zeros((len(runs), 5), np.uint32)
+                cmd[:, 0] = [3 * c for _, c in runs]
+                cmd[:, 1] = 1
+                cmd[:, 2] = [3 * f for f, _ in runs]
+                vao.render_indirect(self._command_buffer(state, cmd.tobytes()), moderngl.TRIANGLES, count=len(runs))
+                self.drawn_triangles += sum(c for _, c in runs)
+
+    def _command_buffer(self, state: RenderState, data: bytes) -> Any:
+        """The indirect command buffer holding ``data`` (grown by doubling, released by :meth:`release`)."""
+        if self._commands is None or self._commands.size < len(data):
+            self._release_commands()
+            self._res = state.res
+            self._commands = state.res.buffer(reserve=max(1024, 2 * len(data)), label="probe draw commands")
+        self._commands.write(data)
+        return self._commands
+
+    def release(self) -> None:
+        for cl in self._clusters.values():
+            cl.release()
+        self._clusters.clear()
+        self._release_commands()
+
+    def _release_commands(self) -> None:
+        if self._commands is not None:
+            self._res.release(self._commands)
+            self._commands = None
+
+
 class ProbeRenderer:
     """A ``size`` x ``size`` G-buffer renderer over ``renderer``'s meshes (see the module docstring);
     :meth:`release` frees its targets (the shared parts stay the scene renderer's)."""
 
-    def __init__(self, renderer: Any, size: int = DEFAULT_PROBE_SIZE) -> None:
+    def __init__(self, renderer: Any, size: int = DEFAULT_PROBE_SIZE, *, cull: bool = True) -> None:
         if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= 256:
             raise ValueError(f"the controller camera's size must be a whole number of pixels in [1, 256], got {size!r}")
         base: RenderState = renderer.shared_state()
@@ -102,8 +305,12 @@ class ProbeRenderer:
         self._state = RenderState(base.ctx, base.res, base.programs, base.meshes, self._targets, base.lights,
                                   base.look)
         self._reader = QueryReader(self._state)
-        self._passes = (ResetRects(), GBufferPass(None, 0))
+        self._culled = _CulledGBufferPass()
+        self.cull = bool(cull)
+        self._passes = (ResetRects(), self._culled)
+        self._full = (ResetRects(), GBufferPass(None, 0))
         self._released = False
+        self._empty = False
 
     def render(self, camera: Any, *, entities: Any = None) -> None:
         """Draw the scene G-buffer's meshes from ``camera`` into the probe's G-buffer (only those of
@@ -116,14 +323,27 @@ class ProbeRenderer:
             keep = set(entities)
             meshes = [h for h in meshes if h.entity in keep]
         frame = Frame(camera, {None: meshes}, "none")
-        for p in self._passes:
+        self._culled.camera = camera
+        # Phong tessellation draws mesh by mesh through its own program: the full pass there
+        culled = self.cull and not s.look.tessellation
+        self._culled.drawn_triangles = self._culled.skipped = 0
+        for p in (self._passes if culled else self._full):
             p.run(s, frame)
         s.frame_index += 1
+        # every triangle culled away: the G-buffer is only cleared, so there is nothing under the centre
+        self._empty = culled and self._culled.drawn_triangles == 0 and self._culled.skipped == 0
+
+    @property
+    def drawn_triangles(self) -> int:
+        """Triangles the last culled render drew (the full pass: not counted)."""
+        return self._culled.drawn_triangles
 
     def centre(self, camera: Any, *, entities: Any = None) -> SurfaceHit | None:
         """Render from ``camera`` (the meshes of ``entities``, default all) and read the surface under the
         centre pixel (None: nothing there)."""
         self.render(camera, entities=entities)
+        if self._empty:  # no read-back (it waits for the GPU): the frustum meets no cluster
+            return None
         c = self.size // 2
         return self._reader.query_many([(c, c)], layer="gbuffer")[0]
 
@@ -131,5 +351,6 @@ class ProbeRenderer:
         if self._released:
             return
         self._released = True
+        self._culled.release()
         self._reader.release()
         self._targets.release()

@@ -30,9 +30,13 @@ The hand menu (game/vr/hand_menu.py: an imgui panel on a quad riding on the left
 sets the active tool's parameters; the right controller points at it and its trigger clicks.
 
 Navigation: both grips held grab the world: the tracking-to-world transform follows the hands (move, turn
-about the vertical, scale kept between 0.1x and 10x), so a script without grips draws in world coordinates; one
-grip with its stick pushed flies (:data:`FLY_SPEED`). A controller's primary button pressed undoes, its menu
-button redoes.
+about the vertical, scale kept between 0.1x and 10x), so a script without grips draws in world coordinates. One
+grip with its stick pushed moves: the LEFT grip flies (:data:`FLY_SPEED`); the RIGHT grip aims a teleport: while
+its stick is pushed (at least :data:`STICK_DOWN` from the centre) a parabola leaves the right controller along its
+pointing direction (:func:`teleport_arc`: launch speed :data:`TELEPORT_SPEED`, gravity 9.81, both scaled with the
+world) and shows as a tube; releasing the stick (or the grip) moves the head, horizontally, to where the arc
+meets the ground (world y = 0); an arc that never lands moves nothing. A controller's primary button pressed
+undoes, its menu button redoes.
 """
 from __future__ import annotations
 
@@ -48,7 +52,8 @@ from engine.input.events import Action, TrackedSample, VRButtons
 from engine.input.vr import EyeGeometry, VRDevice, VRFrame, pose_matrix
 from engine.profile.stats import cpu_scope
 
-__all__ = ["VRSession", "bulge_profile", "TOOLS", "STROKE_EPSILON", "TRIGGER_DOWN", "DEFAULT_BRUSH_RADIUS", "VRStroke"]
+__all__ = ["VRSession", "bulge_profile", "TOOLS", "STROKE_EPSILON", "TRIGGER_DOWN", "DEFAULT_BRUSH_RADIUS", "VRStroke",
+           "teleport_arc", "FLY_SPEED", "TELEPORT_SPEED", "STICK_DOWN"]
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +65,35 @@ DEFAULT_BRUSH_RADIUS = 0.15
 _SCALE_RANGE = (0.1, 10.0)
 #: flying speed (tracking metres per second) at full stick with one grip held
 FLY_SPEED = 1.5
+#: launch speed (tracking metres per second) of the teleport parabola
+TELEPORT_SPEED = 6.0
+#: the stick counts as pushed from this distance from its centre
+STICK_DOWN = 0.5
+_GRAVITY = 9.81
+_ARC_STEP = 1.0 / 60.0  # seconds between the arc's samples
+_ARC_STEPS = 240        # at most 4 s of flight
+
+
+def teleport_arc(origin: np.ndarray, direction: np.ndarray, scale: float = 1.0,
+                 ground: float = 0.0) -> tuple[np.ndarray, np.ndarray | None]:
+    """The teleport parabola from ``origin`` along ``direction`` (world space; launch speed TELEPORT_SPEED and
+    gravity 9.81 m/s^2, both times the world ``scale``): (its points (N, 3) up to the landing, the landing
+    point on the plane y = ``ground`` or None when it does not land within 4 s of flight)."""
+    p0 = np.asarray(origin, np.float64)
+    d = np.asarray(direction, np.float64)
+    v = d / max(float(np.linalg.norm(d)), 1e-12) * TELEPORT_SPEED * scale
+    t = np.arange(_ARC_STEPS + 1) * _ARC_STEP
+    pts = p0 + v * t[:, None]
+    pts[:, 1] -= 0.5 * _GRAVITY * scale * t * t
+    below = np.flatnonzero(pts[:, 1] <= ground)
+    if p0[1] <= ground or not len(below):
+        return pts, None
+    k = int(below[0])
+    a, b = pts[k - 1], pts[k]
+    u = (a[1] - ground) / (a[1] - b[1])  # crossing the plane between samples k-1 and k
+    land = a + (b - a) * u
+    land[1] = ground
+    return np.vstack([pts[:k], land]), land
 
 
 @dataclass
@@ -115,6 +149,9 @@ class VRSession:
         self.eye_projections = np.stack([self.geometry.projection(0), self.geometry.projection(1)])
         self.frames = 0
         self._grab: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        #: the teleport being aimed (the right grip with its stick pushed): where its arc lands, or None
+        self.teleport_target: np.ndarray | None = None
+        self._aiming = False
         self._dt = 1.0 / float(device.fps)
         #: False: the VR systems skip (the session runs as a plain one; bench vr's mono case)
         self.active = True
@@ -249,7 +286,9 @@ class VRSession:
         if not held:
             self._grab = None
             self._fly(hands)
+            self._teleport(hands)
             return
+        self._cancel_teleport()
         pa, pb = (np.asarray(h.position, np.float64) for h in hands)  # type: ignore[union-attr]
         if self._grab is None:
             t = self.tracking_to_world
@@ -272,20 +311,53 @@ class VRSession:
         self.tracking_to_world = m
 
     def _fly(self, hands: list[TrackedSample | None]) -> None:
-        """One grip held and its stick pushed: fly along the head's horizontal forward (stick y) and sideways
-        (stick x), FLY_SPEED tracking metres per second (scaled with the world)."""
+        """The left grip alone held and its stick pushed: fly along the head's horizontal forward (stick y) and
+        sideways (stick x), FLY_SPEED tracking metres per second (scaled with the world)."""
         head = self.samples.get("head")
-        gripping = [h for h in hands if h is not None and h.controls & VRButtons.GRIP]
-        if head is None or len(gripping) != 1 or gripping[0].axis == (0.0, 0.0):
+        left, right = hands
+        if head is None or left is None or not left.controls & VRButtons.GRIP or left.axis == (0.0, 0.0):
+            return
+        if right is not None and right.controls & VRButtons.GRIP:
             return
         m = pose_matrix(head.position, head.orientation)
-        fwd, right = -m[:3, 2], m[:3, 0]
-        fwd[1] = right[1] = 0.0
+        fwd, side = -m[:3, 2], m[:3, 0]
+        fwd[1] = side[1] = 0.0
         fwd /= max(float(np.linalg.norm(fwd)), 1e-9)
-        right /= max(float(np.linalg.norm(right)), 1e-9)
-        x, y = gripping[0].axis
-        step = (fwd * y + right * x) * FLY_SPEED * self._dt
+        side /= max(float(np.linalg.norm(side)), 1e-9)
+        x, y = left.axis
+        step = (fwd * y + side * x) * FLY_SPEED * self._dt
         self.tracking_to_world[:3, 3] += self.tracking_to_world[:3, :3] @ step
+
+    def _teleport(self, hands: list[TrackedSample | None]) -> None:
+        """The right grip alone held with its stick pushed aims (the arc shows); released, the head moves to
+        where the arc lands (see the module docstring)."""
+        left, right = hands
+        aiming = (right is not None and bool(right.controls & VRButtons.GRIP)
+                  and not (left is not None and left.controls & VRButtons.GRIP)
+                  and float(np.hypot(*right.axis)) >= STICK_DOWN)
+        if aiming:
+            pose = self.world_pose("right")
+            assert pose is not None
+            pts, self.teleport_target = teleport_arc(pose[:3, 3], -pose[:3, 2], self.world_scale)
+            self._aiming = True
+            if self.stroke is None:  # a stroke being drawn keeps the live tube
+                self.tubes.show_live(pts, "offset" if self.teleport_target is not None else "baseline")
+            return
+        if not self._aiming:
+            return
+        target, head = self.teleport_target, self.world_pose("head")
+        self._cancel_teleport()
+        if target is None or head is None:
+            return
+        move = target - head[:3, 3]
+        move[1] = 0.0  # horizontally: the head keeps its height above the ground
+        self.tracking_to_world[:3, 3] += move
+
+    def _cancel_teleport(self) -> None:
+        if self._aiming and self.stroke is None:
+            self.tubes.hide_live()
+        self._aiming = False
+        self.teleport_target = None
 
     # -- strokes ---------------------------------------------------------------------------------------------
     def _sample_stroke(self, right: TrackedSample) -> None:

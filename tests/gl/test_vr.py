@@ -464,3 +464,110 @@ def test_vr_recording_replays_from_another_folder(tmp_path, monkeypatch):
     da, db = np.load(a), np.load(b)
     for k in da:
         np.testing.assert_array_equal(da[k], db[k])
+
+
+def test_controller_camera_cluster_culling_keeps_every_pixel():
+    """The culled probe pass (only the clusters the probe's frustum meets) draws far fewer triangles than the
+    character has and gives every pixel of the probe image the full pass gives (same mesh, triangle)."""
+    from engine import Session
+    from engine.input.vr import look_rotation
+    from engine.render.probe import ProbeCamera, ProbeRenderer
+
+    with Session(width=32, height=32, deformer="lbs", strict=True) as s:
+        ch = s.spawn("humanoid", clip="walk", time=0.3, speed=0.0, mode="clamp")
+        s.render()
+        culled, full = ProbeRenderer(s.renderer, 5), ProbeRenderer(s.renderer, 5, cull=False)
+        total = sum(h.triangle_count for h in s.renderer.shared_state().meshes.draw_lists(())[None])
+        try:
+            pixels = [(x, y) for y in range(5) for x in range(5)]
+            on_skin = 0
+            for pos, direction in [((0.0, 1.1, 0.5), (0.0, 0.0, -1.0)), ((0.5, 1.3, 0.3), (-1.0, -0.2, -0.6)),
+                                   ((0.0, 1.2, -0.6), (0.05, 0.0, 1.0))]:
+                cam = ProbeCamera(pose_matrix(pos, look_rotation(direction)))
+                culled.render(cam, entities=(ch.entity,))
+                full.render(cam, entities=(ch.entity,))
+                a = culled._reader.query_many(pixels, layer="gbuffer")
+                b = full._reader.query_many(pixels, layer="gbuffer")
+                for ha, hb in zip(a, b):
+                    assert (ha is None) == (hb is None)
+                    if ha is not None:
+                        assert (ha.mesh_id, ha.triangle) == (hb.mesh_id, hb.triangle)
+                        on_skin += 1
+                assert culled.drawn_triangles < total / 4, (culled.drawn_triangles, total)
+            assert on_skin >= 25
+            away = ProbeCamera(pose_matrix((0.0, 1.1, 0.5), look_rotation((0.0, 0.0, 1.0))))  # its back to him
+            assert culled.centre(away) is None and culled.drawn_triangles == 0 and full.centre(away) is None
+            near = ProbeCamera(pose_matrix((0.0, 1.1, 0.5), look_rotation((0.0, 0.0, -1.0))))
+            hit, ref = culled.centre(near), full.centre(near)  # after the empty frame, a hit again
+            assert hit is not None and ref is not None and (hit.mesh_id, hit.triangle) == (ref.mesh_id, ref.triangle)
+        finally:
+            culled.release()
+            full.release()
+
+
+TELEPORT = """version = 1
+fps = 20
+[[hmd]]
+time = 0.0
+position = [0.0, 1.6, 1.2]
+look_at = [0.0, 1.2, 0.0]
+[[right]]
+time = 0.0
+position = [0.2, 1.2, 0.8]
+direction = [0.0, 0.2, -1.0]
+grip = true
+stick = [0.0, 1.0]
+[[right]]
+time = 0.3
+position = [0.2, 1.2, 0.8]
+direction = [0.0, 0.2, -1.0]
+grip = true
+[[right]]
+time = 0.35
+position = [0.2, 1.2, 0.8]
+direction = [0.0, 0.2, -1.0]
+[[left]]
+time = 0.0
+position = [-0.2, 1.2, 0.8]
+[[left]]
+time = 0.4
+position = [-0.2, 1.2, 0.8]
+grip = true
+stick = [1.0, 0.0]
+[[left]]
+time = 0.5
+position = [-0.2, 1.2, 0.8]
+"""
+
+
+def test_teleport_and_fly_from_the_script_sticks():
+    """The right grip with its stick pushed (the script's ``stick``) aims a parabola and moves nothing; the stick
+    released, the head moves horizontally to where the arc lands on the ground. Then the left grip with its stick
+    pushed right flies sideways."""
+    from engine import Session
+    from game.vr.session import FLY_SPEED, VRSession, teleport_arc
+
+    dev = SimulatedHeadset(parse_rig_script(TELEPORT), eye_size=16)
+    with Session(width=16, height=16, deformer="lbs", strict=True) as s:
+        ch = s.spawn("cylinder", clip=None, speed=0.0, mode="clamp")
+        vr = VRSession(s, ch, dev)
+        try:
+            for i in range(6):  # t 0 .. 0.25: aiming
+                vr.frame(dev.actions_at(i))
+                assert vr.teleport_target is not None
+                np.testing.assert_array_equal(vr.tracking_to_world, np.eye(4))
+            right = vr.world_pose("right")
+            pts, land = teleport_arc(right[:3, 3], -right[:3, 2])
+            assert land is not None and land[2] < -1.0 and pts[:, 1].max() > 1.2  # up, then down, ahead
+            np.testing.assert_allclose(vr.teleport_target, land)
+            vr.frame(dev.actions_at(6))  # t 0.3: the stick released: teleported
+            assert vr.teleport_target is None
+            head = vr.world_pose("head")[:3, 3]
+            np.testing.assert_allclose(head, [land[0], 1.6, land[2]], atol=1e-9)
+            before = vr.tracking_to_world.copy()
+            for i in range(7, 9):  # t 0.35 (the right grip let go) .. 0.4 (the left grip and stick)
+                vr.frame(dev.actions_at(i))
+            moved = vr.tracking_to_world[:3, 3] - before[:3, 3]
+            np.testing.assert_allclose(moved, [FLY_SPEED / 20.0, 0.0, 0.0], atol=1e-9)  # the head's right is +X
+        finally:
+            vr.release()

@@ -118,6 +118,16 @@ def test_tracked_sample_carries_vr_buttons_and_axis():
         event_from_dict({**old, "axis": [2.0, 0.0]})
 
 
+def test_stick_holds_from_key_to_key():
+    """A hand key's ``stick = [x, y]`` is the sample's axis from that key to the next (default centred)."""
+    text = BASE + ("[[right]]\ntime = 0.0\nposition = [0, 1, 0]\nstick = [0.25, -1.0]\ngrip = true\n"
+                   "[[right]]\ntime = 0.5\nposition = [0, 1, 0]\n")
+    dev = SimulatedHeadset(parse_rig_script(text), eye_size=8)
+    axes = [dev.sample_frame(i).samples["right"].axis for i in range(dev.frames)]
+    assert axes[:5] == [(0.25, -1.0)] * 5 and axes[5] == (0.0, 0.0)
+    assert dev.sample_frame(2).samples["right"].controls & VRButtons.GRIP
+
+
 @pytest.mark.parametrize("text, needle", [
     ("version = 1\nfps = [", "not TOML"),
     (BASE + "bogus = 1\n", "hmd[0].bogus: unknown key"),
@@ -136,6 +146,11 @@ def test_tracked_sample_carries_vr_buttons_and_axis():
     (BASE + "[[right]]\ntime = 0.0\nposition = [0, 1, 0]\ngrip = 1\n", "right[0].grip: expected true or false"),
     (BASE + "[[right]]\ntime = 0.0\nposition = [0, 1, 0]\nlook_at = [0, 0, 0]\n", "right[0].look_at: unknown key"),
     (BASE + "[[right]]\ntime = 0.0\nposition = [0, 1, 0]\ndirection = [0, 0, 0]\n", "right[0].direction"),
+    (BASE + "[[right]]\ntime = 0.0\nposition = [0, 1, 0]\nstick = [0.5]\n", "right[0].stick: expected [x, y]"),
+    (BASE + "[[left]]\ntime = 0.0\nposition = [0, 1, 0]\nstick = [0.0, 1.5]\n", "left[0].stick: 1.5 is outside"),
+    (BASE + "[[left]]\ntime = 0.0\nposition = [0, 1, 0]\nstick = [0.0, nan]\n", "left[0].stick: expected a finite"),
+    (BASE + "[[left]]\ntime = 0.0\nposition = [0, 1, 0]\nstick = 1.0\n", "left[0].stick: expected [x, y]"),
+    (BASE + "stick = [0.0, 1.0]\n", "hmd[0].stick: unknown key"),
     (BASE + "[bulge]\nheight = 0.03\nwidth = 2\n", "bulge.width: unknown key"),
     (BASE + '[bulge]\nprofile = "offset"\n', "bulge.profile: unknown profile"),
     ("version = 1\nfps = 10\n", "hmd: the script needs at least one"),
