@@ -31,11 +31,11 @@ def test_without_a_dialog_program_the_path_is_typed(monkeypatch):
     assert native_backend() is None  # asked for, even with a display and a dialog program
     d = FileDialog()
     assert not d.native and not d.active
-    d.ask("save", "Save as", default="/tmp/x.glb")
-    assert d.active and d.typed and d.text == "/tmp/x.glb"
+    d.ask("save", "Save as", default="renders/x.glb")
+    assert d.active and d.typed and d.text == "renders/x.glb"
     assert d.poll() == (False, None)  # waiting
-    d.answer("  /tmp/y.glb ")
-    assert d.poll() == (True, "/tmp/y.glb") and not d.active
+    d.answer("  renders/y.glb ")
+    assert d.poll() == (True, "renders/y.glb") and not d.active
     d.ask("open", "Open")
     d.answer(None)  # cancelled
     assert d.poll() == (True, None)
