@@ -12,6 +12,7 @@ import numpy as np
 
 from engine.anim import Playback, Pose, Rig
 from engine.anim.posing import apply_rotation_deltas
+from engine.anim.timeline import TimelinePlayback
 from engine.assets.model import Asset
 
 __all__ = ["PrimitiveKey", "Placement", "AssetRef", "Animator", "PoseLayer", "SkeletonPose", "DeformedMeshes",
@@ -109,9 +110,9 @@ class MorphWeights:
         self.current = cur
 
 
-def playback_weights(playback: Playback | StillPlayback) -> dict[int, np.ndarray]:
-    """The morph weights a Playback's clip gives now (a StillPlayback gives none)."""
-    return playback.morph_weights() if isinstance(playback, Playback) else {}
+def playback_weights(playback: Playback | StillPlayback | TimelinePlayback) -> dict[int, np.ndarray]:
+    """The morph weights a Playback's clip or a timeline's live segment gives now (a StillPlayback gives none)."""
+    return playback.morph_weights() if isinstance(playback, (Playback, TimelinePlayback)) else {}
 
 
 @dataclass

@@ -30,7 +30,7 @@ from engine.assets.model import Asset
 from engine.math import quat
 from engine.math.numerics import quiet_underflow
 
-__all__ = ["MODES", "RAMPS", "Playback", "blend_poses", "wrap_time"]
+__all__ = ["MODES", "RAMPS", "Playback", "blend_poses", "fade_weights", "wrap_time"]
 
 MODES = ("loop", "clamp", "pingpong")
 RAMPS = ("linear", "smooth")
@@ -217,10 +217,7 @@ class Playback:
         if self._from_clip is not None:
             f = self.samplers[self._from_clip]
             src = f.sample_weights(float(wrap_time(self._from_time, f.duration, self.mode)))
-            a = np.float32(self.fade_weight)
-            for node, w in src.items():
-                if node in out and out[node].shape == w.shape:
-                    out[node] = (w + a * (out[node] - w)).astype(np.float32)
+            fade_weights(src, out, self.fade_weight)
         return out
 
     def evaluate(self, out: Pose | None = None) -> Pose:
@@ -238,3 +235,13 @@ class Playback:
                 source = source.copy()
                 target = self.sample_clip(self.clip, self.time)
         return blend_poses(source, target, w, out)
+
+
+def fade_weights(source: dict[int, np.ndarray], target: dict[int, np.ndarray], a: float) -> dict[int, np.ndarray]:
+    """Crossfade morph weights in place: every node both dicts animate becomes ``source + a (target - source)``
+    in ``target`` (nodes only the target animates keep its weights); returns ``target``."""
+    f = np.float32(a)
+    for node, w in source.items():
+        if node in target and target[node].shape == w.shape:
+            target[node] = (w + f * (target[node] - w)).astype(np.float32)
+    return target

@@ -22,7 +22,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.anim.playback import blend_poses, wrap_time
+import numpy as np
+
+from engine.anim.playback import blend_poses, fade_weights, wrap_time
 from engine.anim.pose import Pose
 from engine.anim.rig import Rig
 from engine.anim.sampling import ClipSampler
@@ -126,6 +128,21 @@ class TimelinePlayback:
             raise ValueError(f"dt must be finite, got {dt!r}")
         if not self.driven:
             self.frame += dt * self.fps
+
+    def morph_weights(self) -> dict[int, np.ndarray]:
+        """The morph weights the live segment's clip gives now (node -> (M,) float32), crossfaded from the
+        previous segment's over ``blend_in`` like the pose (Playback.morph_weights)."""
+        time = self.time
+        i = _live(self.segments, time)
+        seg = self.segments[i]
+        s = self.samplers[seg.clip]
+        out = s.sample_weights(float(wrap_time(seg.clip_time(self.frame, self.fps), s.duration, seg.mode)))
+        if i == 0 or seg.blend_in <= 0.0 or time >= seg.start + seg.blend_in:
+            return out
+        prev = self.segments[i - 1]
+        ps = self.samplers[prev.clip]
+        src = ps.sample_weights(float(wrap_time(prev.clip_time(self.frame, self.fps), ps.duration, prev.mode)))
+        return fade_weights(src, out, (time - seg.start) / seg.blend_in)
 
     def evaluate(self, out: Pose | None = None) -> Pose:
         pose = out if out is not None else Pose.rest(self.rig)

@@ -254,3 +254,28 @@ def test_with_morph_plans_a_morph_step_only_where_asked():
     assert "normals" not in spring.nodes[0].outputs  # surface normals: recomputed from the morphed surface
     feedback = with_morph(default_config("spring-feedback"))
     assert feedback.node("skin").inputs["source"] == "deformed@previous"  # differential: reads its own result
+
+
+def test_timeline_segments_play_and_crossfade_morph_weights():
+    """A cutscene track's live segment gives its clip's morph weights at the segment's clip time, and over a
+    segment's blend_in the weights fade from the previous segment's like the pose."""
+    from engine.anim import ClipSampler, Rig
+    from engine.anim.timeline import ClipSegment, TimelinePlayback
+    from engine.assets.model import Asset, Node
+    from engine.components import playback_weights
+
+    times = np.array([0.0, 2.0], np.float32)
+    up = Channel(0, "weights", "LINEAR", times, np.array([[0.0, 1.0], [1.0, 1.0]], np.float32))
+    down = Channel(0, "weights", "LINEAR", times, np.array([[1.0, 0.0], [0.0, 0.0]], np.float32))
+    rig = Rig.from_asset(Asset(path=None, nodes=[Node("n")]))
+    samplers = [ClipSampler(rig, Clip("up", [up])), ClipSampler(rig, Clip("down", [down]))]
+    fps = 10.0
+    segs = [ClipSegment(0, 0.0, 1.0), ClipSegment(1, 1.0, 2.0, offset=0.5, blend_in=0.5)]
+    pb = TimelinePlayback(rig, samplers, segs, fps=fps, driven=True)
+    pb.seek(5)  # t = 0.5 in segment 0: clip time 0.5
+    np.testing.assert_allclose(playback_weights(pb)[0], [0.25, 1.0], atol=1e-6)
+    pb.seek(17)  # t = 1.7, after the fade: segment 1 at clip time 0.5 + 0.7
+    np.testing.assert_allclose(playback_weights(pb)[0], [1.0 - 1.2 / 2.0, 0.0], atol=1e-6)
+    pb.seek(12)  # t = 1.2, 40 % into the fade: segment 0 held at its trim end (clip time 1.0) -> segment 1
+    prev, live = np.array([0.5, 1.0]), np.array([1.0 - 0.7 / 2.0, 0.0])
+    np.testing.assert_allclose(playback_weights(pb)[0], prev + 0.4 * (live - prev), atol=1e-6)
