@@ -12,44 +12,54 @@ from engine.skinning.springs.editterms import EditTerms
 from engine.skinning.springs.limits import step_sizes
 from engine.skinning.springs.params import SpringParams
 from engine.skinning.springs.rest import SpringRest, fan_volumes, volume_points
+from engine.skinning.springs.tiles import Halo
 from engine.skinning.springs.vec import _SIN_EPS, _angle, _dot, _norm, _unit
 
 __all__ = ["spring_forces", "release_held", "integrate", "spring_step"]
 
 
 def spring_forces(x: np.ndarray, attach: np.ndarray, bone_ref: np.ndarray, rest: SpringRest,
-                  params: SpringParams, edit: EditTerms | None = None, volume: np.ndarray | None = None
-                  ) -> tuple[np.ndarray, float]:
+                  params: SpringParams, edit: EditTerms | None = None, volume: np.ndarray | None = None,
+                  halo: Halo | None = None) -> tuple[np.ndarray, float]:
     """Net force (V,3) on every vertex (eq. 22 with F_e, weighted as in Algorithm 1) and the spring energy.
 
     volume: the bone regions' volumes (`region_volumes`) of the state one iteration earlier (x_0's own for x_0),
     for the volume term (k_v): F_i = k_v delta_r unit(G_i), delta_r = (V0_r - V_r) / S0_r, the uniform offset
     along the normals that would restore region r's bind volume; energy 0.5 k_v delta_r^2 per vertex. None
     (one-off evaluations): no volume term. The lag lets the GPU sum a region over every work group in the same
-    dispatch that uses the last sum (spring.comp; a pre-pass sums x_0)."""
+    dispatch that uses the last sum (spring.comp; a pre-pass sums x_0).
+
+    halo: a tiled block's frozen halo (springs.tiles): each slot's neighbour (and face corner) outside the point's
+    tile is taken at the block start instead of from x (the same forces otherwise)."""
     n = x.shape[0]
     rows, cols = rest.rows, rest.cols
     shat, slen, nz = _unit(x - attach, rest.tiny)
+    # the neighbours' values per slot: x's own, or in a tiled block the halo's frozen ones
+    if halo is None:
+        xc, shat_c, slen_c, nz_c = x[cols], shat[cols], slen[cols], nz[cols]
+    else:
+        xc = halo.neighbours(x, cols, halo.inside)
+        shat_c, slen_c, nz_c = _unit(xc - attach[cols], rest.tiny)
     sden = np.maximum(slen, rest.s_floor)
     slot = np.zeros((rows.shape[0], 3))
     energy = 0.0
     k_s, k_l, k_t = params.stiffness("k_s"), params.stiffness("k_l"), params.stiffness("k_t")
     k_b, k_r, k_e = params.stiffness("k_b"), params.stiffness("k_r"), params.stiffness("k_e")
     if k_s:
-        e = x[cols] - x[rows]
+        e = xc - x[rows]
         length = _norm(e)
         ok = length > rest.tiny
         stretch = length - rest.rest_len
         slot += (k_s * stretch * ok / np.where(ok, length, 1.0))[:, None] * e
         energy += 0.25 * k_s * _dot(stretch, stretch)  # each edge appears in two slots
     if k_l:
-        dl = (slen[rows] - slen[cols]) - rest.rest_dlen
+        dl = (slen[rows] - slen_c) - rest.rest_dlen
         slot -= (k_l * dl)[:, None] * shat[rows]
         energy += 0.25 * k_l * _dot(dl, dl)
     if k_t:
-        theta, perp, sin = _angle(shat[rows], shat[cols])
+        theta, perp, sin = _angle(shat[rows], shat_c)
         dth = theta - rest.rest_angle
-        ok = (sin > _SIN_EPS) & nz[rows] & nz[cols]
+        ok = (sin > _SIN_EPS) & nz[rows] & nz_c
         torque = k_t * rest.w_t * dth
         slot += (torque * ok / (sden[rows] * np.where(ok, sin, 1.0)))[:, None] * perp
         energy += 0.25 * k_t * _dot(rest.w_t, dth * dth)
@@ -78,9 +88,17 @@ def spring_forces(x: np.ndarray, attach: np.ndarray, bone_ref: np.ndarray, rest:
     if k_v and volume is not None:
         on = volume_points(rest, params, edit)
         if np.any(on):
-            _, g = fan_volumes(x, attach, rest)
+            corners = None
+            if halo is not None:
+                f = rest.vol_third >= 0
+                third = rest.vol_third[f]
+                corners = (xc[f], np.where(halo.inside_third[f, None], x[third], halo.frozen[third]))
+            v_now, g = fan_volumes(x, attach, rest, corners)
             reg = rest.vol_region[on]
-            delta = (rest.vol_v0 - np.asarray(volume, np.float64))[reg] / rest.vol_s0[reg]
+            if halo is not None and halo.base_region is not None:  # a tiled block's estimate (springs.tiles)
+                delta = (rest.vol_v0[reg] - halo.region_estimate(v_now, rest.vol_region)[on]) / rest.vol_s0[reg]
+            else:
+                delta = (rest.vol_v0 - np.asarray(volume, np.float64))[reg] / rest.vol_s0[reg]
             glen = _norm(g[on])
             ok = glen > 0.0
             force[on] += (k_v * delta * ok / np.where(ok, glen, 1.0))[:, None] * g[on]

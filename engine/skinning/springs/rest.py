@@ -213,16 +213,21 @@ def slot_third_corners(topology: MeshTopology, rows: np.ndarray, cols: np.ndarra
     return out
 
 
-def fan_volumes(x: np.ndarray, attach: np.ndarray, rest: SpringRest) -> tuple[np.ndarray, np.ndarray]:
+def fan_volumes(x: np.ndarray, attach: np.ndarray, rest: SpringRest,
+                corners: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per vertex i (V_i, G_i): its share of its bone region's skeleton-relative volume, V_i = sum over its faces
     (i, j, m) of det(x_i - a_i, x_j - a_i, x_m - a_i) / 18 (the tetrahedra from its own attachment a_i; each face
     is counted by its three corners, hence 18 = 6 x 3), and G_i = dV_i / dx_i = sum (x_j - a_i) x (x_m - a_i) / 18,
-    whose direction is the vertex's outward normal and 3 |G_i| its share of the surface area."""
+    whose direction is the vertex's outward normal and 3 |G_i| its share of the surface area.
+
+    corners: the positions of every face slot's (vol_third >= 0) two other corners (x_j, x_m) when they are not
+    x's own (a tiled block's frozen halo, springs.tiles)."""
     n = x.shape[0]
     h = rest.vol_third >= 0
     i, j, m = rest.rows[h], rest.cols[h], rest.vol_third[h]
     ai = attach[i]
-    c = np.cross(x[j] - ai, x[m] - ai)
+    xj, xm = (x[j], x[m]) if corners is None else corners
+    c = np.cross(xj - ai, xm - ai)
     det = np.einsum("ij,ij->i", x[i] - ai, c)
     v = np.bincount(i, weights=det, minlength=n) / 18.0
     g = np.stack([np.bincount(i, weights=c[:, k], minlength=n) for k in range(3)], 1) / 18.0

@@ -34,6 +34,8 @@ from engine.skinning.springs.limits import (
 )
 from engine.skinning.springs.params import STIFFNESSES, SpringParams
 from engine.skinning.springs.rest import build_rest, region_volumes, volume_points
+from engine.skinning.springs.tiles import halo as tile_halo
+from engine.skinning.springs.tiles import tile_ids
 from engine.skinning.springs.vec import _norm
 from engine.skinning.types import Binding, MeshTopology
 
@@ -129,6 +131,7 @@ class SpringDeformer:
         self.warm_scale = warm_scale(self.rest.r)  # SpringParams.warm_limit x this bounds joint offset changes
         self.state = SpringState()
         self._lam = lambda_per_vertex(self.rest, self.params)
+        self._tiles: np.ndarray | None = None
         self._warn_if_unsafe()
 
     # -- parameters ---------------------------------------------------------------------------------------
@@ -196,6 +199,13 @@ class SpringDeformer:
                           f"{self._advice(None)}", RuntimeWarning, stacklevel=3)
 
     # -- per frame ----------------------------------------------------------------------------------------
+    @property
+    def tiles(self) -> np.ndarray:
+        """(V,) the tile of each control point for the tiled iteration (springs.tiles.tile_ids)."""
+        if self._tiles is None:
+            self._tiles = tile_ids(self.topology.n_control, self.rest.vol_region)
+        return self._tiles
+
     def frame(self, posed_joints: np.ndarray) -> PoseFrame:
         """Per-vertex pose data (attachments, rotations, bone references) for joint world matrices."""
         posed = np.asarray(posed_joints, np.float64)
@@ -274,7 +284,7 @@ class SpringDeformer:
         return x0
 
     def iterate(self, x: np.ndarray, frame: PoseFrame, *, vel: np.ndarray | None = None,
-                edit: EditTerms | None = None, max_iterations: int | None = None
+                edit: EditTerms | None = None, max_iterations: int | None = None, block: int | None = None
                 ) -> tuple[np.ndarray, np.ndarray, SpringStats]:
         """Run iterations from x until the convergence scheme (or max_iterations) stops them.
 
@@ -284,9 +294,19 @@ class SpringDeformer:
         that does not lower it by energy_rtol is rejected if it raised the energy). Divergence (non-finite
         values or a step longer than divergence_rel x bbox diagonal) keeps the last good state and warns.
         With step limiting, the per-vertex steps are computed once here (edits included) for all iterations.
+
+        block: K for the tiled iteration (springs.tiles; the GPU's ``iterations_per_dispatch``): blocks of K
+        Jacobi iterations in which a tile's points see their out-of-tile neighbours frozen at the block start
+        and the volume term uses the previous block start's region volumes; the displacement scheme then checks
+        at block ends only (where the GPU checks). K = 1 is the untiled iteration exactly; the force and energy
+        schemes need K = 1. None: untiled.
         """
         p = self.params
         n_max = p.max_iterations if max_iterations is None else int(max_iterations)
+        if block is not None and (int(block) < 1 or (block > 1 and p.convergence in ("force", "energy"))):
+            raise ValueError(f"block = {block!r}; valid: an integer >= 1, and 1 for the {p.convergence!r} scheme")
+        tiles = None if block is None else self.tiles
+        blk = 1 if block is None else int(block)
         x = np.array(x, np.float64)
         vel = np.zeros_like(x) if vel is None or p.integrator == "explicit" else np.array(vel, np.float64)
         vel = release_held(vel, edit, p, self.rest)
@@ -294,7 +314,10 @@ class SpringDeformer:
         # the volume term uses the regions' volumes of the previous state, x_0's own for x_0
         with_volume = bool(np.any(volume_points(self.rest, p, edit)))
         volume = region_volumes(x, a, self.rest) if with_volume else None
-        force, energy = spring_forces(x, a, ref, self.rest, p, edit, volume)
+        halo = None
+        if tiles is not None:  # the first block's base is x_0 itself (volume estimator: springs.tiles)
+            halo = tile_halo(x, self.rest, tiles, *((x, a) if with_volume and blk > 1 else ()))
+        force, energy = spring_forces(x, a, ref, self.rest, p, edit, volume, halo)
         step = self.step_sizes(edit)
         kinetic = 0.5 * float(np.einsum("ij,ij->", vel, vel))
         stats = SpringStats(initial_energy=energy, energy=energy, reason="max_iterations")
@@ -316,7 +339,12 @@ class SpringDeformer:
             elif disp > limit:
                 bad = f"a vertex moved {disp:.3g} in one step, limit {limit:.3g}"
             if not bad:
-                f_new, e_new = spring_forces(x_new, a, ref, self.rest, p, edit, volume)
+                vol_next, halo_next = volume, halo
+                if tiles is not None and (it + 1) % blk == 0:  # x_new starts a block: the halo freezes at it
+                    assert halo is not None  # the volume estimate's base: the block start before
+                    halo_next = tile_halo(x_new, self.rest, tiles,
+                                          *((halo.frozen, a) if with_volume and blk > 1 else ()))
+                f_new, e_new = spring_forces(x_new, a, ref, self.rest, p, edit, vol_next, halo_next)
                 if not (np.all(np.isfinite(f_new)) and math.isfinite(e_new)):
                     bad = "non-finite forces"
             if bad:
@@ -335,11 +363,13 @@ class SpringDeformer:
                         stats.max_displacement = disp
                     break
             x, vel, force, energy, kinetic = x_new, vel_new, f_new, e_new, k_new
-            if with_volume:
+            if tiles is not None:
+                volume, halo = vol_next, halo_next
+            if with_volume and blk == 1:
                 volume = region_volumes(x, a, self.rest)
             stats.iterations += 1
             stats.max_displacement = disp
-            if p.convergence == "displacement" and disp < thr_d:
+            if p.convergence == "displacement" and disp < thr_d and (it + 1) % blk == 0:
                 stats.converged, stats.reason = True, "displacement"
                 break
         else:
@@ -349,8 +379,9 @@ class SpringDeformer:
         return x, vel, stats
 
     def solve(self, posed_joints: np.ndarray, *, edits: EditSource | EditTerms | None = None, time: float = 0.0,
-              initial: np.ndarray | None = None) -> tuple[np.ndarray, SpringStats]:
+              initial: np.ndarray | None = None, block: int | None = None) -> tuple[np.ndarray, SpringStats]:
         """Deform for one pose: initial skinning, then spring iterations. Returns float32 (V,3) and stats.
+        block: the tiled iteration's K (`iterate`; None: untiled).
 
         edits: an EditStack (evaluated at clip `time`) or ready EditTerms. initial: start positions overriding
         the initial skinning (e.g. LBS from skinning.py).
@@ -378,7 +409,7 @@ class SpringDeformer:
         vel = None
         if self.params.mode == "dependent" and self.state.velocities is not None:
             vel = self.state.velocities
-        x, vel_out, stats = self.iterate(x0, fr, vel=vel, edit=terms)
+        x, vel_out, stats = self.iterate(x0, fr, vel=vel, edit=terms, block=block)
         carried = x
         x = x * unit
         if self.params.contact:  # the optional contact term after the iterations (contact.py), in scene units
