@@ -1,12 +1,17 @@
 #version 430 core
 // End of the spring stage: per control point, copy the instance's accepted state (after status.iterations
-// steps: ring image (iterations - 1) mod 3, x_0 lying in the third; SpringState images, spring_iterate.glsl) into the
+// steps: ring image (iterations - 1) mod 3 with one iteration per dispatch, of the dispatch that ran the last
+// iteration with K per dispatch, x_0 lying in the third; SpringState images, spring_iterate.glsl) into the
 // stage's target and keep the velocity. The state is in bind units: the target is scaled back to scene units
 // by u (SpringFrame attach.w, spring_frame.comp; reference SpringDeformer.solve).
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "deform_common.glsl"
 #include "deform_images.glsl"
+
+#ifndef ITERATIONS_PER_DISPATCH
+#define ITERATIONS_PER_DISPATCH 1
+#endif
 
 
 layout(std430, binding = B_STATUS) readonly buffer Status { DeformStatus status[]; };
@@ -23,7 +28,10 @@ void main() {
     if (i >= inst.n_control) return;
     int di = inst.dyn_base + i;
     int it = status[k].iterations;
-    ivec2 slot = ivec2(0, (it + 2) % 3 * (imageSize(ring).y / 3));  // image (it - 1) mod 3 of the ring
+    // the state after `it` iterations lies in the image of the dispatch that ran the it-th, (it + K - 1) / K - 1
+    // (K iterations per dispatch; x_0 in image 2): image (it - 1) mod 3 for K = 1
+    int b = (it + ITERATIONS_PER_DISPATCH - 1) / ITERATIONS_PER_DISPATCH;
+    ivec2 slot = ivec2(0, (b + 2) % 3 * (imageSize(ring).y / 3));
     vec4 x = imageLoad(ring, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_X) + slot);
     vec4 v = imageLoad(ring, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_V) + slot);
     float u = imageLoad(frame, record_texel(di, SPRING_FRAME_TEXELS, SPRING_FRAME_ATTACH)).w;

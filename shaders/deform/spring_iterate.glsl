@@ -24,16 +24,21 @@
 layout(std430, binding = B_SPRING_LOOP) coherent buffer Loop { int loop_state[]; };
 
 uniform int u_n_instances;   // per frame, not per dispatch
-uniform int u_dispatches;    // iteration dispatches this frame (the last one always records)
-uniform int u_check_every;   // record (and check) after every u_check_every-th dispatch
+uniform int u_dispatches;    // iterations of this frame's dispatches, K per dispatch (the last one always records)
+uniform int u_check_every;   // record (and check) after every u_check_every-th iteration (a multiple of K)
 
 // this dispatch, read from the loop state in main (plain globals: the iteration body keeps its former names)
-int u_iteration;  // index n of this dispatch (all active instances are at step n); -1: the volume pre-pass
+int u_iteration;  // index n of this dispatch's first iteration (all active instances are at step n); -1: the
+                  // volume pre-pass
+int u_block;      // index d of this dispatch (n = d K); -1: the pre-pass
 int u_record;     // 1: the last group checks convergence after this dispatch; record the maxima
 ivec2 src_ring;   // texel offset of the ring image holding x_n
 ivec2 dst_ring;   // texel offset of the ring image receiving x_{n+1}
 
 shared int sh_last;
+#ifndef ITERATIONS_PER_DISPATCH
+#define ITERATIONS_PER_DISPATCH 1  // K: spring_tiled.comp runs K iterations per dispatch, spring.comp one
+#endif
 #ifndef VOLUME_REDUCE
 #define VOLUME_REDUCE 1
 #endif
@@ -132,12 +137,17 @@ void step_group(int g);  // spring.comp: one iteration of work group g
 void main() {
     int g = int(gl_WorkGroupID.x);
     int lid = int(gl_LocalInvocationID.x);
-    int n = loop_state[0];  // the same for every group: the last group advances it only after all took tickets
-    u_iteration = n;
+    // the first iteration of this dispatch, the same for every group (the last group advances it only after all
+    // took tickets); n: the last one it runs (K = ITERATIONS_PER_DISPATCH per dispatch, spring_tiled.comp): the
+    // ticket section checks after it and advances the loop state to n + 1
+    int n0 = loop_state[0];
+    int n = n0 < 0 ? n0 : n0 + ITERATIONS_PER_DISPATCH - 1;
+    u_iteration = n0;
+    u_block = n0 < 0 ? -1 : n0 / ITERATIONS_PER_DISPATCH;
     u_record = (n >= 0 && ((n + 1) % u_check_every == 0 || n + 1 == u_dispatches)) ? 1 : 0;
     int rows = imageSize(ring).y / 3;
-    src_ring = ivec2(0, (n <= 0 ? 2 : (n - 1) % 3) * rows);
-    dst_ring = ivec2(0, max(n, 0) % 3 * rows);
+    src_ring = ivec2(0, (u_block <= 0 ? 2 : (u_block - 1) % 3) * rows);
+    dst_ring = ivec2(0, max(u_block, 0) % 3 * rows);
     int k = instance_of_group(uint(g));
     if (status[k].converged == 0) {  // uniform per group: a stopped instance's groups exit here
         if (VOLUME_REDUCE != 0) volume_clear(lid);

@@ -66,6 +66,7 @@ def _spring(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: modern
                               ring=im["spring_ring"]),
         n_instances=len(batch.instances), n_groups=batch.total_groups,
         dispatches=spring_stage.dispatch_count(i.params for i in batch.instances),
+        tiled_ok=not any(i.params.convergence in spring_stage.ONE_PER_DISPATCH for i in batch.instances),
         volume=R.volume_rows(batch.instances, batch.n_bones)
         if any(volume_acts(i.params) for i in batch.instances) else None)
 

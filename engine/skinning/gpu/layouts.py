@@ -143,7 +143,7 @@ SPRING_POINT = Std430Struct("SpringPoint", [
     ("sdir", "vec4"),          # SpringVertex.sdir
     ("rest", "vec4"),          # SpringVertex.rest
     ("lam", "vec4"),           # SpringVertex.lam
-    ("vol", "vec4"),           # its region's bind volume V0_r, bind area S0_r, VOLUME_SCALE / |V0_r| (fixed point), 0
+    ("vol", "vec4"),           # its region's bind volume V0_r, bind area S0_r, VOLUME_SCALE / |V0_r| (fixed point), N_r
 ])
 SPRING_SLOT = Std430Struct("SpringSlot", [
     ("nbr", "ivec4"),          # x neighbour control point (asset-local), y the face's third corner m (face (i, x, m)

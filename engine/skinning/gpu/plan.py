@@ -116,7 +116,10 @@ STAGES: dict[str, StageSpec] = {
     # volume_reduce: the volume term's sums added per work group and region from shared memory ("group"), or one
     # atomic per point ("point"; cheaper on a software rasteriser, where barriers and shared atomics cost more
     # than uncontended atomics), "auto": "point" on llvmpipe / softpipe, else "group" (same sums either way)
-    "spring": StageSpec({"source": "control"}, {"target": "control"}, {"check_every": 1, "volume_reduce": "auto"}),
+    # iterations_per_dispatch: K Jacobi iterations per dispatch on tiles with a frozen halo (stages.spring,
+    # springs.tiles); 1: one per dispatch (the untiled reference); the energy and force schemes always run 1
+    "spring": StageSpec({"source": "control"}, {"target": "control"},
+                        {"check_every": 1, "volume_reduce": "auto", "iterations_per_dispatch": 1}),
     # optional output normals: skinned normals of the display vertices; the source must be written (this
     # frame) by a skin node with normals = "skinned"
     "copy": StageSpec({"source": "control"}, {"target": "display"}, {}, {"normals": "display"}),
@@ -276,6 +279,10 @@ class GraphConfig:
                 ce = n.options.get("check_every", 1)
                 if not isinstance(ce, int) or isinstance(ce, bool) or not 1 <= ce <= 1000:
                     raise ValueError(f"node {n.name!r}: check_every must be an integer in [1, 1000], got {ce!r}")
+                kd = n.options.get("iterations_per_dispatch", 1)
+                if not isinstance(kd, int) or isinstance(kd, bool) or not 1 <= kd <= 64:
+                    raise ValueError(f"node {n.name!r}: iterations_per_dispatch must be an integer in [1, 64], "
+                                     f"got {kd!r}")
                 vr = n.options.get("volume_reduce", "auto")
                 if vr not in VOLUME_REDUCE:
                     raise ValueError(f"node {n.name!r}: volume_reduce = {_show(vr)}; valid: "

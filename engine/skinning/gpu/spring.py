@@ -68,7 +68,7 @@ def spring_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: 
     spring stage then).
     The third value holds the volume term's records: "third" (H,) int32 per CSR slot (the face's third corner,
     -1 none), "region" (V,2) int32 (the point's region, -1 none; 1 for the first point of its region) and "vol"
-    (V,4) float32 (its region's V0_r, S0_r, the fixed-point scale VOLUME_SCALE / |V0_r|, 0)."""
+    (V,4) float32 (its region's V0_r, S0_r, the fixed-point scale VOLUME_SCALE / |V0_r|, its number of points N_r)."""
     v = topology.n_control
     h = int(topology.adj_index.shape[0])
     rest = np.zeros((h, 4), np.float32)
@@ -109,6 +109,7 @@ def spring_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: 
         volume["vol"][on, 0] = v0
         volume["vol"][on, 1] = s0
         volume["vol"][on, 2] = L.VOLUME_SCALE / np.abs(v0)
+        volume["vol"][on, 3] = np.bincount(region[on])[region[on]]  # N_r (the tiled kernel's volume estimate)
     return rest, vstatic, volume
 
 

@@ -90,14 +90,15 @@ class SpringContext(StageContext):
     images: SpringImages
     n_instances: int
     n_groups: int                         # control work groups
-    dispatches: int                       # iteration dispatches this frame (:func:`dispatch_count`)
+    dispatches: int                       # iterations this frame (:func:`dispatch_count`; K per dispatch)
     volume: np.ndarray | None             # B_VOLUME's rows at the frame start (records.volume_rows); None: no
                                           # instance runs the volume term
+    tiled_ok: bool = True                 # every instance's scheme allows K > 1 (not "energy" / "force")
 
 
 def dispatch_count(params: Iterable[Any]) -> int:
-    """Spring dispatches per frame for instances with these SpringParams: the largest iteration cap (+1
-    evaluation dispatch for the energy scheme)."""
+    """Spring iterations per frame for instances with these SpringParams (the dispatches with one iteration per
+    dispatch): the largest iteration cap (+1 evaluation dispatch for the energy scheme)."""
     n = 0
     for p in params:
         n = max(n, int(p.max_iterations) + (1 if p.convergence == "energy" else 0))
@@ -142,11 +143,34 @@ def volume_reduce(c: SpringContext) -> bool:
     return bool(mode == "group")
 
 
+#: schemes that need one iteration per dispatch: the energy scheme may reject the last step (x_{n-1} must be
+#: in the ring), the force scheme stops before a step (the state before the block's last step is not kept)
+ONE_PER_DISPATCH = ("energy", "force")
+
+
+def iterations_per_dispatch(c: SpringContext) -> int:
+    """K, the iterations each dispatch runs (the node's ``iterations_per_dispatch``): 1 runs spring.comp (one
+    iteration per dispatch, the untiled reference), K > 1 spring_tiled.comp (springs.tiles: tiles with a frozen
+    halo); 1 whenever an instance's scheme needs it (:data:`ONE_PER_DISPATCH`)."""
+    k = int(c.node.options.get("iterations_per_dispatch", 1))
+    return k if c.tiled_ok else 1
+
+
+def dispatches(c: SpringContext) -> int:
+    """Iteration dispatches this frame (without the volume pre-pass): ceil(iterations / K)."""
+    k = iterations_per_dispatch(c)
+    return -(-c.dispatches // k)
+
+
 def iterate(c: SpringContext) -> None:
     """Pass 3: the iteration dispatches (the pre-pass first with the volume term). Everything is bound and set
     once; each dispatch reads its index from the loop state and the last work group of each checks convergence
     every ``check_every`` dispatches and after the last (spring_iterate.glsl)."""
-    spring = c.program("spring", {"VOLUME_REDUCE": int(volume_reduce(c))})
+    k = iterations_per_dispatch(c)
+    defines = {"VOLUME_REDUCE": int(volume_reduce(c))}
+    if k > 1:
+        defines["ITERATIONS_PER_DISPATCH"] = k
+    spring = c.program("spring_tiled" if k > 1 else "spring", defines)
     im, b = c.images, c.buffers
     bind_all(((c.instances, "B_INSTANCES"), (c.groups, "B_GROUPS"), (b.status, "B_STATUS"),
               (b.partials, "B_PARTIALS"), (b.loop, "B_SPRING_LOOP"), (b.edit, "B_EDIT"), (b.volume, "B_VOLUME")))
@@ -155,16 +179,20 @@ def iterate(c: SpringContext) -> None:
         bind_image(tex, unit)
     bind_image(im.ring, "I_SPRING_RING", read=True, write=True)
     set_uniform(spring, "u_n_instances", c.n_instances)
-    set_uniform(spring, "u_dispatches", c.dispatches)
-    set_uniform(spring, "u_check_every", max(1, int(c.node.options.get("check_every", 1))))
-    for _ in range(c.dispatches + int(pre_pass(c))):
+    n = dispatches(c)
+    set_uniform(spring, "u_dispatches", n * k)
+    # checks after whole dispatches: every ceil(check_every / K)-th
+    every = max(1, int(c.node.options.get("check_every", 1)))
+    set_uniform(spring, "u_check_every", k * -(-every // k))
+    for _ in range(n + int(pre_pass(c))):
         spring.run(c.n_groups)
         c.gl.memory_barrier(SHADER_STORAGE_BARRIER_BIT | SHADER_IMAGE_ACCESS_BARRIER_BIT)
 
 
 def resolve(c: SpringContext) -> None:
     """Pass 4: the accepted state of each instance -> target (+ velocities for the next frame)."""
-    res = c.program("resolve", None)
+    k = iterations_per_dispatch(c)
+    res = c.program("resolve", {"ITERATIONS_PER_DISPATCH": k} if k > 1 else None)
     bind_image(c.images.frame, "I_SPRING_FRAME")  # attach.w: the pose unit (the state is in bind units)
     bind_image(c.images.ring, "I_SPRING_RING")
     bind_ssbo(c.target, "B_DST")
