@@ -1,6 +1,6 @@
 """Benchmark of the GPU deformer graph: the research's Table 1 for the project's meshes, plus a batch sweep.
 
-    python main.py bench deform [--quick] [--synthetic] [--reps N] [--counts]
+    python main.py bench deform [--quick] [--synthetic] [--reps N] [--counts] [--tiles]
 
 Per mesh (assets/box.glb ~1.8k control points, plus ~5.6k, humanoid ~16k, humanoid_dense ~90k through
 engine.assets.library.character_path; synthetic tubes when a character is unavailable, with --synthetic, and
@@ -21,7 +21,10 @@ poses, and the wall time of a whole ``run()`` to ``ctx.finish()`` with its sprea
 First a table of the spring stage's GL calls per frame (counted from Python around the stage, see
 bench.common.count_stage_calls; the same on every device): dispatches, memory barriers, command barriers and
 all GL calls for I = 1 and 50 iterations, with and without the volume term and its pre-pass, checking
-convergence every iteration and every 50; ``--counts`` prints only that table.
+convergence every iteration and every 50, at K = 1, 5 and 10 iterations per dispatch (the spring node's
+``iterations_per_dispatch``); ``--counts`` prints only that table. ``--tiles`` prints it and Table K: the box and
+the humanoid at K = 1 / 5 / 10 and I = 1 / 50 (GPU ms, CPU ms in the stage, dispatches and GL calls per frame,
+distance from the K = 1 result), the variants of a mesh timed round-robin.
 Prints tables; asserts nothing. ``--quick`` uses small tubes (for llvmpipe). On a software rasteriser the
 "GPU" times are the CPU's (timer queries there count wall time, the machine's other processes included).
 """
@@ -43,6 +46,10 @@ from bench.common import Spread, count_stage_calls, device_line  # noqa: E402
 ITERATIONS = (1, 25, 50, 100)
 SIZES = {"box": 1802, "plus": 5634, "humanoid": 16000, "humanoid_dense": 90000}
 QUICK_SIZES = {"box": 300, "plus": 800, "humanoid": 1600, "humanoid_dense": 3000}
+KS = (1, 5, 10)  # iterations per dispatch (the spring node's iterations_per_dispatch) in the K rows
+# the K rows' update: the heavy ball (explicit), which converges tiled at K = 5 and 10 (the default damped
+# semi-implicit update diverges tiled at K >= 3: engine.skinning.springs.tiles)
+TILED_PARAMS = {"integrator": "explicit", "acceleration": "momentum"}
 
 
 def _tube_of(n_control: int):
@@ -108,35 +115,35 @@ def _counts_table(ctx, res, rig: tuple, reps: int) -> None:
 
     topo, binding, jn, w, ib, par, bj = rig
     skin_mats, posed = _pose(bj, ib)
-    print("Spring stage GL calls per frame (counted from Python; scheme 'iterations')")
-    head = (f"{'I':>4}{'volume':>8}{'check_every':>13}{'dispatches':>12}{'barriers':>10}{'cmd barriers':>14}"
+    print("Spring stage GL calls per frame (counted from Python; scheme 'iterations'; K = iterations_per_dispatch)")
+    head = (f"{'K':>3}{'I':>4}{'volume':>8}{'check_every':>13}{'dispatches':>12}{'barriers':>10}{'cmd barriers':>14}"
             f"{'GL calls':>10}{'stage ms':>10}{'spread':>8}")
     print(head)
     print("-" * len(head))
-    for it in (1, 50):
-        for k_v in (1.0, 0.0):
-            for every in (1, 50):
-                cfg = default_config("spring").to_dict()
-                cfg["nodes"][1]["options"]["check_every"] = every
-                graph = DeformerGraph(ctx, res)
-                params = SpringParams(convergence="iterations", max_iterations=it, k_v=k_v)
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    h = graph.add_mesh(topo, binding, jn, w, ib, par, config=cfg, spring=params)
-                graph.set_pose(h, skin_mats, posed)
+    for k, it, k_v, every in ((k, it, k_v, every) for k in KS for it in (1, 50) for k_v in (1.0, 0.0)
+                              for every in (1, 50)):
+        cfg = default_config("spring").to_dict()
+        cfg["nodes"][1]["options"]["check_every"] = every
+        cfg["nodes"][1]["options"]["iterations_per_dispatch"] = k
+        graph = DeformerGraph(ctx, res)
+        params = SpringParams(convergence="iterations", max_iterations=it, k_v=k_v, **TILED_PARAMS)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            h = graph.add_mesh(topo, binding, jn, w, ib, par, config=cfg, spring=params)
+        graph.set_pose(h, skin_mats, posed)
+        graph.run()
+        with count_stage_calls(SpringContext) as n:
+            graph.run()
+        ms = []
+        for _ in range(reps):
+            ctx.finish()
+            with count_stage_calls(SpringContext) as t:
                 graph.run()
-                with count_stage_calls(SpringContext) as n:
-                    graph.run()
-                ms = []
-                for _ in range(reps):
-                    ctx.finish()
-                    with count_stage_calls(SpringContext) as t:
-                        graph.run()
-                    ms.append(t.seconds * 1e3)
-                graph.release()
-                sp = Spread.of(ms)
-                print(f"{it:>4}{'on' if k_v else 'off':>8}{every:>13}{n.dispatches:>12}{n.barriers:>10}"
-                      f"{n.command_barriers:>14}{n.calls:>10}{sp.median:>10.3f}{sp.pct:>7.0f}%")
+            ms.append(t.seconds * 1e3)
+        graph.release()
+        sp = Spread.of(ms)
+        print(f"{k:>3}{it:>4}{'on' if k_v else 'off':>8}{every:>13}{n.dispatches:>12}{n.barriers:>10}"
+              f"{n.command_barriers:>14}{n.calls:>10}{sp.median:>10.3f}{sp.pct:>7.0f}%")
     print(f"mesh: {topo.n_control} control points; GL calls: dispatches, barriers, image / SSBO bindings, uniform "
           "writes, buffer writes and copies issued by the spring stage's Python code; stage ms: median wall time "
           f"inside the stage over {reps} frames (on llvmpipe the dispatches run inside their calls: the stage's "
@@ -144,6 +151,70 @@ def _counts_table(ctx, res, rig: tuple, reps: int) -> None:
     per_point, per_group = _volume_atomics(topo, binding, bj)
     print(f"volume-term atomics per iteration on this mesh: {per_point} with one per point, {per_group} with one per "
           "work group and region (now)")
+    print()
+
+
+def _tiles_table(ctx, res, rigs: list[tuple[str, tuple]], reps: int) -> None:
+    """Table K: per mesh, the spring node at K = 1 / 5 / 10 iterations per dispatch and I = 1 / 50 iterations
+    (scheme 'iterations', TILED_PARAMS), all six graphs of a mesh timed round-robin: GPU ms, CPU ms inside the
+    stage (the submit), dispatches per frame, and the distance of the K result from the K = 1 (untiled) one as a
+    fraction of the bounding-box diagonal. The header line of a mesh gives its tiles (springs.tiles) and the
+    share of CSR neighbour slots outside their point's tile."""
+    from engine.skinning.gpu.graph import DeformerGraph
+    from engine.skinning.gpu.plan import default_config
+    from engine.skinning.gpu.stages import SpringContext
+    from engine.skinning.meshprep import bbox_diagonal
+    from engine.skinning.springs import SpringParams
+    from engine.skinning.springs.rest import build_rest
+    from engine.skinning.springs.tiles import tile_ids, tile_stats
+
+    print("Table K: K spring iterations per dispatch (iterations_per_dispatch; tiles with a frozen halo), "
+          f"scheme 'iterations', {', '.join(f'{k} = {v}' for k, v in TILED_PARAMS.items())}")
+    head = (f"{'mesh':<20}{'ctrl':>7}{'K':>4}{'I':>4}{'dispatches':>12}{'GL calls':>10}{'GPU ms':>9}{'spread':>8}"
+            f"{'CPU ms':>8}{'vs K=1':>10}")
+    print(head)
+    print("-" * len(head))
+    for label, rig in rigs:
+        topo, binding, jn, w, ib, par, bj = rig
+        skin_mats, posed = _pose(bj, ib)
+        rest = build_rest(topo, binding, bj, joints=jn, weights=w)
+        n_tiles, outside = tile_stats(rest, tile_ids(topo.n_control, rest.vol_region))
+        print(f"{label}: {n_tiles} tiles, {outside:.1%} of the neighbour slots outside their point's tile")
+        graphs, handles, counts = {}, {}, {}
+        for k in KS:
+            for it in (1, 50):
+                cfg = default_config("spring").to_dict()
+                cfg["nodes"][1]["options"]["iterations_per_dispatch"] = k
+                graph = DeformerGraph(ctx, res)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    h = graph.add_mesh(topo, binding, jn, w, ib, par, config=cfg, spring=SpringParams(
+                        convergence="iterations", max_iterations=it, **TILED_PARAMS))
+                graph.set_pose(h, skin_mats, posed)
+                graph.run()
+                with count_stage_calls(SpringContext) as n:
+                    graph.run()
+                graphs[k, it], handles[k, it], counts[k, it] = (graph, "spring"), h, n
+        times = _time_interleaved(graphs, reps)
+        cpu: dict = {key: [] for key in graphs}
+        for _ in range(reps):  # the stage's CPU time, round-robin as well
+            for key, (graph, _) in graphs.items():
+                ctx.finish()
+                with count_stage_calls(SpringContext) as t:
+                    graph.run()
+                cpu[key].append(t.seconds * 1e3)
+        diag = bbox_diagonal(topo.positions)
+        out = {key: graph.download_control(handles[key], "deformed") for key, (graph, _) in graphs.items()}
+        for (k, it), (graph, _) in graphs.items():
+            dist = float(np.abs(out[k, it] - out[1, it]).max()) / diag
+            n = counts[k, it]
+            print(f"{'':<20}{topo.n_control:>7}{k:>4}{it:>4}{n.dispatches:>12}{n.calls:>10}"
+                  f"{times[k, it].median:>9.3f}{times[k, it].pct:>7.0f}%{Spread.of(cpu[k, it]).median:>8.3f}"
+                  f"{dist:>10.1e}")
+            graph.release()
+    print("dispatches / GL calls: the spring stage's per frame (frame, reset, volume pre-pass, ceil(I / K) "
+          "iteration dispatches, resolve); CPU ms: wall time inside the stage's Python (on llvmpipe it includes "
+          "the dispatches' execution); vs K=1: max |x_K - x_1| / bbox diagonal")
     print()
 
 
@@ -247,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=None,
                     help="timed frames per measurement; the median is shown (default 11, quick 7)")
     ap.add_argument("--counts", action="store_true", help="only the table of the spring stage's GL calls")
+    ap.add_argument("--tiles", action="store_true",
+                    help="only the GL-call table and Table K (K iterations per dispatch) for the box and the humanoid")
     args = ap.parse_args(argv)
     reps = args.reps or (7 if args.quick else 11)
     if reps < 1:
@@ -263,7 +336,9 @@ def main(argv: list[str] | None = None) -> int:
     print(device_line(ctx, f"median of {reps} frames per cell (numpy: of {np_reps} calls); spread = (p75 - p25) / "
                            "median"))
     _counts_table(ctx, res, _rig("box", True, args.synthetic)[1], reps)
-    if args.counts:
+    if args.tiles:
+        _tiles_table(ctx, res, [_rig(name, args.quick, args.synthetic) for name in ("box", "humanoid")], reps)
+    if args.counts or args.tiles:
         res.release_all()
         ctx.release()
         return 0

@@ -168,6 +168,16 @@ void lane_forces(SpringLane L, vec3 x, out vec3 f, out float energy, out float v
     }
 }
 
+// the lane's fan volume share V_i (x 18) at x alone (no forces): the volume sums of a state not iterated on
+float lane_fan(SpringLane L, vec3 x) {
+    float vi = 0.0;
+    for (int e = 0; e < L.r.y; ++e) {
+        ivec4 nbr = slot_texel(L.h0 + e, SPRING_SLOT_NBR);
+        if (nbr.y >= 0) vi += dot(x - L.a, cross(nbr_x(L.d0 + nbr.x) - L.a, nbr_x(L.d0 + nbr.y) - L.a));
+    }
+    return vi;
+}
+
 // the volume term for the region volume vr (in the state's units): F_v = k_v (V0_r - vr) / S0_r unit(gi)
 void lane_volume(SpringLane L, vec4 pv, float vr, vec3 gi, inout vec3 f, inout float energy) {
     float delta = (pv.x - vr) / pv.y;

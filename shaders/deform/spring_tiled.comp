@@ -86,10 +86,7 @@ void step_group(int g) {  // K iterations of work group g (main: spring_iterate.
     if (d < 0) {  // the volume pre-pass: x_0's sums into slot 0 (every input is the ring's x_0)
         if (valid && L.vol_on) {
             vec4 pv = intBitsToFloat(point_texel(L.si, SPRING_POINT_VOL));
-            vec3 f, gi;
-            float e, vi;
-            lane_forces(L, x, f, e, vi, gi);
-            volume_add(L.r.z, L.vbase, int(round(vi / 18.0 * pv.z)));
+            volume_add(L.r.z, L.vbase, int(round(lane_fan(L, x) / 18.0 * pv.z)));
         }
         return;  // every lane returns: none waits at the barriers below
     }
@@ -113,10 +110,7 @@ void step_group(int g) {  // K iterations of work group g (main: spring_iterate.
         base_ring = ivec2(0, (d <= 1 ? 2 : (d - 2) % 3) * (imageSize(ring).y / 3));
         read_base = true;
         vec3 xb = ring_load(base_ring, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_X)).xyz;
-        vec3 f, gi;
-        float e, vi;
-        lane_forces(L, xb, f, e, vi, gi);
-        vi_base = int(round(vi / 18.0 * pv.z));
+        vi_base = int(round(lane_fan(L, xb) / 18.0 * pv.z));
         read_base = false;
     }
     float h = valid ? lane_step(L) : 0.0;
