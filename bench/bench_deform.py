@@ -35,6 +35,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +50,7 @@ QUICK_SIZES = {"box": 300, "plus": 800, "humanoid": 1600, "humanoid_dense": 3000
 KS = (1, 5, 10)  # iterations per dispatch (the spring node's iterations_per_dispatch) in the K rows
 # the K rows' update: the heavy ball (explicit), which converges tiled at K = 5 and 10 (the default damped
 # semi-implicit update diverges tiled at K >= 3: engine.skinning.springs.tiles)
-TILED_PARAMS = {"integrator": "explicit", "acceleration": "momentum"}
+TILED_PARAMS: dict[str, Any] = {"integrator": "explicit", "acceleration": "momentum"}
 
 
 def _tube_of(n_control: int):

@@ -167,7 +167,7 @@ def iterate(c: SpringContext) -> None:
     once; each dispatch reads its index from the loop state and the last work group of each checks convergence
     every ``check_every`` dispatches and after the last (spring_iterate.glsl)."""
     k = iterations_per_dispatch(c)
-    defines = {"VOLUME_REDUCE": int(volume_reduce(c))}
+    defines: dict[str, object] = {"VOLUME_REDUCE": int(volume_reduce(c))}
     if k > 1:
         defines["ITERATIONS_PER_DISPATCH"] = k
     spring = c.program("spring_tiled" if k > 1 else "spring", defines)
