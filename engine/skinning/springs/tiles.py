@@ -30,7 +30,7 @@ import numpy as np
 
 from engine.skinning.springs.rest import SpringRest, fan_volumes
 
-__all__ = ["TILE_SIZE", "Halo", "tile_ids", "halo"]
+__all__ = ["TILE_SIZE", "Halo", "tile_ids", "halo", "tile_stats", "locality_order"]
 
 #: points per tile at most: the GPU's work-group size (engine.gpu.layouts.LOCAL_SIZE; a test checks they agree)
 TILE_SIZE = 64
@@ -69,11 +69,29 @@ class Halo:
         return np.where(inside[:, None], x[cols], self.frozen[cols])
 
 
-def tile_ids(n: int, region: np.ndarray, size: int = TILE_SIZE) -> np.ndarray:
+def locality_order(positions: np.ndarray, region: np.ndarray, bits: int = 10) -> np.ndarray:
+    """(n,) a permutation of the control points that keeps neighbours in one tile (issue 24, step 4, measured
+    only: the GPU pools keep the assets' order): region-major (ascending region, -1 first), then the Morton
+    (Z-order) code of the position quantised to 2^bits cells per axis of the bounding box; ties by index."""
+    x = np.asarray(positions, np.float64)
+    lo, hi = x.min(0), x.max(0)
+    q = np.clip(((x - lo) / np.where(hi > lo, hi - lo, 1.0) * ((1 << bits) - 1)).astype(np.int64), 0, (1 << bits) - 1)
+    code = np.zeros(x.shape[0], np.int64)
+    for b in range(bits):  # interleave the axes' bits
+        for a in range(3):
+            code |= ((q[:, a] >> b) & 1) << (3 * b + a)
+    return np.lexsort((np.arange(x.shape[0]), code, np.asarray(region, np.int64)))
+
+
+def tile_ids(n: int, region: np.ndarray, size: int = TILE_SIZE, order: np.ndarray | None = None) -> np.ndarray:
     """(n,) int64 tile of each control point: the pair (work group i // size, bone region), numbered in order of
-    first appearance (a deterministic function of the mesh)."""
+    first appearance (a deterministic function of the mesh). order: the points in the order the work groups take
+    them (:func:`locality_order`; None: the control order)."""
     reg = np.asarray(region, np.int64) if np.shape(region) == (n,) else np.full(n, -1, np.int64)
-    key = (np.arange(n, dtype=np.int64) // size) * (int(reg.max(initial=-1)) + 2) + (reg + 1)
+    rank = np.arange(n, dtype=np.int64)
+    if order is not None:
+        rank[np.asarray(order, np.int64)] = np.arange(n, dtype=np.int64)
+    key = (rank // size) * (int(reg.max(initial=-1)) + 2) + (reg + 1)
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     order = np.argsort(np.argsort(first))  # number tiles by their first point
     return order[inverse.reshape(-1)].astype(np.int64)
