@@ -9,7 +9,22 @@ scene renderer's query reader over the probe's targets): (mesh, triangle, baryce
 same :class:`~engine.render.surface.SurfaceHit` a desktop pick gives. Nothing is composed or lit. Only meshes
 of the scene G-buffer are drawn (a layer's meshes, e.g. stroke tubes, are not surfaces to draw on).
 
-Cluster culling (``cull``, on by default): on a software rasteriser the vertex stage over every triangle of the
+Exact answers (not the rasteriser's): the pixel NAMES the surface (entity, mesh, triangle), the ray decides
+where on it. A rasteriser snaps vertices to a sub-pixel grid (8 bits on NVIDIA), so with a few pixels over the
+10 deg frustum the barycentric it interpolates at the centre is off by up to ~3e-3 (llvmpipe happens to be
+closer); the probe therefore reads the named triangle's three deformed corners back from the GPU (one small
+read, after the id read that already waited for the pass) and intersects the centre pixel's ray with their
+plane in float64 (:func:`ray_triangle`): barycentric and position are then the ray's, to float32 precision of
+the deformed vertices, on any device. A ray the rasteriser gave a triangle by a hair (an edge moved by the
+snapping) lands just outside it: the barycentric is clamped onto the triangle. Only the id texel is read: the
+probe zeroes its centre id texel before each pass (a 16-byte upload), so no depth read masks stale ids;
+the window depth is the exact position's. The CPU intersection over 3 corners was chosen over a compute pass:
+the corners' buffer differs per material group, the id read waits for the GPU anyway, and one 48-byte read
+(the corners copied GPU-side into a probe-owned buffer) adds one round trip, not a pass. With Phong tessellation
+the surface is not the flat triangle: there the rasterised answer (ids + depth) stands.
+
+Cluster culling (``cull``, "auto" by default: on for a software rasteriser, off on a hardware GPU; see
+:func:`software_rasteriser`): on a software rasteriser the vertex stage over every triangle of the
 character, not the 16x16 pixels, is what a full G-buffer pass costs (~0.2 us a triangle on the calling thread).
 The probe's pass therefore draws only the CLUSTERS the probe's narrow frustum can see. A mesh's clusters are
 made once, when the probe first meets its corner topology: a median-split tree over the triangles' centroids
@@ -25,6 +40,11 @@ pass, so what is drawn names the same (mesh, triangle, barycentric). The cone en
 is conservative: every pixel of the probe image is what the full pass gives (``cull=False`` draws the full
 pass: the reference the tests and ``bench vr`` compare with). When every cluster is culled away nothing is
 drawn and :meth:`ProbeRenderer.centre` answers None without the read-back (which waits for the GPU).
+On a hardware GPU the culling costs far more than it saves (measured on an NVIDIA H100: 5.2 ms culled against
+0.95 ms for the full pass, 4 humanoids): the full pass of a few characters is microseconds of GPU work, while
+the culled path reads every mesh's positions back (a round trip that waits for the GPU) and runs numpy over
+them; "auto" therefore draws the full pass there. All kept clusters of all meshes go to the GPU as one upload
+of draw commands (a write into a buffer a pending draw uses can stall a hardware driver).
 """
 from __future__ import annotations
 
@@ -33,22 +53,34 @@ from typing import Any
 import moderngl
 import numpy as np
 
-from engine.gpu.layouts import GLSL_CONSTANTS
-from engine.gpu.shaderlib import uniform
 from engine.render.camera import perspective
+from engine.render.framegraph import HOST, STORAGE, barrier_bits
 from engine.render.meshes import DrawGroup
 from engine.render.passes.gbuffer import GBufferPass, ResetRects
 from engine.render.queries import QueryReader
 from engine.render.state import Frame, RenderState
-from engine.render.surface import SurfaceHit
+from engine.render.surface import SurfaceHit, decode_ids
 from engine.render.targets import FrameTargets
 
 __all__ = ["ProbeCamera", "ProbeRenderer", "DEFAULT_PROBE_SIZE", "CLUSTER_TRIANGLES", "centre_ray",
-           "probe_reference", "spatial_clusters", "cluster_spheres", "clusters_in_cone"]
+           "probe_reference", "ray_triangle", "software_rasteriser", "spatial_clusters", "cluster_spheres",
+           "clusters_in_cone"]
 
 DEFAULT_PROBE_SIZE = 16
 #: triangles per culling cluster (consecutive in the corner-vertex draw order)
 CLUSTER_TRIANGLES = 64
+#: reading deformed vertices (written by the deformers' shaders) back on the CPU or by a buffer copy
+_READBACK_BARRIER = barrier_bits(STORAGE, HOST)
+#: corners this close in the vertex buffer are read as one span (else copied GPU-side into one 48-byte buffer)
+_SPAN_BYTES = 4096
+_ZERO_TEXEL = bytes(16)  # one RGBA32UI id texel: no surface
+
+
+def software_rasteriser(ctx: Any) -> bool:
+    """Whether ``ctx`` renders on the CPU (Mesa llvmpipe / softpipe / swrast, by its GL_RENDERER string):
+    where the vertex stage of every triangle is paid on the calling thread, so culling the probe's pass wins."""
+    name = str(ctx.info.get("GL_RENDERER", "")).lower()
+    return any(k in name for k in ("llvmpipe", "softpipe", "swrast"))
 
 
 class ProbeCamera:
@@ -109,6 +141,30 @@ def probe_reference(positions: np.ndarray, triangles: np.ndarray, camera: Any, s
         return None
     k = int(np.flatnonzero(hit)[np.argmin(t[hit])])
     return k, np.array([1.0 - u[k] - v[k], u[k], v[k]]), o + d * t[k]
+
+
+def ray_triangle(origin: np.ndarray, direction: np.ndarray, corners: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Where the ray (``origin``, ``direction``) meets the plane of the triangle ``corners`` (3, 3): (barycentric
+    (3,) in the corners' order, clamped onto the triangle, and the point (3,) it names), float64; None when the
+    ray runs along the plane. The barycentrics are ratios of the sub-triangles' areas about the plane point
+    (not the Moller-Trumbore form of :func:`probe_reference`); a point just outside (the rasteriser named this
+    triangle because snapping moved an edge by a hair) is clamped onto the nearest edge by dropping the
+    negative weights and renormalising."""
+    o = np.asarray(origin, np.float64)
+    d = np.asarray(direction, np.float64)
+    a, b, c = np.asarray(corners, np.float64)[:, :3]
+    n = np.cross(b - a, c - a)
+    nn = float(n @ n)
+    denom = float(d @ n)
+    if nn <= 0.0 or abs(denom) <= 1e-12 * np.sqrt(nn) * np.linalg.norm(d):
+        return None
+    p = o + d * (float((a - o) @ n) / denom)
+    w = np.array([np.cross(c - b, p - b) @ n, np.cross(a - c, p - c) @ n, np.cross(b - a, p - a) @ n]) / nn
+    if (w < 0.0).any():
+        w = np.maximum(w, 0.0)
+        w /= w.sum()
+    return w, w @ np.stack([a, b, c])
 
 
 def spatial_clusters(centroids: np.ndarray, size: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -235,39 +291,39 @@ class _CulledGBufferPass(GBufferPass):
 
     def _draw_groups(self, state: RenderState, groups: list[DrawGroup], material: Any) -> None:
         """Each mesh of each group on its own (instance row = its place in the group), only its visible
-        clusters' runs of the corner index buffer."""
-        bp, bn = GLSL_CONSTANTS["BINDING_POSITIONS"], GLSL_CONSTANTS["BINDING_NORMALS"]
-        current: tuple[bool, Any, Any, Any, int] | None = None
+        clusters' runs of the corner index buffer; every mesh's runs in ONE upload of draw commands."""
+        todo: list[tuple[DrawGroup, int, _Clusters, list[tuple[int, int]]]] = []
+        state.ctx.memory_barrier(_READBACK_BARRIER)  # the deformers' writes, read back for the spheres
         for g in groups:
-            h = g.head
-            uv = h.texcoords is not None
             for i, m in enumerate(g.meshes):
                 if m.corner_topology is None:  # not on the corner path: centre() then reads what is there
                     self.skipped += 1
                     continue
                 cl, runs = self._runs(state, m)
-                if not runs:
-                    continue
-                if current is None or current[0] != uv:
-                    prog = self._program(state, uv)
-                    rows = uniform(prog, "u_instances")
-                    current = (uv, prog, rows, uniform(prog, "u_instance_base"), rows.array_length)
-                    material.use(prog)
-                _, prog, u_rows, u_base, capacity = current
-                material.apply(h)
-                g.bind_vertices(bp, bn)
-                vao = cl.vao(prog, h)
-                b = i // capacity
-                u_rows.write(g.row_blocks(capacity)[b])
-                u_base.value = i - b * capacity
-                # the runs as ONE multi-draw (count, instances 1, first index, base vertex 0, base instance 0):
-                # gl_InstanceID stays 0, so the row is u_instance_base's, as in the full pass
-                cmd = np.zeros((len(runs), 5), np.uint32)
-                cmd[:, 0] = [3 * c for _, c in runs]
-                cmd[:, 1] = 1
-                cmd[:, 2] = [3 * f for f, _ in runs]
-                vao.render_indirect(self._command_buffer(state, cmd.tobytes()), moderngl.TRIANGLES, count=len(runs))
-                self.drawn_triangles += sum(c for _, c in runs)
+                if runs:
+                    todo.append((g, i, cl, runs))
+        if not todo:
+            return
+        # the runs as multi-draws (count, instances 1, first index, base vertex 0, base instance 0): gl_InstanceID
+        # stays 0, so the row is u_instance_base's, as in the full pass
+        runs_all = [r for *_, runs in todo for r in runs]
+        cmd = np.zeros((len(runs_all), 5), np.uint32)
+        cmd[:, 0] = [3 * c for _, c in runs_all]
+        cmd[:, 1] = 1
+        cmd[:, 2] = [3 * f for f, _ in runs_all]
+        commands = self._command_buffer(state, cmd.tobytes())
+        current = None
+        first = 0
+        for g, i, cl, runs in todo:
+            current = self._bind_group(state, g, current, material)
+            _, prog, u_rows, u_base, capacity = current
+            vao = cl.vao(prog, g.head)
+            b = i // capacity
+            u_rows.write(g.row_blocks(capacity)[b])
+            u_base.value = i - b * capacity
+            vao.render_indirect(commands, moderngl.TRIANGLES, count=len(runs), first=first)
+            first += len(runs)
+            self.drawn_triangles += sum(c for _, c in runs)
 
     def _command_buffer(self, state: RenderState, data: bytes) -> Any:
         """The indirect command buffer holding ``data`` (grown by doubling, released by :meth:`release`)."""
@@ -275,6 +331,8 @@ class _CulledGBufferPass(GBufferPass):
             self._release_commands()
             self._res = state.res
             self._commands = state.res.buffer(reserve=max(1024, 2 * len(data)), label="probe draw commands")
+        else:  # fresh storage: the last render's draws may still read the old (a hardware driver would wait)
+            self._commands.orphan()
         self._commands.write(data)
         return self._commands
 
@@ -292,11 +350,14 @@ class _CulledGBufferPass(GBufferPass):
 
 class ProbeRenderer:
     """A ``size`` x ``size`` G-buffer renderer over ``renderer``'s meshes (see the module docstring);
-    :meth:`release` frees its targets (the shared parts stay the scene renderer's)."""
+    :meth:`release` frees its targets (the shared parts stay the scene renderer's). ``cull``: "auto" (culled
+    on a software rasteriser, the full pass on a hardware GPU), True or False; :attr:`cull` is the choice."""
 
-    def __init__(self, renderer: Any, size: int = DEFAULT_PROBE_SIZE, *, cull: bool = True) -> None:
+    def __init__(self, renderer: Any, size: int = DEFAULT_PROBE_SIZE, *, cull: bool | str = "auto") -> None:
         if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= 256:
             raise ValueError(f"the controller camera's size must be a whole number of pixels in [1, 256], got {size!r}")
+        if cull not in (True, False, "auto"):
+            raise ValueError(f"cull must be 'auto', True or False, got {cull!r}")
         base: RenderState = renderer.shared_state()
         self.size = size
         self._base = base
@@ -306,11 +367,21 @@ class ProbeRenderer:
                                   base.look)
         self._reader = QueryReader(self._state)
         self._culled = _CulledGBufferPass()
-        self.cull = bool(cull)
+        self.cull = software_rasteriser(base.ctx) if cull == "auto" else bool(cull)
         self._passes = (ResetRects(), self._culled)
         self._full = (ResetRects(), GBufferPass(None, 0))
+        gb = self._targets.scene
+        assert gb is not None
+        # the centre id texel is zeroed before each pass (an upload: glClear is undefined on an integer target),
+        # so where nothing is drawn it reads mesh 0, no surface: no depth read is needed to mask a stale texel
+        self._ids_fbo = base.res.framebuffer([gb.tex["ids"]], label="probe ids")
+        self._ids_tex = gb.tex["ids"]
+        c = size // 2
+        self._centre_viewport = (c, size - 1 - c, 1, 1)  # GL rows from the bottom
+        self._corners = base.res.buffer(reserve=48, label="probe triangle corners")
         self._released = False
         self._empty = False
+        self._camera: Any = None
 
     def render(self, camera: Any, *, entities: Any = None) -> None:
         """Draw the scene G-buffer's meshes from ``camera`` into the probe's G-buffer (only those of
@@ -318,6 +389,7 @@ class ProbeRenderer:
         over every mesh, not the 16x16 pixels, is the probe's cost)."""
         s = self._state
         s.set_camera(camera)
+        self._camera = camera
         meshes = self._base.meshes.draw_lists(tuple(self._base.targets.layers))[None]
         if entities is not None:
             keep = set(entities)
@@ -327,6 +399,7 @@ class ProbeRenderer:
         # Phong tessellation draws mesh by mesh through its own program: the full pass there
         culled = self.cull and not s.look.tessellation
         self._culled.drawn_triangles = self._culled.skipped = 0
+        self._ids_tex.write(_ZERO_TEXEL, viewport=self._centre_viewport)
         for p in (self._passes if culled else self._full):
             p.run(s, frame)
         s.frame_index += 1
@@ -340,12 +413,47 @@ class ProbeRenderer:
 
     def centre(self, camera: Any, *, entities: Any = None) -> SurfaceHit | None:
         """Render from ``camera`` (the meshes of ``entities``, default all) and read the surface under the
-        centre pixel (None: nothing there)."""
+        centre pixel (None: nothing there): the pixel's (mesh, triangle), the exact barycentric and position of
+        the centre ray on that triangle's deformed corners (module docstring), the G-buffer's normal."""
         self.render(camera, entities=entities)
         if self._empty:  # no read-back (it waits for the GPU): the frustum meets no cluster
             return None
         c = self.size // 2
-        return self._reader.query_many([(c, c)], layer="gbuffer")[0]
+        if self._state.look.tessellation:  # the curved surface: the rasteriser's answer (ids + depth)
+            return self._reader.query_many([(c, c)], layer="gbuffer")[0]
+        texel = np.frombuffer(self._ids_fbo.read(viewport=self._centre_viewport, components=4, dtype="u4",
+                                                 alignment=1), np.uint32).reshape(1, 4)
+        dec = decode_ids(texel)
+        h = self._state.meshes.meshes.get(int(dec["mesh"][0])) if dec["mesh"][0] >= 0 else None
+        if h is None:
+            return None
+        tri = int(dec["triangle"][0])
+        corners = self._read_corners(h, np.asarray(h.triangles[tri], np.int64))
+        o, d = centre_ray(camera, self.size)
+        exact = ray_triangle(o, d, corners)
+        if exact is None:  # the ray runs along the triangle's plane: keep what the rasteriser interpolated
+            bary = dec["barycentric"][0].astype(np.float64)
+            where = bary @ corners[:, :3].astype(np.float64)
+        else:
+            bary, where = exact
+        clip = np.asarray(self._state.last_view_proj, np.float64) @ np.append(where, 1.0)
+        return SurfaceHit(mesh=h, triangle=tri, barycentric=bary.astype(np.float32),
+                          position=where.astype(np.float32), normal=dec["normal"][0],
+                          depth=float(clip[2] / clip[3] * 0.5 + 0.5), layer=None)
+
+    def _read_corners(self, h: Any, verts: np.ndarray) -> np.ndarray:
+        """(3, 4) float32 deformed positions of mesh ``h``'s display vertices ``verts``, in one read: their span
+        when they lie close in the buffer, else copied GPU-side into the probe's 48-byte buffer first."""
+        self._state.ctx.memory_barrier(_READBACK_BARRIER)
+        lo, hi = int(verts.min()), int(verts.max())
+        if (hi - lo + 1) * 16 <= _SPAN_BYTES:
+            span = h.positions.read(size=(hi - lo + 1) * 16, offset=h.positions_offset + 16 * lo)
+            return np.frombuffer(span, np.float32).reshape(-1, 4)[verts - lo]
+        ctx = self._state.ctx
+        for k, v in enumerate(verts):
+            ctx.copy_buffer(self._corners, h.positions, 16, read_offset=h.positions_offset + 16 * int(v),
+                            write_offset=16 * k)
+        return np.frombuffer(self._corners.read(), np.float32).reshape(3, 4)
 
     def release(self) -> None:
         if self._released:
@@ -353,4 +461,7 @@ class ProbeRenderer:
         self._released = True
         self._culled.release()
         self._reader.release()
+        res = self._base.res
+        res.release(self._corners)
+        res.release(self._ids_fbo)
         self._targets.release()
