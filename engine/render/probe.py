@@ -12,16 +12,19 @@ of the scene G-buffer are drawn (a layer's meshes, e.g. stroke tubes, are not su
 Exact answers (not the rasteriser's): the pixel NAMES the surface (entity, mesh, triangle), the ray decides
 where on it. A rasteriser snaps vertices to a sub-pixel grid (8 bits on NVIDIA), so with a few pixels over the
 10 deg frustum the barycentric it interpolates at the centre is off by up to ~3e-3 (llvmpipe happens to be
-closer); the probe therefore reads the named triangle's three deformed corners back from the GPU (one small
-read, after the id read that already waited for the pass) and intersects the centre pixel's ray with their
-plane in float64 (:func:`ray_triangle`): barycentric and position are then the ray's, to float32 precision of
-the deformed vertices, on any device. A ray the rasteriser gave a triangle by a hair (an edge moved by the
-snapping) lands just outside it: the barycentric is clamped onto the triangle. Only the id texel is read: the
-probe zeroes its centre id texel before each pass (a 16-byte upload), so no depth read masks stale ids;
-the window depth is the exact position's. The CPU intersection over 3 corners was chosen over a compute pass:
-the corners' buffer differs per material group, the id read waits for the GPU anyway, and one 48-byte read
-(the corners copied GPU-side into a probe-owned buffer) adds one round trip, not a pass. With Phong tessellation
-the surface is not the flat triangle: there the rasterised answer (ids + depth) stands.
+closer); the probe therefore reads the named triangle's three deformed corners (positions and normals) back
+from the GPU and intersects the centre pixel's ray with their plane in float64 (:func:`ray_triangle`):
+barycentric and position are the ray's, to the float32 precision of the deformed vertices, on any device; the
+normal is the corners' deformed normals interpolated there, flipped on a back face as ``gbuffer.frag`` does
+(not the G-buffer's 16-bit octahedral code). A ray the rasteriser gave a triangle by a hair (an edge moved by
+the snapping) lands just outside it: the barycentric is clamped onto the triangle. The reads: the centre id
+texel only (the probe zeroes it before each pass, a 16-byte upload, so no depth read masks a stale texel; the
+window depth is the exact position's), then the corners, copied GPU-side into a probe-owned 96-byte buffer
+(six ``glCopyBufferSubData``) and read at once: two round trips, as the ids + depth read was before. The CPU
+intersection was chosen over a compute pass: the corners' buffers differ per material group (a pass would have
+to bind them all before knowing the triangle), the id read waits for the GPU anyway, and one triangle's
+arithmetic in plain floats costs microseconds. With Phong tessellation the surface is not the flat triangle:
+there (and for a ray along the triangle's plane) the rasterised answer (ids + depth) stands.
 
 Cluster culling (``cull``, "auto" by default: on for a software rasteriser, off on a hardware GPU; see
 :func:`software_rasteriser`): on a software rasteriser the vertex stage over every triangle of the
@@ -59,7 +62,7 @@ from engine.render.meshes import DrawGroup
 from engine.render.passes.gbuffer import GBufferPass, ResetRects
 from engine.render.queries import QueryReader
 from engine.render.state import Frame, RenderState
-from engine.render.surface import SurfaceHit, decode_ids
+from engine.render.surface import SurfaceHit
 from engine.render.targets import FrameTargets
 
 __all__ = ["ProbeCamera", "ProbeRenderer", "DEFAULT_PROBE_SIZE", "CLUSTER_TRIANGLES", "centre_ray",
@@ -71,8 +74,6 @@ DEFAULT_PROBE_SIZE = 16
 CLUSTER_TRIANGLES = 64
 #: reading deformed vertices (written by the deformers' shaders) back on the CPU or by a buffer copy
 _READBACK_BARRIER = barrier_bits(STORAGE, HOST)
-#: corners this close in the vertex buffer are read as one span (else copied GPU-side into one 48-byte buffer)
-_SPAN_BYTES = 4096
 _ZERO_TEXEL = bytes(16)  # one RGBA32UI id texel: no surface
 
 
@@ -104,12 +105,14 @@ class ProbeCamera:
         return self.projection_for(1.0)
 
 
-def centre_ray(camera: Any, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """(origin, unit direction) float64 of the ray through the centre pixel's centre (pixel (size // 2,
-    size // 2), row 0 at the top) of a ``size`` x ``size`` probe image."""
+def centre_ray(camera: Any, size: int, inv_view_proj: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(origin on the near plane, unit direction) float64 of the ray through the centre pixel's centre (pixel
+    (size // 2, size // 2), row 0 at the top) of a ``size`` x ``size`` probe image of ``camera`` (its inverse
+    view-projection at aspect 1 when the caller has it: ``RenderState.inv_view_proj``)."""
     c = size // 2 + 0.5
     ndc = np.array([c / size * 2.0 - 1.0, 1.0 - c / size * 2.0])
-    inv = np.linalg.inv(np.asarray(camera.projection_for(1.0), np.float64) @ np.asarray(camera.view, np.float64))
+    inv = inv_view_proj if inv_view_proj is not None else np.linalg.inv(
+        np.asarray(camera.projection_for(1.0), np.float64) @ np.asarray(camera.view, np.float64))
     pts = [inv @ np.array([ndc[0], ndc[1], z, 1.0]) for z in (-1.0, 1.0)]
     a, b = (p[:3] / p[3] for p in pts)
     return a, (b - a) / np.linalg.norm(b - a)
@@ -143,28 +146,45 @@ def probe_reference(positions: np.ndarray, triangles: np.ndarray, camera: Any, s
     return k, np.array([1.0 - u[k] - v[k], u[k], v[k]]), o + d * t[k]
 
 
+def _sub(p: tuple[float, ...], q: tuple[float, ...]) -> tuple[float, float, float]:
+    return p[0] - q[0], p[1] - q[1], p[2] - q[2]
+
+
+def _cross(p: tuple[float, ...], q: tuple[float, ...]) -> tuple[float, float, float]:
+    return p[1] * q[2] - p[2] * q[1], p[2] * q[0] - p[0] * q[2], p[0] * q[1] - p[1] * q[0]
+
+
+def _dot(p: tuple[float, ...], q: tuple[float, ...]) -> float:
+    return p[0] * q[0] + p[1] * q[1] + p[2] * q[2]
+
+
 def ray_triangle(origin: np.ndarray, direction: np.ndarray, corners: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Where the ray (``origin``, ``direction``) meets the plane of the triangle ``corners`` (3, 3): (barycentric
+    """Where the ray (``origin``, ``direction``) meets the plane of the triangle ``corners`` (3, 3+): (barycentric
     (3,) in the corners' order, clamped onto the triangle, and the point (3,) it names), float64; None when the
-    ray runs along the plane. The barycentrics are ratios of the sub-triangles' areas about the plane point
-    (not the Moller-Trumbore form of :func:`probe_reference`); a point just outside (the rasteriser named this
-    triangle because snapping moved an edge by a hair) is clamped onto the nearest edge by dropping the
-    negative weights and renormalising."""
-    o = np.asarray(origin, np.float64)
-    d = np.asarray(direction, np.float64)
-    a, b, c = np.asarray(corners, np.float64)[:, :3]
-    n = np.cross(b - a, c - a)
-    nn = float(n @ n)
-    denom = float(d @ n)
-    if nn <= 0.0 or abs(denom) <= 1e-12 * np.sqrt(nn) * np.linalg.norm(d):
+    ray runs along the plane (or the triangle has no area). The barycentrics are ratios of the sub-triangles'
+    areas about the plane point (not the Moller-Trumbore form of :func:`probe_reference`); a point just outside
+    (the rasteriser named this triangle because snapping moved an edge by a hair) is clamped onto the triangle
+    by dropping the negative weights and renormalising. Plain float arithmetic: one triangle, where numpy's
+    per-call overhead would cost ~20x more."""
+    o = tuple(float(x) for x in np.asarray(origin).ravel()[:3])
+    d = tuple(float(x) for x in np.asarray(direction).ravel()[:3])
+    a, b, c = (tuple(float(x) for x in row[:3]) for row in np.asarray(corners, np.float64))
+    n = _cross(_sub(b, a), _sub(c, a))
+    nn = _dot(n, n)
+    denom = _dot(d, n)
+    if nn <= 0.0 or abs(denom) <= 1e-12 * (nn * _dot(d, d)) ** 0.5:
         return None
-    p = o + d * (float((a - o) @ n) / denom)
-    w = np.array([np.cross(c - b, p - b) @ n, np.cross(a - c, p - c) @ n, np.cross(b - a, p - a) @ n]) / nn
-    if (w < 0.0).any():
-        w = np.maximum(w, 0.0)
-        w /= w.sum()
-    return w, w @ np.stack([a, b, c])
+    t = _dot(_sub(a, o), n) / denom
+    p = (o[0] + d[0] * t, o[1] + d[1] * t, o[2] + d[2] * t)
+    w = [_dot(_cross(_sub(c, b), _sub(p, b)), n) / nn, _dot(_cross(_sub(a, c), _sub(p, c)), n) / nn,
+         _dot(_cross(_sub(b, a), _sub(p, a)), n) / nn]
+    if min(w) < 0.0:
+        w = [max(x, 0.0) for x in w]
+        total = sum(w)
+        w = [x / total for x in w]
+    bary = np.array(w)
+    return bary, bary @ np.array([a, b, c])
 
 
 def spatial_clusters(centroids: np.ndarray, size: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -263,8 +283,8 @@ def clusters_in_cone(centres: np.ndarray, radii: np.ndarray, camera: Any) -> np.
 class _CulledGBufferPass(GBufferPass):
     """The scene G-buffer pass drawing only the clusters the probe's frustum can see (module docstring)."""
 
-    def __init__(self) -> None:
-        super().__init__(None, 0)
+    def __init__(self, groups_key: str) -> None:
+        super().__init__(None, 0, groups_key=groups_key)
         self.camera: Any = None
         self._clusters: dict[int, _Clusters] = {}
         self.drawn_triangles = 0  # of the last frame (bench and tests)
@@ -366,10 +386,13 @@ class ProbeRenderer:
         self._state = RenderState(base.ctx, base.res, base.programs, base.meshes, self._targets, base.lights,
                                   base.look)
         self._reader = QueryReader(self._state)
-        self._culled = _CulledGBufferPass()
+        # its own slot in the registry's cache of material groups (the scene renderer keeps its own)
+        key = f"controller camera {id(self)}"
+        self._culled = _CulledGBufferPass(key)
         self.cull = software_rasteriser(base.ctx) if cull == "auto" else bool(cull)
         self._passes = (ResetRects(), self._culled)
-        self._full = (ResetRects(), GBufferPass(None, 0))
+        self._full = (ResetRects(), GBufferPass(None, 0, groups_key=key))
+        self._lists: tuple[Any, Any, list] | None = None  # (the scene's draw list, entities, the probe's list)
         gb = self._targets.scene
         assert gb is not None
         # the centre id texel is zeroed before each pass (an upload: glClear is undefined on an integer target),
@@ -378,7 +401,7 @@ class ProbeRenderer:
         self._ids_tex = gb.tex["ids"]
         c = size // 2
         self._centre_viewport = (c, size - 1 - c, 1, 1)  # GL rows from the bottom
-        self._corners = base.res.buffer(reserve=48, label="probe triangle corners")
+        self._corners = base.res.buffer(reserve=96, label="probe triangle corners")
         self._released = False
         self._empty = False
         self._camera: Any = None
@@ -390,10 +413,12 @@ class ProbeRenderer:
         s = self._state
         s.set_camera(camera)
         self._camera = camera
-        meshes = self._base.meshes.draw_lists(tuple(self._base.targets.layers))[None]
-        if entities is not None:
-            keep = set(entities)
-            meshes = [h for h in meshes if h.entity in keep]
+        scene = self._base.meshes.draw_lists(tuple(self._base.targets.layers))[None]
+        keep = None if entities is None else frozenset(entities)
+        if self._lists is None or self._lists[0] is not scene or self._lists[1] != keep:
+            # the same list object while the scene's is unchanged: the registry's groups of it stay cached
+            self._lists = (scene, keep, scene if keep is None else [h for h in scene if h.entity in keep])
+        meshes = self._lists[2]
         frame = Frame(camera, {None: meshes}, "none")
         self._culled.camera = camera
         # Phong tessellation draws mesh by mesh through its own program: the full pass there
@@ -416,44 +441,55 @@ class ProbeRenderer:
         centre pixel (None: nothing there): the pixel's (mesh, triangle), the exact barycentric and position of
         the centre ray on that triangle's deformed corners (module docstring), the G-buffer's normal."""
         self.render(camera, entities=entities)
+        return self.read()
+
+    def read(self) -> SurfaceHit | None:
+        """The surface under the centre pixel of the last :meth:`render` (see :meth:`centre`)."""
+        camera = self._camera
+        if camera is None:
+            raise RuntimeError("the controller camera reads what it rendered: call render() or centre() first")
         if self._empty:  # no read-back (it waits for the GPU): the frustum meets no cluster
             return None
         c = self.size // 2
         if self._state.look.tessellation:  # the curved surface: the rasteriser's answer (ids + depth)
             return self._reader.query_many([(c, c)], layer="gbuffer")[0]
-        texel = np.frombuffer(self._ids_fbo.read(viewport=self._centre_viewport, components=4, dtype="u4",
-                                                 alignment=1), np.uint32).reshape(1, 4)
-        dec = decode_ids(texel)
-        h = self._state.meshes.meshes.get(int(dec["mesh"][0])) if dec["mesh"][0] >= 0 else None
+        # the id texel (engine/render/surface.py's layout): x = mesh id + 1 (0: nothing), y = the triangle
+        x, y = (int(v) for v in np.frombuffer(self._ids_fbo.read(viewport=self._centre_viewport, components=4,
+                                                                 dtype="u4", alignment=1), np.uint32)[:2])
+        h = self._state.meshes.meshes.get(x - 1) if x > 0 else None
         if h is None:
             return None
-        tri = int(dec["triangle"][0])
-        corners = self._read_corners(h, np.asarray(h.triangles[tri], np.int64))
-        o, d = centre_ray(camera, self.size)
-        exact = ray_triangle(o, d, corners)
-        if exact is None:  # the ray runs along the triangle's plane: keep what the rasteriser interpolated
-            bary = dec["barycentric"][0].astype(np.float64)
-            where = bary @ corners[:, :3].astype(np.float64)
-        else:
-            bary, where = exact
+        pos, nrm = self._read_corners(h, h.triangles[y])
+        o, d = centre_ray(camera, self.size, self._state.inv_view_proj)
+        exact = ray_triangle(o, d, pos)
+        if exact is None:  # the ray runs along the triangle's plane (seen edge-on): the rasteriser's answer
+            return self._reader.query_many([(c, c)], layer="gbuffer")[0]
+        bary, where = exact
+        # gbuffer.frag's normal: the deformed normals interpolated, flipped on a back face (gl_FrontFacing:
+        # counter-clockwise on screen, i.e. the geometric normal against the ray)
+        n = bary @ nrm[:, :3].astype(np.float64)
+        a, b, cc = (tuple(float(v) for v in row[:3]) for row in pos)
+        if _dot(_cross(_sub(b, a), _sub(cc, a)), tuple(float(v) for v in d)) > 0.0:
+            n = -n
+        length = float(np.sqrt(n @ n))
         clip = np.asarray(self._state.last_view_proj, np.float64) @ np.append(where, 1.0)
-        return SurfaceHit(mesh=h, triangle=tri, barycentric=bary.astype(np.float32),
-                          position=where.astype(np.float32), normal=dec["normal"][0],
+        return SurfaceHit(mesh=h, triangle=y, barycentric=bary.astype(np.float32),
+                          position=where.astype(np.float32),
+                          normal=(n / length if length > 0 else n).astype(np.float32),
                           depth=float(clip[2] / clip[3] * 0.5 + 0.5), layer=None)
 
-    def _read_corners(self, h: Any, verts: np.ndarray) -> np.ndarray:
-        """(3, 4) float32 deformed positions of mesh ``h``'s display vertices ``verts``, in one read: their span
-        when they lie close in the buffer, else copied GPU-side into the probe's 48-byte buffer first."""
-        self._state.ctx.memory_barrier(_READBACK_BARRIER)
-        lo, hi = int(verts.min()), int(verts.max())
-        if (hi - lo + 1) * 16 <= _SPAN_BYTES:
-            span = h.positions.read(size=(hi - lo + 1) * 16, offset=h.positions_offset + 16 * lo)
-            return np.frombuffer(span, np.float32).reshape(-1, 4)[verts - lo]
+    def _read_corners(self, h: Any, verts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(positions (3, 4), normals (3, 4)) float32, deformed, of mesh ``h``'s display vertices ``verts``:
+        copied GPU-side into the probe's 96-byte buffer (6 copies queued after the pass), then ONE read."""
         ctx = self._state.ctx
-        for k, v in enumerate(verts):
-            ctx.copy_buffer(self._corners, h.positions, 16, read_offset=h.positions_offset + 16 * int(v),
+        ctx.memory_barrier(_READBACK_BARRIER)
+        for k, v in enumerate(int(x) for x in verts):
+            ctx.copy_buffer(self._corners, h.positions, 16, read_offset=h.positions_offset + 16 * v,
                             write_offset=16 * k)
-        return np.frombuffer(self._corners.read(), np.float32).reshape(3, 4)
+            ctx.copy_buffer(self._corners, h.normals, 16, read_offset=h.normals_offset + 16 * v,
+                            write_offset=48 + 16 * k)
+        rows = np.frombuffer(self._corners.read(), np.float32).reshape(6, 4)
+        return rows[:3], rows[3:]
 
     def release(self) -> None:
         if self._released:

@@ -416,6 +416,12 @@ def test_controller_camera_matches_its_numpy_reference(size):
                     vp = np.asarray(cam.projection, np.float64) @ np.asarray(cam.view, np.float64)
                     clip = vp @ np.append(where, 1.0)
                     assert abs(hit.depth - (clip[2] / clip[3] * 0.5 + 0.5)) < 1e-6
+                    # the normal: the deformed normals at the exact barycentric, facing the probe like the
+                    # G-buffer's (its 16-bit octahedral code at the rasteriser's barycentric: close, not equal)
+                    raster = probe._reader.query_many([(size // 2, size // 2)], layer="gbuffer")[0]
+                    assert raster is not None and raster.triangle == k
+                    assert abs(np.linalg.norm(hit.normal) - 1.0) < 1e-5
+                    np.testing.assert_allclose(hit.normal, raster.normal, atol=2e-2)
                     checked += 1
             assert checked >= 6 and misses >= 2  # a miss after a hit: the id target does not keep stale texels
         finally:

@@ -106,10 +106,13 @@ class GBufferPass:
     """The G-buffer pass of the scene (``layer`` None, screen-rectangle slot 0) or of one layer (slot =
     its position among the layers + 1)."""
 
-    def __init__(self, layer: str | None, slot: int) -> None:
+    def __init__(self, layer: str | None, slot: int, *, groups_key: str | None = None) -> None:
         self.layer = layer
         self.slot = slot
         self.name = "gbuffer" if layer is None else f"layer:{layer}"
+        #: the registry's cache slot for this pass's material groups (default: the layer's); a second renderer
+        #: drawing its own list (the controller camera's) takes its own, so the two do not evict each other
+        self.groups_key = layer if groups_key is None else groups_key
 
     def spec(self, state: RenderState) -> PassSpec:
         return PassSpec(self.name, reads=uses(STORAGE, "vertices", "screen_rects", PREVIOUS_RECTS),
@@ -138,7 +141,7 @@ class GBufferPass:
                 self._draw_meshes(state, meshes, material)
             else:  # the corner draw needs GL's default (last vertex provokes), whatever other code set
                 ctx.provoking_vertex = moderngl.LAST_VERTEX_CONVENTION
-                self._draw_groups(state, state.meshes.draw_groups(self.layer, meshes), material)
+                self._draw_groups(state, state.meshes.draw_groups(self.groups_key, meshes), material)
         finally:
             material.end()
 
