@@ -15,8 +15,9 @@ drift lands on every case alike), each frame finished on the GPU (``ctx.finish``
   character only (as the VR session does), through the DEFAULT the renderer kind picks (``cull="auto"``: culled
   on a software rasteriser, the full pass on a hardware GPU); ``... pass`` / ``... read`` split the default read
   into its pass (``render`` + ``ctx.finish``) and what follows on an idle GPU (``read``: the id texel, the three
-  corners, the ray); ``... culled`` and ``... full pass`` are the two ways forced (``cull=True`` / ``False``), one
-  of them the default again, measured as its own case.
+  corners, the ray); ``... read, rasterised`` is the read before the exact answer (the centre's id and depth
+  texels, barycentric as interpolated: ``read_rasterised``) on the same render; ``... culled`` and ``... full
+  pass`` are the two ways forced (``cull=True`` / ``False``), one of them the default again, as its own case.
 
 Run: ``python main.py bench vr [--characters 1 --eye-width 512 --eye-height 512 --frames 10 --rounds 3]``.
 Asserts nothing. On llvmpipe every pixel is rasterised on the CPU: absolute GPU figures need a GPU.
@@ -80,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             samples[f"controller camera {n}x{n}"] = []
             samples[f"  ... {n}x{n} pass"] = []
             samples[f"  ... {n}x{n} read"] = []
+            samples[f"  ... {n}x{n} read, rasterised"] = []
             samples[f"  ... {n}x{n} culled"] = []
             samples[f"  ... {n}x{n} full pass"] = []
         vr.frame()  # warm-up: programs, first uploads
@@ -126,8 +128,11 @@ def main(argv: list[str] | None = None) -> int:
                         t1 = time.perf_counter()
                         probe.read()
                         t2 = time.perf_counter()
+                        probe.read_rasterised()
+                        t3 = time.perf_counter()
                         samples[f"  ... {n}x{n} pass"].append((t1 - t0) * 1e3)
                         samples[f"  ... {n}x{n} read"].append((t2 - t1) * 1e3)
+                        samples[f"  ... {n}x{n} read, rasterised"].append((t3 - t2) * 1e3)
         hit = probes[(sizes[0], True)].centre(cam, entities=only)
         drawn = probes[(sizes[0], True)].drawn_triangles
         tris = sum(h.triangle_count for h in s.require_renderer().shared_state().meshes.draw_lists(())[None]

@@ -290,6 +290,7 @@ class _CulledGBufferPass(GBufferPass):
         self.drawn_triangles = 0  # of the last frame (bench and tests)
         self.skipped = 0  # meshes of the last frame off the corner path (not drawn by the culled pass)
         self._commands: Any = None  # the indirect draw buffer (DrawElementsIndirectCommand rows), grown as needed
+        self._todo: list[tuple[DrawGroup, int, _Clusters, list[tuple[int, int]]]] = []  # this render's draws
         self._res: Any = None
 
     def _runs(self, state: RenderState, h: Any) -> tuple[_Clusters, list[tuple[int, int]]]:
@@ -309,11 +310,15 @@ class _CulledGBufferPass(GBufferPass):
         ends = np.append(cl.starts[1:], cl.starts[-1] + cl.counts[-1])
         return cl, [(int(cl.starts[a]), int(ends[b - 1] - cl.starts[a])) for a, b in zip(edges[::2], edges[1::2])]
 
-    def _draw_groups(self, state: RenderState, groups: list[DrawGroup], material: Any) -> None:
-        """Each mesh of each group on its own (instance row = its place in the group), only its visible
-        clusters' runs of the corner index buffer; every mesh's runs in ONE upload of draw commands."""
-        todo: list[tuple[DrawGroup, int, _Clusters, list[tuple[int, int]]]] = []
-        state.ctx.memory_barrier(_READBACK_BARRIER)  # the deformers' writes, read back for the spheres
+    def run(self, state: RenderState, frame: Frame) -> None:
+        """The visible runs of every mesh first (the barrier and the positions' read-backs before the pass
+        queues its clear and draws: on llvmpipe a barrier or read behind queued draws waits for them), then
+        the pass (its clear, then :meth:`_draw_groups`)."""
+        meshes = frame.lists[self.layer]
+        groups = state.meshes.draw_groups(self.groups_key, meshes) if meshes else []
+        self._todo = []
+        if groups:
+            state.ctx.memory_barrier(_READBACK_BARRIER)  # the deformers' writes, read back for the spheres
         for g in groups:
             for i, m in enumerate(g.meshes):
                 if m.corner_topology is None:  # not on the corner path: centre() then reads what is there
@@ -321,7 +326,14 @@ class _CulledGBufferPass(GBufferPass):
                     continue
                 cl, runs = self._runs(state, m)
                 if runs:
-                    todo.append((g, i, cl, runs))
+                    self._todo.append((g, i, cl, runs))
+        super().run(state, frame)
+
+    def _draw_groups(self, state: RenderState, groups: list[DrawGroup], material: Any) -> None:
+        """Each mesh with visible clusters (prepared by :meth:`run` from the same ``groups``) on its own
+        (instance row = its place in its group), only those clusters' runs of the corner index buffer; every
+        mesh's runs in ONE upload of draw commands."""
+        todo = self._todo
         if not todo:
             return
         # the runs as multi-draws (count, instances 1, first index, base vertex 0, base instance 0): gl_InstanceID
@@ -450,9 +462,8 @@ class ProbeRenderer:
             raise RuntimeError("the controller camera reads what it rendered: call render() or centre() first")
         if self._empty:  # no read-back (it waits for the GPU): the frustum meets no cluster
             return None
-        c = self.size // 2
         if self._state.look.tessellation:  # the curved surface: the rasteriser's answer (ids + depth)
-            return self._reader.query_many([(c, c)], layer="gbuffer")[0]
+            return self.read_rasterised()
         # the id texel (engine/render/surface.py's layout): x = mesh id + 1 (0: nothing), y = the triangle
         x, y = (int(v) for v in np.frombuffer(self._ids_fbo.read(viewport=self._centre_viewport, components=4,
                                                                  dtype="u4", alignment=1), np.uint32)[:2])
@@ -463,7 +474,7 @@ class ProbeRenderer:
         o, d = centre_ray(camera, self.size, self._state.inv_view_proj)
         exact = ray_triangle(o, d, pos)
         if exact is None:  # the ray runs along the triangle's plane (seen edge-on): the rasteriser's answer
-            return self._reader.query_many([(c, c)], layer="gbuffer")[0]
+            return self.read_rasterised()
         bary, where = exact
         # gbuffer.frag's normal: the deformed normals interpolated, flipped on a back face (gl_FrontFacing:
         # counter-clockwise on screen, i.e. the geometric normal against the ray)
@@ -477,6 +488,13 @@ class ProbeRenderer:
                           position=where.astype(np.float32),
                           normal=(n / length if length > 0 else n).astype(np.float32),
                           depth=float(clip[2] / clip[3] * 0.5 + 0.5), layer=None)
+
+    def read_rasterised(self) -> SurfaceHit | None:
+        """The rasteriser's answer at the centre pixel of the last :meth:`render`: its id and depth texels
+        decoded (the barycentric as interpolated, the position unprojected from the depth), as a desktop pick
+        reads; :meth:`read` uses it with Phong tessellation, ``bench vr`` and the tests compare with it."""
+        c = self.size // 2
+        return self._reader.query_many([(c, c)], layer="gbuffer")[0]
 
     def _read_corners(self, h: Any, verts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(positions (3, 4), normals (3, 4)) float32, deformed, of mesh ``h``'s display vertices ``verts``:

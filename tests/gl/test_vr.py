@@ -418,7 +418,7 @@ def test_controller_camera_matches_its_numpy_reference(size):
                     assert abs(hit.depth - (clip[2] / clip[3] * 0.5 + 0.5)) < 1e-6
                     # the normal: the deformed normals at the exact barycentric, facing the probe like the
                     # G-buffer's (its 16-bit octahedral code at the rasteriser's barycentric: close, not equal)
-                    raster = probe._reader.query_many([(size // 2, size // 2)], layer="gbuffer")[0]
+                    raster = probe.read_rasterised()
                     assert raster is not None and raster.triangle == k
                     assert abs(np.linalg.norm(hit.normal) - 1.0) < 1e-5
                     np.testing.assert_allclose(hit.normal, raster.normal, atol=2e-2)
