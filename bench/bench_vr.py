@@ -17,7 +17,9 @@ drift lands on every case alike), each frame finished on the GPU (``ctx.finish``
   into its pass (``render`` + ``ctx.finish``) and what follows on an idle GPU (``read``: the id texel, the three
   corners, the ray); ``... read, rasterised`` is the read before the exact answer (the centre's id and depth
   texels, barycentric as interpolated: ``read_rasterised``) on the same render; ``... culled`` and ``... full
-  pass`` are the two ways forced (``cull=True`` / ``False``), one of them the default again, as its own case.
+  pass`` are the two ways forced (``cull=True`` / ``False``), one of them the default again, as its own case;
+  ``... culled: culling`` the part of the culled read spent choosing clusters before its pass (the barrier and
+  the deformed positions' read-back, which wait for the GPU, then numpy's spheres and cone test).
 
 Run: ``python main.py bench vr [--characters 1 --eye-width 512 --eye-height 512 --frames 10 --rounds 3]``.
 Asserts nothing. On llvmpipe every pixel is rasterised on the CPU: absolute GPU figures need a GPU.
@@ -83,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             samples[f"  ... {n}x{n} read"] = []
             samples[f"  ... {n}x{n} read, rasterised"] = []
             samples[f"  ... {n}x{n} culled"] = []
+            samples[f"  ... {n}x{n} culled: culling"] = []
             samples[f"  ... {n}x{n} full pass"] = []
         vr.frame()  # warm-up: programs, first uploads
         right = vr.world_pose("right")
@@ -120,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
                     t0 = time.perf_counter()
                     probe.centre(cam, entities=only)
                     samples[names[cull].format(n=n)].append((time.perf_counter() - t0) * 1e3)
+                    if cull is True:
+                        samples[f"  ... {n}x{n} culled: culling"].append(probe.culling_ms)
                     if cull == "auto":  # the default's read split: its pass, then the read on an idle GPU
                         ctx.finish()
                         t0 = time.perf_counter()

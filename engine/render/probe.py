@@ -51,6 +51,7 @@ of draw commands (a write into a buffer a pending draw uses can stall a hardware
 """
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import moderngl
@@ -288,6 +289,7 @@ class _CulledGBufferPass(GBufferPass):
         self.camera: Any = None
         self._clusters: dict[int, _Clusters] = {}
         self.drawn_triangles = 0  # of the last frame (bench and tests)
+        self.culling_ms = 0.0  # wall time of the last frame's culling: barrier, read-backs, spheres, cone (bench)
         self.skipped = 0  # meshes of the last frame off the corner path (not drawn by the culled pass)
         self._commands: Any = None  # the indirect draw buffer (DrawElementsIndirectCommand rows), grown as needed
         self._todo: list[tuple[DrawGroup, int, _Clusters, list[tuple[int, int]]]] = []  # this render's draws
@@ -314,6 +316,7 @@ class _CulledGBufferPass(GBufferPass):
         """The visible runs of every mesh first (the barrier and the positions' read-backs before the pass
         queues its clear and draws: on llvmpipe a barrier or read behind queued draws waits for them), then
         the pass (its clear, then :meth:`_draw_groups`)."""
+        t0 = time.perf_counter()
         meshes = frame.lists[self.layer]
         groups = state.meshes.draw_groups(self.groups_key, meshes) if meshes else []
         self._todo = []
@@ -327,6 +330,7 @@ class _CulledGBufferPass(GBufferPass):
                 cl, runs = self._runs(state, m)
                 if runs:
                     self._todo.append((g, i, cl, runs))
+        self.culling_ms = (time.perf_counter() - t0) * 1e3
         super().run(state, frame)
 
     def _draw_groups(self, state: RenderState, groups: list[DrawGroup], material: Any) -> None:
@@ -447,6 +451,12 @@ class ProbeRenderer:
     def drawn_triangles(self) -> int:
         """Triangles the last culled render drew (the full pass: not counted)."""
         return self._culled.drawn_triangles
+
+    @property
+    def culling_ms(self) -> float:
+        """Wall time (ms) the last culled render spent choosing its clusters before its pass (the read-backs of
+        the deformed positions, which wait for the GPU, the spheres and the cone test): ``bench vr``."""
+        return self._culled.culling_ms
 
     def centre(self, camera: Any, *, entities: Any = None) -> SurfaceHit | None:
         """Render from ``camera`` (the meshes of ``entities``, default all) and read the surface under the
