@@ -4,9 +4,9 @@ and reads the surface under the centre of its image, so a stroke can be drawn on
 A :class:`ProbeRenderer` shares the scene renderer's base (program variants, mesh registry, lights, look: the
 deformed meshes already on the GPU) and owns only its targets: a scene G-buffer of ``size`` x ``size`` pixels
 (16 by default, 1 at least). :meth:`ProbeRenderer.centre` runs the ``rects`` and ``gbuffer`` passes of the
-frame graph into it with the controller's camera, then reads the id and depth texels of the centre pixel (the
-scene renderer's query reader over the probe's targets): (mesh, triangle, barycentric, position, normal), the
-same :class:`~engine.render.surface.SurfaceHit` a desktop pick gives. Nothing is composed or lit. Only meshes
+frame graph into it with the controller's camera (:meth:`~ProbeRenderer.render`), then reads the surface under
+the centre pixel (:meth:`~ProbeRenderer.read`): (mesh, triangle, barycentric, position, normal), the same
+:class:`~engine.render.surface.SurfaceHit` a desktop pick gives. Nothing is composed or lit. Only meshes
 of the scene G-buffer are drawn (a layer's meshes, e.g. stroke tubes, are not surfaces to draw on).
 
 Exact answers (not the rasteriser's): the pixel NAMES the surface (entity, mesh, triangle), the ray decides
@@ -43,11 +43,13 @@ pass, so what is drawn names the same (mesh, triangle, barycentric). The cone en
 is conservative: every pixel of the probe image is what the full pass gives (``cull=False`` draws the full
 pass: the reference the tests and ``bench vr`` compare with). When every cluster is culled away nothing is
 drawn and :meth:`ProbeRenderer.centre` answers None without the read-back (which waits for the GPU).
-On a hardware GPU the culling costs far more than it saves (measured on an NVIDIA H100: 5.2 ms culled against
-0.95 ms for the full pass, 4 humanoids): the full pass of a few characters is microseconds of GPU work, while
-the culled path reads every mesh's positions back (a round trip that waits for the GPU) and runs numpy over
-them; "auto" therefore draws the full pass there. All kept clusters of all meshes go to the GPU as one upload
-of draw commands (a write into a buffer a pending draw uses can stall a hardware driver).
+On a hardware GPU the culling costs far more than it saves (``bench vr`` on an NVIDIA H100, 4 humanoids all
+drawn: 5.2 ms a culled read against 0.95 ms a full one): the full pass of a few characters is microseconds of
+GPU work, while the culled path reads every mesh's positions back (a round trip that waits for the GPU) and
+runs numpy over them (~0.6 ms a humanoid on a slow CPU); "auto" therefore draws the full pass there. The barrier
+and the read-backs come before the pass queues its clear (on llvmpipe they would wait for it), and all kept
+clusters of all meshes go to the GPU as one upload of draw commands into orphaned storage (a write into a buffer
+a pending draw uses can stall a hardware driver).
 """
 from __future__ import annotations
 
