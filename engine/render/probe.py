@@ -23,8 +23,12 @@ window depth is the exact position's), then the corners, copied GPU-side into a 
 (six ``glCopyBufferSubData``) and read at once: two round trips, as the ids + depth read was before. The CPU
 intersection was chosen over a compute pass: the corners' buffers differ per material group (a pass would have
 to bind them all before knowing the triangle), the id read waits for the GPU anyway, and one triangle's
-arithmetic in plain floats costs microseconds. With Phong tessellation the surface is not the flat triangle:
-there (and for a ray along the triangle's plane) the rasterised answer (ids + depth) stands.
+arithmetic in plain floats costs microseconds. The probe draws the flat triangles whatever the scene's look (it
+owns a default :class:`~engine.render.look.LookSettings`: no Phong tessellation, no wireframe): a surface point is
+(triangle, barycentric) on the flat deformed mesh wherever it is re-evaluated (``interpolate_surface``), so the
+flat triangle is the surface a stroke lands on (and the tessellated pass's patch ids are not trusted: on llvmpipe
+they restart every 341 patches). For a ray along the named triangle's plane (seen edge-on) the rasterised
+answer (ids + depth texels, :meth:`ProbeRenderer.read_rasterised`) stands.
 
 Cluster culling (``cull``, "auto" by default: on for a software rasteriser, off on a hardware GPU; see
 :func:`software_rasteriser`): on a software rasteriser the vertex stage over every triangle of the
@@ -61,6 +65,7 @@ import numpy as np
 
 from engine.render.camera import perspective
 from engine.render.framegraph import HOST, STORAGE, barrier_bits
+from engine.render.look import LookSettings
 from engine.render.meshes import DrawGroup
 from engine.render.passes.gbuffer import GBufferPass, ResetRects
 from engine.render.queries import QueryReader
@@ -401,8 +406,9 @@ class ProbeRenderer:
         self._base = base
         self._targets = FrameTargets(base.res)
         self._targets.resize(size, size)
+        # its own look: the flat corner pass whatever the scene shows (module docstring)
         self._state = RenderState(base.ctx, base.res, base.programs, base.meshes, self._targets, base.lights,
-                                  base.look)
+                                  LookSettings())
         self._reader = QueryReader(self._state)
         # its own slot in the registry's cache of material groups (the scene renderer keeps its own)
         key = f"controller camera {id(self)}"
@@ -439,8 +445,7 @@ class ProbeRenderer:
         meshes = self._lists[2]
         frame = Frame(camera, {None: meshes}, "none")
         self._culled.camera = camera
-        # Phong tessellation draws mesh by mesh through its own program: the full pass there
-        culled = self.cull and not s.look.tessellation
+        culled = self.cull
         self._culled.drawn_triangles = self._culled.skipped = 0
         self._ids_tex.write(_ZERO_TEXEL, viewport=self._centre_viewport)
         for p in (self._passes if culled else self._full):
@@ -474,8 +479,6 @@ class ProbeRenderer:
             raise RuntimeError("the controller camera reads what it rendered: call render() or centre() first")
         if self._empty:  # no read-back (it waits for the GPU): the frustum meets no cluster
             return None
-        if self._state.look.tessellation:  # the curved surface: the rasteriser's answer (ids + depth)
-            return self.read_rasterised()
         # the id texel (engine/render/surface.py's layout): x = mesh id + 1 (0: nothing), y = the triangle
         x, y = (int(v) for v in np.frombuffer(self._ids_fbo.read(viewport=self._centre_viewport, components=4,
                                                                  dtype="u4", alignment=1), np.uint32)[:2])
@@ -504,7 +507,7 @@ class ProbeRenderer:
     def read_rasterised(self) -> SurfaceHit | None:
         """The rasteriser's answer at the centre pixel of the last :meth:`render`: its id and depth texels
         decoded (the barycentric as interpolated, the position unprojected from the depth), as a desktop pick
-        reads; :meth:`read` uses it with Phong tessellation, ``bench vr`` and the tests compare with it."""
+        reads; :meth:`read` falls back on it for a ray along the triangle, ``bench vr`` and the tests compare."""
         c = self.size // 2
         return self._reader.query_many([(c, c)], layer="gbuffer")[0]
 
