@@ -468,7 +468,7 @@ class ProbeRenderer:
     def centre(self, camera: Any, *, entities: Any = None) -> SurfaceHit | None:
         """Render from ``camera`` (the meshes of ``entities``, default all) and read the surface under the
         centre pixel (None: nothing there): the pixel's (mesh, triangle), the exact barycentric and position of
-        the centre ray on that triangle's deformed corners (module docstring), the G-buffer's normal."""
+        the centre ray on that triangle's deformed corners, their normals interpolated there (module docstring)."""
         self.render(camera, entities=entities)
         return self.read()
 
