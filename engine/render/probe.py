@@ -31,7 +31,7 @@ they restart every 341 patches). For a ray along the named triangle's plane (see
 answer (ids + depth texels, :meth:`ProbeRenderer.read_rasterised`) stands.
 
 Cluster culling (``cull``, "auto" by default: on for a software rasteriser, off on a hardware GPU; see
-:func:`software_rasteriser`): on a software rasteriser the vertex stage over every triangle of the
+:func:`engine.gpu.context.software_rasteriser`): on a software rasteriser the vertex stage over every triangle of the
 character, not the 16x16 pixels, is what a full G-buffer pass costs (~0.2 us a triangle on the calling thread).
 The probe's pass therefore draws only the CLUSTERS the probe's narrow frustum can see. A mesh's clusters are
 made once, when the probe first meets its corner topology: a median-split tree over the triangles' centroids
@@ -63,6 +63,7 @@ from typing import Any
 import moderngl
 import numpy as np
 
+from engine.gpu.context import software_rasteriser
 from engine.render.camera import perspective
 from engine.render.framegraph import HOST, STORAGE, barrier_bits
 from engine.render.look import LookSettings
@@ -74,8 +75,7 @@ from engine.render.surface import SurfaceHit
 from engine.render.targets import FrameTargets
 
 __all__ = ["ProbeCamera", "ProbeRenderer", "DEFAULT_PROBE_SIZE", "CLUSTER_TRIANGLES", "centre_ray",
-           "probe_reference", "ray_triangle", "software_rasteriser", "spatial_clusters", "cluster_spheres",
-           "clusters_in_cone"]
+           "probe_reference", "ray_triangle", "spatial_clusters", "cluster_spheres", "clusters_in_cone"]
 
 DEFAULT_PROBE_SIZE = 16
 #: triangles per culling cluster (consecutive in the corner-vertex draw order)
@@ -83,13 +83,6 @@ CLUSTER_TRIANGLES = 64
 #: reading deformed vertices (written by the deformers' shaders) back on the CPU or by a buffer copy
 _READBACK_BARRIER = barrier_bits(STORAGE, HOST)
 _ZERO_TEXEL = bytes(16)  # one RGBA32UI id texel: no surface
-
-
-def software_rasteriser(ctx: Any) -> bool:
-    """Whether ``ctx`` renders on the CPU (Mesa llvmpipe / softpipe / swrast, by its GL_RENDERER string):
-    where the vertex stage of every triangle is paid on the calling thread, so culling the probe's pass wins."""
-    name = str(ctx.info.get("GL_RENDERER", "")).lower()
-    return any(k in name for k in ("llvmpipe", "softpipe", "swrast"))
 
 
 class ProbeCamera:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from engine.gpu.context import software_rasteriser
 from engine.input.vr import look_rotation, pose_matrix
 from engine.render.probe import (
     CLUSTER_TRIANGLES,
@@ -15,7 +16,6 @@ from engine.render.probe import (
     clusters_in_cone,
     probe_reference,
     ray_triangle,
-    software_rasteriser,
     spatial_clusters,
 )
 
