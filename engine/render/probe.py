@@ -263,8 +263,10 @@ def cluster_spheres(positions: np.ndarray, flat: np.ndarray, starts: np.ndarray)
         p = np.concatenate([p[:, :3], np.ones((p.shape[0], 1), np.float32)], axis=1)
     # one 16-byte row is one complex128: a 1-D take gathers the rows ~30x faster than a 2-D fancy index
     rows = np.take(np.ascontiguousarray(p).view(np.complex128).ravel(), flat).view(np.float32).reshape(-1, 4)
-    lo = np.minimum.reduceat(rows, starts, axis=0)[:, :3].astype(np.float64)
-    hi = np.maximum.reduceat(rows, starts, axis=0)[:, :3].astype(np.float64)
+    # x, y, z as contiguous rows: reduceat along a row runs ~1.5x faster than down 4-wide rows
+    xyz = np.ascontiguousarray(rows.T[:3])
+    lo = np.minimum.reduceat(xyz, starts, axis=1).T.astype(np.float64)
+    hi = np.maximum.reduceat(xyz, starts, axis=1).T.astype(np.float64)
     return (lo + hi) * 0.5, np.linalg.norm(hi - lo, axis=1) * 0.5
 
 
