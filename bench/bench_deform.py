@@ -1,6 +1,6 @@
 """Benchmark of the GPU deformer graph: the research's Table 1 for the project's meshes, plus a batch sweep.
 
-    python main.py bench deform [--quick] [--synthetic] [--reps N] [--counts] [--tiles]
+    python main.py bench deform [--quick] [--synthetic] [--reps N] [--counts | --springs | --tiles]
 
 Per mesh (assets/box.glb ~1.8k control points, plus ~5.6k, humanoid ~16k, humanoid_dense ~90k through
 engine.assets.library.character_path; synthetic tubes when a character is unavailable, with --synthetic, and
@@ -24,7 +24,8 @@ all GL calls for I = 1 and 50 iterations, with and without the volume term and i
 convergence every iteration and every 50, at K = 1, 5 and 10 iterations per dispatch (the spring node's
 ``iterations_per_dispatch``); ``--counts`` prints only that table. ``--tiles`` prints it and Table K: the box and
 the humanoid at K = 1 / 5 / 10 and I = 1 / 50 (GPU ms, CPU ms in the stage, dispatches and GL calls per frame,
-distance from the K = 1 result), the variants of a mesh timed round-robin.
+distance from the K = 1 result), the variants of a mesh timed round-robin. ``--springs`` prints only the spring
+stage's short rows (box and humanoid at I = 1 and 50, 8 and 64 humanoids in one graph): the run for a lent GPU.
 Prints tables; asserts nothing. ``--quick`` uses small tubes (for llvmpipe). On a software rasteriser the
 "GPU" times are the CPU's (timer queries there count wall time, the machine's other processes included).
 """
@@ -244,6 +245,45 @@ def _time_interleaved(graphs: dict, reps: int) -> dict:
     return {key: Spread.of(v) for key, v in samples.items()}
 
 
+def _springs_rows(ctx, res, quick: bool, synthetic: bool, reps: int) -> None:
+    """``--springs``: the spring stage alone, short enough for a lent GPU's minutes: per mesh (box, humanoid) the
+    GPU ms at I = 1 and 50 (two graphs interleaved), then N humanoids x 50 iterations in one graph."""
+    from engine.skinning.gpu.graph import DeformerGraph
+    from engine.skinning.springs import SpringParams
+
+    def graph_of(rig, iterations: int, n: int = 1) -> DeformerGraph:
+        topo, binding, jn, w, ib, par, bj = rig
+        skin_mats, posed = _pose(bj, ib)
+        graph = DeformerGraph(ctx, res)
+        params = SpringParams(convergence="iterations", max_iterations=iterations)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            hs = [graph.add_mesh(topo, binding, jn, w, ib, par, method="spring", spring=params, asset_key="a")
+                  for _ in range(n)]
+        for h in hs:
+            graph.set_pose(h, skin_mats, posed)
+        return graph
+
+    print("Spring stage GPU ms, scheme 'iterations', check every iteration")
+    print(f"{'mesh':<22}{'points':>9}{'I=1':>9}{'I=50':>9}{'spread':>8}{'us/iteration':>14}")
+    for name in ("box", "humanoid"):
+        label, rig = _rig(name, quick, synthetic)
+        graphs = {it: (graph_of(rig, it), "spring") for it in (1, 50)}
+        t = _time_interleaved(graphs, reps)
+        for graph, _ in graphs.values():
+            graph.release()
+        per_it = (t[50].median - t[1].median) / 49 * 1e3
+        print(f"{label:<22}{rig[0].n_control:>9}{t[1].median:>9.3f}{t[50].median:>9.3f}{t[50].pct:>7.0f}%"
+              f"{per_it:>14.1f}")
+        if name == "humanoid":
+            for n in ((2, 8) if quick else (8, 64)):
+                graph = graph_of(rig, 50, n)
+                tn = _time_graph(graph, max(3, reps // 2))
+                graph.release()
+                print(f"{f'{n} x {label}':<22}{n * rig[0].n_control:>9}{'':>9}{tn.median:>9.3f}{tn.pct:>7.0f}%"
+                      f"{tn.median / 50 * 1e3:>14.1f}")
+
+
 def _contact_row(ctx, res, label: str, rig: tuple, reps: int, np_reps: int) -> None:
     """The contact term's cost (one row): the contact node's GPU ms after 50 spring iterations (default 8
     passes), beside the spring node's, and the numpy reference's passes (engine.skinning.contact)."""
@@ -321,6 +361,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--counts", action="store_true", help="only the table of the spring stage's GL calls")
     ap.add_argument("--tiles", action="store_true",
                     help="only the GL-call table and Table K (K iterations per dispatch) for the box and the humanoid")
+    ap.add_argument("--springs", action="store_true",
+                    help="only the spring rows (box and humanoid at I = 1 and 50, N humanoids in one graph): the "
+                         "short run for a GPU")
+    ap.add_argument("--no-reference", action="store_true",
+                    help="skip the numpy reference's column of Table 1 (seconds per cell at 90k points)")
     args = ap.parse_args(argv)
     reps = args.reps or (7 if args.quick else 11)
     if reps < 1:
@@ -336,6 +381,11 @@ def main(argv: list[str] | None = None) -> int:
     res = GpuResources(ctx)
     print(device_line(ctx, f"median of {reps} frames per cell (numpy: of {np_reps} calls); spread = (p75 - p25) / "
                            "median"))
+    if args.springs:
+        _springs_rows(ctx, res, args.quick, args.synthetic, reps)
+        res.release_all()
+        ctx.release()
+        return 0
     _counts_table(ctx, res, _rig("box", True, args.synthetic)[1], reps)
     if args.tiles:
         _tiles_table(ctx, res, [_rig(name, args.quick, args.synthetic) for name in ("box", "humanoid")], reps)
@@ -378,15 +428,17 @@ def main(argv: list[str] | None = None) -> int:
         max_i = int(10.0 / max(slope, 1e-9))
         spread = max(times[it].pct for it in ITERATIONS)
         lbs_ms = times["lbs"].median
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            d = SpringDeformer(topo, binding, bj, par, SpringParams(convergence="iterations", max_iterations=50))
-        np_samples = []
-        for _ in range(np_reps):
-            t0 = time.perf_counter()
-            d.solve(posed)
-            np_samples.append((time.perf_counter() - t0) * 1e3)
-        np_ms = Spread.of(np_samples).median
+        np_ms = float("nan")
+        if not args.no_reference:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                d = SpringDeformer(topo, binding, bj, par, SpringParams(convergence="iterations", max_iterations=50))
+            np_samples = []
+            for _ in range(np_reps):
+                t0 = time.perf_counter()
+                d.solve(posed)
+                np_samples.append((time.perf_counter() - t0) * 1e3)
+            np_ms = Spread.of(np_samples).median
         print(f"{label:<20}{topo.n_control:>7}{topo.display_triangles.shape[0]:>8}{medians[1]:>9.3f}"
               f"{medians[25]:>9.3f}{medians[50]:>9.3f}{medians[100]:>9.3f}{spread:>6.0f}%{max_i:>7} {lbs_ms:>7.3f}"
               f"{bytes_per:>8.0f}{np_ms:>9.1f}{np_ms / max(medians[50], 1e-9):>8.1f}")

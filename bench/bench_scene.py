@@ -98,6 +98,7 @@ def measure_cast(session: Any, count: int, deformer: str, frames: int) -> dict[s
         history = session.schedule.history
         history.clear()
         rows: dict[str, list[float]] = {k: [] for k in COLUMNS if k != "py/ch"}
+        passes: dict[str, list[float]] = {}  # GPU ms per renderer pass (timer queries, a few frames old)
         for _ in range(frames):
             w0, p0 = time.perf_counter_ns(), time.thread_time_ns()
             session.step()
@@ -115,8 +116,11 @@ def measure_cast(session: Any, count: int, deformer: str, frames: int) -> dict[s
             rows["gl"].append(gl)
             rows["py"].append(f.total_ms - gl)
             rows["main"].append((p1 - p0) / 1e6)
+            for name, ms in session.require_renderer().gpu_ms.items():
+                passes.setdefault(name, []).append(ms)
         out = {k: statistics.median(v) for k, v in rows.items()}
         out["py/ch"] = out["py"] / count
+        out.update({f"gpu {name}": statistics.median(v) for name, v in passes.items()})
         return out
     finally:
         for ch in chars:
@@ -162,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
             for n in counts:
                 results[n] = r = measure_cast(session, n, deformer, frames)
                 print(f"{n:>4}" + "".join(f"{r[c]:>9.2f}" for c in cols), flush=True)
+                gpu = {k[4:]: v for k, v in r.items() if k.startswith("gpu ") and v >= 0.005}
+                if gpu:  # where the GPU's part of `wait` goes: the renderer's passes (GL timer queries)
+                    print("      render passes, GPU ms: " + ", ".join(f"{k} {v:.2f}" for k, v in
+                                                                  sorted(gpu.items(), key=lambda kv: -kv[1])))
             lo, hi = min(counts), max(counts)
             if hi > lo and results[lo]["py"] > 0:
                 ratio = results[hi]["py"] / results[lo]["py"]

@@ -9,10 +9,17 @@ drift lands on every case alike), each frame finished on the GPU (``ctx.finish``
   ``per eye`` is the mean of the profiler scopes ``vr eye left`` / ``vr eye right``;
 * **mono frame**: the same frame through the plain one-camera renderer (the VR systems off), its camera one
   eye's view and then the other's, so that it changes every frame as a tracked head does: for the ratio;
-* **controller camera NxN**: one controller-camera read (its G-buffer pass from the controller + the centre
-  pixel's read-back) at ``--probe-sizes`` (default 16, 4, 1), the controller pointing at the first character,
-  with the pass culled to the clusters the probe's frustum sees (engine/render/probe.py); **... full pass**:
-  the same read drawing every triangle (``ProbeRenderer(cull=False)``, the cost before the culling).
+* **controller camera NxN**: one controller-camera read (``ProbeRenderer.centre``: its G-buffer pass from the
+  controller + the centre pixel's read-back + the exact intersection with the named triangle) at ``--probe-sizes``
+  (default 16, 4, 1), the controller 0.7 m in front of the first character's chest pointing at it, drawing that
+  character only (as the VR session does), through the DEFAULT the renderer kind picks (``cull="auto"``: culled
+  on a software rasteriser, the full pass on a hardware GPU); ``... pass`` / ``... read`` split the default read
+  into its pass (``render`` + ``ctx.finish``) and what follows on an idle GPU (``read``: the id texel, the three
+  corners, the ray); ``... read, rasterised`` is the read before the exact answer (the centre's id and depth
+  texels, barycentric as interpolated: ``read_rasterised``) on the same render; ``... culled`` and ``... full
+  pass`` are the two ways forced (``cull=True`` / ``False``), one of them the default again, as its own case;
+  ``... culled: culling`` the part of the culled read spent choosing clusters before its pass (the barrier and
+  the deformed positions' read-back, which wait for the GPU, then numpy's spheres and cone test).
 
 Run: ``python main.py bench vr [--characters 1 --eye-width 512 --eye-height 512 --frames 10 --rounds 3]``.
 Asserts nothing. On llvmpipe every pixel is rasterised on the CPU: absolute GPU figures need a GPU.
@@ -27,10 +34,12 @@ import numpy as np
 from bench.common import Spread, device_line
 
 
-def _script(fps: float) -> str:
+def _script(fps: float, x: float = 0.0) -> str:
+    """The head looking at the row of characters; the right controller 0.7 m in front of the chest of the one
+    at ``x`` (the first), pointing at it along -Z."""
     return (f"version = 1\nfps = {fps}\n[[hmd]]\ntime = 0.0\nposition = [0.0, 1.6, 2.2]\nlook_at = [0.0, 1.1, 0.0]\n"
             "[[hmd]]\ntime = 2000.0\nposition = [0.0, 1.6, 2.2]\nlook_at = [0.0, 1.1, 0.0]\n"
-            "[[right]]\ntime = 0.0\nposition = [0.0, 1.1, 0.4]\ndirection = [0.0, 0.0, -1.0]\n")
+            f"[[right]]\ntime = 0.0\nposition = [{x}, 1.1, 0.7]\ndirection = [0.0, 0.0, -1.0]\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,26 +63,36 @@ def main(argv: list[str] | None = None) -> int:
     if a.quick:
         a.frames, a.rounds, a.eye_width, a.eye_height = 2, 1, 128, 128
     sizes = [int(x) for x in a.probe_sizes.split(",")]
-    dev = SimulatedHeadset(parse_rig_script(_script(90.0)), eye_size=a.eye_width)
+    xs = [0.8 * (i - (a.characters - 1) / 2) for i in range(a.characters)]  # the row of characters
+    dev = SimulatedHeadset(parse_rig_script(_script(90.0, xs[0])), eye_size=a.eye_width)
     dev.geometry = EyeGeometry(a.eye_width, a.eye_height, dev.geometry.eye_to_head, dev.geometry.raw)
     with Session(width=a.eye_width, height=a.eye_height, deformer=a.deformer) as s:
-        chars = [s.spawn("humanoid", clip="idle", position=(0.8 * (i - (a.characters - 1) / 2), 0.0, 0.0))
-                 for i in range(a.characters)]
+        chars = [s.spawn("humanoid", clip="idle", position=(x, 0.0, 0.0)) for x in xs]
         vr = VRSession(s, chars[0], dev)
-        probes = {(n, cull): ProbeRenderer(s.renderer, n, cull=cull) for n in sizes for cull in (True, False)}
+        # per size: the default (cull="auto") and the two ways forced
+        modes: tuple[bool | str, ...] = ("auto", True, False)
+        probes = {(n, cull): ProbeRenderer(s.renderer, n, cull=cull) for n in sizes for cull in modes}
+        default = "culled" if probes[(sizes[0], "auto")].cull else "full pass"
+        only = (chars[0].entity,)  # the character the stroke is drawn on, as the VR session passes
         assert s.ctx is not None
         ctx = s.ctx
         samples: dict[str, list[float]] = {"stereo frame": [], "per eye": [], "mono frame": []}
         passes: dict[str, list[float]] = {}  # per-eye GPU time per renderer pass (timer queries, a few renders old)
+        names = {"auto": "controller camera {n}x{n}", True: "  ... {n}x{n} culled", False: "  ... {n}x{n} full pass"}
         for n in sizes:
             samples[f"controller camera {n}x{n}"] = []
+            samples[f"  ... {n}x{n} pass"] = []
+            samples[f"  ... {n}x{n} read"] = []
+            samples[f"  ... {n}x{n} read, rasterised"] = []
+            samples[f"  ... {n}x{n} culled"] = []
+            samples[f"  ... {n}x{n} culled: culling"] = []
             samples[f"  ... {n}x{n} full pass"] = []
         vr.frame()  # warm-up: programs, first uploads
         right = vr.world_pose("right")
         assert right is not None
         cam = ProbeCamera(right)
         for probe in probes.values():  # warm-up: the culled probe builds its clusters at its first read
-            probe.centre(cam)
+            probe.centre(cam, entities=only)
         for _ in range(a.rounds):
             for _ in range(a.frames):
                 ctx.finish()
@@ -99,20 +118,37 @@ def main(argv: list[str] | None = None) -> int:
                 samples["mono frame"].append((time.perf_counter() - t0) * 1e3)
             vr.active = True
             for _ in range(a.frames):
-                for (n, cull), probe in probes.items():  # culled and full alternate frame by frame
+                for (n, cull), probe in probes.items():  # default, culled and full alternate read by read
                     ctx.finish()
                     t0 = time.perf_counter()
-                    probe.centre(cam)
-                    name = f"controller camera {n}x{n}" if cull else f"  ... {n}x{n} full pass"
-                    samples[name].append((time.perf_counter() - t0) * 1e3)
-        hit = probes[(sizes[0], True)].centre(cam)
+                    probe.centre(cam, entities=only)
+                    samples[names[cull].format(n=n)].append((time.perf_counter() - t0) * 1e3)
+                    if cull is True:
+                        samples[f"  ... {n}x{n} culled: culling"].append(probe.culling_ms)
+                    if cull == "auto":  # the default's read split: its pass, then the read on an idle GPU
+                        ctx.finish()
+                        t0 = time.perf_counter()
+                        probe.render(cam, entities=only)
+                        ctx.finish()
+                        t1 = time.perf_counter()
+                        probe.read()
+                        t2 = time.perf_counter()
+                        probe.read_rasterised()
+                        t3 = time.perf_counter()
+                        samples[f"  ... {n}x{n} pass"].append((t1 - t0) * 1e3)
+                        samples[f"  ... {n}x{n} read"].append((t2 - t1) * 1e3)
+                        samples[f"  ... {n}x{n} read, rasterised"].append((t3 - t2) * 1e3)
+        hit = probes[(sizes[0], True)].centre(cam, entities=only)
         drawn = probes[(sizes[0], True)].drawn_triangles
+        tris = sum(h.triangle_count for h in s.require_renderer().shared_state().meshes.draw_lists(())[None]
+                    if h.entity == chars[0].entity)
         for p in probes.values():
             p.release()
         vr.release()
         print(device_line(ctx, f"median of {a.frames} x {a.rounds} interleaved samples (min..max), ms"))
     print(f"{a.characters} humanoid(s), deformer {a.deformer}, eyes 2x {a.eye_width}x{a.eye_height}; "
-          f"controller camera on {'the skin' if hit is not None else 'nothing'}, culled pass draws {drawn} triangles")
+          f"controller camera on {'the skin' if hit is not None else 'nothing'} (the first character), default: "
+          f"{default}; the culled pass draws {drawn} of its {tris} triangles")
     print(f"{'case':<28} {'ms':>30}")
     for name, xs in samples.items():
         if xs:

@@ -393,7 +393,13 @@ def parse(argv: Sequence[str] | None = None, *, prog: str = "main.py") -> argpar
 # ----------------------------------------------------------------------------------------------------- run
 def _cli_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                  file: Any = None, line: str | None = None) -> None:
-    """Warnings at the command line read as one line each, like errors (no source lines); -q hides them."""
+    """Warnings at the command line read as one line each, like errors (no source lines); -q hides them.
+
+    A SyntaxWarning comes from compiling some module's source (Python 3.12 warns about an invalid escape such as
+    '\\ ' in a third-party package installed without compiled files), never from the user's input: debug only."""
+    if issubclass(category, SyntaxWarning):
+        logging.getLogger("py.warnings").debug("%s:%s: %s", filename, lineno, message)
+        return
     logging.getLogger("py.warnings").warning("%s", message)
 
 

@@ -141,6 +141,15 @@ def create_context(*, headless: bool | None = None, width: int = 1280, height: i
     return _headless() if headless else _windowed(width, height, title, vsync)
 
 
+def software_rasteriser(ctx: moderngl.Context) -> bool:
+    """Whether ``ctx`` renders on the CPU (Mesa llvmpipe / softpipe / swrast, by its GL_RENDERER string): there
+    the vertex stage of every triangle is paid on the calling thread and a barrier or read-back waits for queued
+    draws, so the cheaper way to do a thing can differ from a hardware GPU's (e.g. the controller camera's
+    culling, engine/render/probe.py)."""
+    name = str(ctx.info.get("GL_RENDERER", "")).lower()
+    return any(k in name for k in ("llvmpipe", "softpipe", "swrast"))
+
+
 def gl_info(ctx: moderngl.Context) -> dict:
     """Vendor, renderer, version and the compute/SSBO limits the engine depends on."""
     info = ctx.info

@@ -1,7 +1,7 @@
 #version 430 core
 // Spring frame start (one work group): every instance's convergence state cleared and the loop state of the
 // iteration dispatches (spring_iterate.glsl) set to dispatch u_start (-1 when the volume pre-pass runs first)
-// with no ticket taken. The convergence check itself runs inside the iteration dispatches (the last work group
+// with no ticket taken (the dispatch's and every instance's). The convergence check itself runs inside the iteration dispatches (the last work group
 // of each, spring_iterate.glsl), so no pass of its own follows them.
 layout(local_size_x = LOCAL_SIZE) in;
 
@@ -24,6 +24,7 @@ void main() {
         status[k].energy = 0.0;
         status[k].prev_energy = 0.0;
         status[k].last_disp = 0.0;
+        loop_state[2 + k] = 0;  // the instance's ticket (spring_iterate.glsl)
     }
     if (lid == 0u) {
         loop_state[0] = u_start;

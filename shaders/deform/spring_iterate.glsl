@@ -2,10 +2,14 @@
 // the frame runs the same program over every control work group with nothing uploaded between them.
 //
 // * Loop state (B_SPRING_LOOP, reset by converge.comp): [0] the index n of the dispatch now running (-1: the
-//   volume pre-pass), [1] the ticket counter. Each group reads n at entry; the last group of the dispatch to take
-//   its ticket (every group takes one, after its own status maxima, partials and volume sums are written) has seen
-//   every other group finish: it runs the convergence check of every instance when dispatch n records one
-//   (u_record), then advances [0] to n + 1 and clears the ticket for the next dispatch.
+//   volume pre-pass), [1] the dispatch's ticket counter, [2 + k] instance k's ticket counter. Each group reads n at
+//   entry. When dispatch n records a check (u_record), every group of an active instance takes its instance's
+//   ticket after its own status maxima, partials and volume sums are written; the instance's last group has seen
+//   all of them finish: its lanes sum the instance's energy partials together (strided loads, a shared-memory
+//   tree) and lane 0 runs that instance's convergence check. The instances' checks so run in parallel, each in
+//   one of its own groups (one lane walking every group's partial was serial work on the critical path of every
+//   dispatch: ~0.5 us per work group on an H100). Then every group takes the dispatch's ticket; its last group
+//   advances [0] to n + 1 and clears that ticket for the next dispatch.
 // * Groups of an instance that stopped (status.converged) exit at entry, taking only their ticket.
 // * Volume sums (B_VOLUME) are reduced per work group in shared memory: each lane adds its share to its region's
 //   entry of a shared table (volume_add; a shared atomic), and after the iteration each non-zero entry goes out
@@ -23,7 +27,6 @@
 
 layout(std430, binding = B_SPRING_LOOP) coherent buffer Loop { int loop_state[]; };
 
-uniform int u_n_instances;   // per frame, not per dispatch
 uniform int u_dispatches;    // iterations of this frame's dispatches, K per dispatch (the last one always records)
 uniform int u_check_every;   // record (and check) after every u_check_every-th iteration (a multiple of K)
 
@@ -36,6 +39,8 @@ ivec2 src_ring;   // texel offset of the ring image holding x_n
 ivec2 dst_ring;   // texel offset of the ring image receiving x_{n+1}
 
 shared int sh_last;
+shared int sh_inst_last;
+shared float sh_esum[LOCAL_SIZE];  // the last group of an instance: its energy partials, reduced
 #ifndef ITERATIONS_PER_DISPATCH
 #define ITERATIONS_PER_DISPATCH 1  // K: spring_tiled.comp runs K iterations per dispatch, spring.comp one
 #endif
@@ -77,8 +82,9 @@ void volume_flush(int lid) {
 
 void stop(int k, int reason) { status[k].converged = 1; status[k].reason = reason; }
 
-// instance k after `done` dispatches of this frame (the one just finished read x_{done-1}, wrote x_done)
-void check(int k, int done) {
+// instance k after `done` dispatches of this frame (the one just finished read x_{done-1}, wrote x_done), `e` its
+// total energy at the input of that dispatch (the sum of its groups' partials)
+void check(int k, int done, float e) {
     DeformInstance inst = instances[k];
     DeformStatus st = status[k];
     if (st.converged != 0) return;
@@ -87,8 +93,6 @@ void check(int k, int done) {
     float fmax = uintBitsToFloat(st.max_force_bits);
     bool bad_force = st.max_force_bits > FINITE_MAX;
     bool bad_step = st.max_disp_bits > FINITE_MAX || disp > inst.limit;
-    float e = 0.0;
-    for (int gi = 0; gi < inst.n_groups; ++gi) e += partials[inst.group_base + gi];
     status[k].max_disp_bits = 0u;
     status[k].max_force_bits = 0u;
     status[k].prev_energy = st.energy;
@@ -149,21 +153,38 @@ void main() {
     src_ring = ivec2(0, (u_block <= 0 ? 2 : (u_block - 1) % 3) * rows);
     dst_ring = ivec2(0, max(u_block, 0) % 3 * rows);
     int k = instance_of_group(uint(g));
-    if (status[k].converged == 0) {  // uniform per group: a stopped instance's groups exit here
+    bool running = status[k].converged == 0;  // uniform per group: a stopped instance's groups exit here
+    if (running) {
         if (VOLUME_REDUCE != 0) volume_clear(lid);
         step_group(g);
         if (VOLUME_REDUCE != 0) volume_flush(lid);
     }
-    memoryBarrierBuffer();  // this group's maxima, partials and volume sums before its ticket
+    memoryBarrierBuffer();  // this group's maxima, partials and volume sums before its tickets
     barrier();
+    if (running && u_record != 0) {
+        DeformInstance inst = instances[k];
+        if (lid == 0) sh_inst_last = int(atomicAdd(loop_state[2 + k], 1) == inst.n_groups - 1);
+        barrier();
+        if (sh_inst_last != 0) {  // every group of instance k has written its part: check it here
+            memoryBarrierBuffer();
+            float part = 0.0;
+            for (int gi = lid; gi < inst.n_groups; gi += LOCAL_SIZE) part += partials[inst.group_base + gi];
+            sh_esum[lid] = part;
+            barrier();
+            for (int stride = LOCAL_SIZE / 2; stride > 0; stride >>= 1) {
+                if (lid < stride) sh_esum[lid] += sh_esum[lid + stride];
+                barrier();
+            }
+            if (lid == 0) {
+                check(k, n + 1, sh_esum[0]);
+                loop_state[2 + k] = 0;  // for the next recording dispatch
+                memoryBarrierBuffer();  // the instance's status before the dispatch's ticket
+            }
+        }
+    }
     if (lid == 0) sh_last = int(atomicAdd(loop_state[1], 1) == int(gl_NumWorkGroups.x) - 1);
     barrier();
-    if (sh_last == 0) return;
-    memoryBarrierBuffer();
-    if (u_record != 0) {
-        for (int kk = lid; kk < u_n_instances; kk += LOCAL_SIZE) check(kk, n + 1);
-    }
-    if (lid == 0) {
+    if (sh_last != 0 && lid == 0) {
         loop_state[0] = n + 1;
         loop_state[1] = 0;
     }

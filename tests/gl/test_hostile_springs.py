@@ -82,6 +82,35 @@ def test_converged_solves_report_no_divergence(gl_ctx, resources, rig):
         graph.release()
 
 
+def test_a_refused_status_read_loses_one_report_not_the_frame(gl_ctx, resources, rig, monkeypatch):
+    """A driver that refuses to map a staging copy (seen once on NVIDIA: "cannot map the buffer") costs that
+    frame's report only: the frame runs, the refused buffer is released (not reused), later reports arrive."""
+    import moderngl
+
+    skin, posed = pose(rig)
+    graph = DeformerGraph(gl_ctx, resources)
+    try:
+        h = _add(graph, rig, SpringParams())
+        graph.set_pose(h, skin, posed)
+        graph.run()
+        reader = graph.spring_reports
+        (item,) = [p for pend in reader._pending.values() for p in pend]
+        refused = item.buffer
+
+        def refuse(*args, **kwargs):
+            raise moderngl.Error("cannot map the buffer")
+
+        monkeypatch.setattr(refused, "read", refuse)
+        assert reader.poll(wait=True) == []          # the refused copy: no report, no exception
+        assert not resources.owns(refused)            # released, never handed out again
+        assert h.id not in reader.last
+        graph.run()
+        graph.download(h)                             # a later frame reports as usual
+        assert reader.last[h.id].reason in ("displacement", "max_iterations")
+    finally:
+        graph.release()
+
+
 @pytest.mark.parametrize("change, message", [
     (dict(k_s=3e38), r"spring\.k_s = 3e\+38 is far above the stable bound on this mesh; valid: \[0, "),
     (dict(k_r=1e30), r"spring\.k_r = 1e\+30 is far above"),

@@ -199,6 +199,9 @@ def test_quiet_flag_hides_warnings_verbose_shows_info(capsys):
     capsys.readouterr()
     cli._cli_warning(UserWarning("shown"), UserWarning, "x.py", 1)
     assert capsys.readouterr().err == "warning: shown\n"
+    # compiling a package's source on Python 3.12 (no .pyc shipped) is not the user's business: no warning line
+    cli._cli_warning(SyntaxWarning("invalid escape sequence '\\ '"), SyntaxWarning, "site/pkg.py", 3)
+    assert capsys.readouterr().err == ""
 
 
 class _Terminal(io.StringIO):

@@ -51,6 +51,9 @@ from engine.render.targets import GBuffer
 __all__ = ["ResetRects", "GBufferPass", "gbuffer_resource", "rect_resource", "clear_gbuffer",
            "PREVIOUS_RECTS"]
 
+#: a bound corner-draw program: (textured, program, ``u_instances``, ``u_instance_base``, instance rows it holds)
+GroupBinding = tuple[bool, moderngl.Program, moderngl.Uniform, moderngl.Uniform, int]
+
 #: the frame-graph name of the last frame's screen rectangles (written before this frame: external)
 PREVIOUS_RECTS = "screen_rects.previous"
 
@@ -103,10 +106,13 @@ class GBufferPass:
     """The G-buffer pass of the scene (``layer`` None, screen-rectangle slot 0) or of one layer (slot =
     its position among the layers + 1)."""
 
-    def __init__(self, layer: str | None, slot: int) -> None:
+    def __init__(self, layer: str | None, slot: int, *, groups_key: str | None = None) -> None:
         self.layer = layer
         self.slot = slot
         self.name = "gbuffer" if layer is None else f"layer:{layer}"
+        #: the registry's cache slot for this pass's material groups (default: the layer's); a second renderer
+        #: drawing its own list (the controller camera's) takes its own, so the two do not evict each other
+        self.groups_key = layer if groups_key is None else groups_key
 
     def spec(self, state: RenderState) -> PassSpec:
         return PassSpec(self.name, reads=uses(STORAGE, "vertices", "screen_rects", PREVIOUS_RECTS),
@@ -135,7 +141,7 @@ class GBufferPass:
                 self._draw_meshes(state, meshes, material)
             else:  # the corner draw needs GL's default (last vertex provokes), whatever other code set
                 ctx.provoking_vertex = moderngl.LAST_VERTEX_CONVENTION
-                self._draw_groups(state, state.meshes.draw_groups(self.layer, meshes), material)
+                self._draw_groups(state, state.meshes.draw_groups(self.groups_key, meshes), material)
         finally:
             material.end()
 
@@ -157,24 +163,15 @@ class GBufferPass:
     def _draw_groups(self, state: RenderState, groups: list[DrawGroup], material: _MaterialState) -> None:
         """One instanced corner-vertex draw per material group (``render/gbuffer.vert``), split where a
         flush is due (every ``flush_triangles``) and where the instance rows fill the program's array."""
-        bp, bn = GLSL_CONSTANTS["BINDING_POSITIONS"], GLSL_CONSTANTS["BINDING_NORMALS"]
         programs = state.programs
         flush = state.flush
         flush_every = state.flush_triangles if flush is not None else 0
-        current: tuple[bool, moderngl.Program, moderngl.Uniform, moderngl.Uniform, int] | None = None
+        current: GroupBinding | None = None
         queued = 0
         for g in groups:
-            h = g.head
-            uv = h.texcoords is not None
-            if current is None or current[0] != uv:
-                prog = self._program(state, uv)
-                rows = uniform(prog, "u_instances")
-                current = (uv, prog, rows, uniform(prog, "u_instance_base"), rows.array_length)
-                material.use(prog)
+            current = self._bind_group(state, g, current, material)
             _, prog, u_rows, u_base, capacity = current
-            material.apply(h)
-            g.bind_vertices(bp, bn)
-            vao = programs.vao(prog, h, corners=True)
+            vao = programs.vao(prog, g.head, corners=True)
             tris = g.triangle_count
             per_flush = max(1, -(-flush_every // tris)) if flush_every else capacity
             count = len(g.meshes)
@@ -190,6 +187,21 @@ class GBufferPass:
                     vao.render(moderngl.TRIANGLES, instances=k)
                     queued += k * tris
                     first += k
+
+    def _bind_group(self, state: RenderState, g: DrawGroup, current: GroupBinding | None,
+                    material: _MaterialState) -> GroupBinding:
+        """Bind group ``g`` for a corner draw: its program variant when it changes (``current``: the one
+        bound), its head's material and its vertex ranges; the binding now current (also the probe's pass)."""
+        h = g.head
+        uv = h.texcoords is not None
+        if current is None or current[0] != uv:
+            prog = self._program(state, uv)
+            rows = uniform(prog, "u_instances")
+            current = (uv, prog, rows, uniform(prog, "u_instance_base"), rows.array_length)
+            material.use(prog)
+        material.apply(h)
+        g.bind_vertices(GLSL_CONSTANTS["BINDING_POSITIONS"], GLSL_CONSTANTS["BINDING_NORMALS"])
+        return current
 
     def _draw_meshes(self, state: RenderState, meshes: list[MeshHandle], material: _MaterialState) -> None:
         """One draw per mesh through Phong tessellation (``render/mesh.vert`` + ``phong.tesc/tese``)."""

@@ -13,6 +13,7 @@ status is kept in :attr:`SpringStatusReader.last` for tools and the UI.
 """
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ from engine.skinning.gpu import layouts as L
 from engine.skinning.gpu.plan import SHADER_STORAGE_BARRIER_BIT
 
 __all__ = ["LAG", "RING", "SpringReport", "SpringStatusReader"]
+
+log = logging.getLogger(__name__)
 
 #: frames between a status copy and its read: the GPU has finished a frame that old, so mapping never waits
 LAG = 2
@@ -103,7 +106,9 @@ class SpringStatusReader:
         for batch_id, pending in self._pending.items():
             while pending and (wait or self.frame - pending[0].frame >= LAG):
                 item = pending.pop(0)
-                raw = item.buffer.read(size=L.DEFORM_STATUS.size * len(item.instances))
+                raw = self._read(item)
+                if raw is None:
+                    continue
                 self._free.setdefault(batch_id, []).append(item.buffer)
                 recs = np.frombuffer(raw, L.DEFORM_STATUS.dtype)
                 for (hid, params), rec in zip(item.instances, recs):
@@ -120,6 +125,22 @@ class SpringStatusReader:
                         warnings.warn(f"spring deformer diverged at iteration {report.iterations + 1} (GPU, mesh "
                                       f"{hid}); kept the last good state: {advice}", RuntimeWarning, stacklevel=3)
         return out
+
+    def _read(self, item: _Pending) -> bytes | None:
+        """The staging copy's bytes; None when the driver refuses to map it twice (its report is lost: a
+        report is advice, never state). Seen once on an NVIDIA driver (moderngl "cannot map the buffer") after a
+        character left the springs; llvmpipe never refused. The refused buffer is replaced, not reused."""
+        size = L.DEFORM_STATUS.size * len(item.instances)
+        for attempt in range(2):
+            try:
+                return item.buffer.read(size=size)
+            except moderngl.Error as exc:
+                log.debug("spring status read-back of frame %d refused (attempt %d: %s; %d of %d bytes, GL %s)",
+                          item.frame, attempt + 1, exc, size, item.buffer.size, self.ctx.error)
+                self.ctx.finish()
+        if self.resources.owns(item.buffer):
+            self.resources.release(item.buffer)
+        return None
 
     def forget(self, handle_id: int) -> None:
         """A removed mesh: drop its report (its pending rows are read and ignored)."""
