@@ -7,10 +7,10 @@
 //
 // A work group owns its LOCAL_SIZE control points; its tiles are the group's points of one bone region each
 // (SpringPoint adj.z; springs.tiles.tile_ids). The group keeps its points' positions in shared memory and runs
-// K iterations with barriers between them: a neighbour in the point's tile is read from shared memory (its
+// K iterations with a barrier between them: a neighbour in the point's tile is read from shared memory (its
 // current value), any other (the halo) from the ring's block-start state x_dK, frozen for the block. After the
 // K iterations each point's state is written once into the ring image of block d. Lanes past the instance's
-// iteration cap stop updating (the state written is the one at the cap).
+// iteration cap stop (the state written is the one at the cap; the cap is per instance, so per group).
 //
 // The volume term (springs.tiles): the block's base is the previous block's start x_b, b = max(d - 1, 0) K,
 // whose region sums dispatch d - 1 added (B_VOLUME slot (d - 1) % 3; the pre-pass sums x_0 into slot 0); this
@@ -41,22 +41,25 @@ layout(std430, binding = B_VOLUME) coherent buffer Volume { int volume_sums[]; }
 
 #include "spring_iterate.glsl"  // the loop state, the ring, the ticket and the check
 
-shared vec4 sh_x[LOCAL_SIZE];      // the group's current positions
+// ping-pong halves (iteration m reads half m & 1, writes the other): one barrier per iteration (two with the
+// volume term: its tile sums complete before they are read)
+shared vec4 sh_x[2 * LOCAL_SIZE];  // the group's current positions
 shared int sh_region[LOCAL_SIZE];  // each lane's region (its tile within the group); -2: no point
-shared int sh_dv[LOCAL_SIZE];      // per tile (indexed by its first lane): the tile's volume change, fixed point
+shared int sh_dv[2 * LOCAL_SIZE];  // per tile (indexed by its first lane): the tile's volume change, fixed point
 shared float sh_disp[LOCAL_SIZE];
 shared float sh_force[LOCAL_SIZE];
 shared float sh_energy[LOCAL_SIZE];
 
 int t_base;        // the group's first dynamic index
 int t_lid;         // this lane
+int t_half;        // the sh_x half this iteration reads (0 or LOCAL_SIZE)
 ivec2 base_ring;   // ring image of the volume base x_b
 bool read_base;    // nbr_x reads the base state (the lane's V_i(x_b)) instead of the block's positions
 
 vec3 nbr_x(int dj) {
     if (read_base) return ring_load(base_ring, record_texel(dj, SPRING_STATE_TEXELS, SPRING_STATE_X)).xyz;
     int lj = dj - t_base;
-    if (lj >= 0 && lj < LOCAL_SIZE && sh_region[lj] == sh_region[t_lid]) return sh_x[lj].xyz;  // in the tile
+    if (lj >= 0 && lj < LOCAL_SIZE && sh_region[lj] == sh_region[t_lid]) return sh_x[t_half + lj].xyz;  // in tile
     return ring_load(src_ring, record_texel(dj, SPRING_STATE_TEXELS, SPRING_STATE_X)).xyz;  // the frozen halo
 }
 
@@ -80,8 +83,10 @@ void step_group(int g) {  // K iterations of work group g (main: spring_iterate.
         x = ring_load(src_ring, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_X)).xyz;
         vel = ring_load(src_ring, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_V)).xyz;
     }
+    t_half = 0;
     sh_x[lid] = vec4(x, 1.0);
     sh_region[lid] = valid ? L.r.z : -2;
+    sh_dv[lid] = 0;
     barrier();
     if (d < 0) {  // the volume pre-pass: x_0's sums into slot 0 (every input is the ring's x_0)
         if (valid && L.vol_on) {
@@ -115,14 +120,15 @@ void step_group(int g) {  // K iterations of work group g (main: spring_iterate.
     }
     float h = valid ? lane_step(L) : 0.0;
     float disp = 0.0, fmag = 0.0, energy = 0.0;
+    // the volume term's barrier: uniform per group (the instance's k_v), whichever lanes it acts on
+    bool any_vol = intBitsToFloat(inst_texel(k, SPRING_INSTANCE_K3)).x != 0.0;
     for (int m = 0; m < ITERATIONS_PER_DISPATCH; ++m) {
-        int n = u_iteration + m;
-        bool live = valid && n < run.y;
-        sh_dv[lid] = 0;
-        barrier();  // the last iteration's positions in sh_x, sh_dv cleared
+        if (u_iteration + m >= run.y) break;  // past the instance's cap: uniform per group
+        t_half = (m & 1) * LOCAL_SIZE;
+        int next = LOCAL_SIZE - t_half;
         vec3 f = vec3(0.0), gi = vec3(0.0);
         float e = 0.0, vi = 0.0;
-        if (live) {
+        if (valid) {
             lane_forces(L, x, f, e, vi, gi);
             if (vol) {
                 int vfix = int(round(vi / 18.0 * pv.z));
@@ -130,22 +136,23 @@ void step_group(int g) {  // K iterations of work group g (main: spring_iterate.
                     if (d != 0) volume_add(L.r.z, L.vbase + d % 3, vfix);  // x_dK's exact sums
                     if (L.r.w != 0) volume_sums[L.vbase + (d + 1) % 3] = 0;
                 }
-                atomicAdd(sh_dv[first], vfix - vi_base);
+                atomicAdd(sh_dv[t_half + first], vfix - vi_base);
             }
         }
-        barrier();  // the tiles' volume changes summed
+        if (any_vol) barrier();  // the tiles' volume changes summed
         vec3 xn = x, vn = vel;
-        if (live) {
-            if (vol) lane_volume(L, pv, vr_base + tile_scale * float(sh_dv[first]) / pv.z, gi, f, e);
+        if (valid) {
+            if (vol) lane_volume(L, pv, vr_base + tile_scale * float(sh_dv[t_half + first]) / pv.z, gi, f, e);
             lane_update(L, x, vel, f, h, e, xn, vn);
             disp = length(xn - x);
             fmag = length(f);
             energy = e;
         }
-        barrier();  // every lane read sh_x and sh_dv
         x = xn;
         vel = vn;
-        sh_x[lid] = vec4(x, 1.0);
+        sh_x[next + lid] = vec4(x, 1.0);
+        sh_dv[next + lid] = 0;  // the next iteration's sums (its half was last read before this one's barrier)
+        barrier();  // the new positions in the other half; this half's reads done
     }
     if (valid) {
         ring_store(dst_ring, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_X), vec4(x, 1.0));
