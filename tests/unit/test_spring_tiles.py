@@ -19,7 +19,7 @@ import pytest
 
 from engine.gpu.layouts import LOCAL_SIZE
 from engine.skinning.springs import SpringDeformer, SpringParams
-from engine.skinning.springs.tiles import TILE_SIZE, tile_ids, tile_stats
+from engine.skinning.springs.tiles import TILE_SIZE, locality_order, tile_ids, tile_stats
 from tests.helpers.tube_rig import pose, tube
 
 CONVERGED = 1e-4  # of the bounding-box diagonal
@@ -134,3 +134,25 @@ def test_block_needs_one_for_energy_and_force(scheme):
     d = _deformer(rig, convergence=scheme)
     with pytest.raises(ValueError, match=f"block = 5; valid: an integer >= 1, and 1 for the '{scheme}' scheme"):
         d.solve(pose(rig)[1], block=5)
+
+
+def test_locality_order_keeps_more_neighbours_in_their_tile():
+    rig = tube(rings=30, segments=16, n_joints=4)
+    d = _deformer(rig)
+    n, region = rig.topology.n_control, d.rest.vol_region
+    order = locality_order(rig.topology.positions, region)
+    assert np.array_equal(np.sort(order), np.arange(n))  # a permutation
+    assert np.all(np.diff(region[order]) >= 0)  # region-major
+    assert np.array_equal(order, locality_order(rig.topology.positions, region))
+    tiles = tile_ids(n, region, order=order)
+    assert np.bincount(tiles).max() <= TILE_SIZE
+    rank = np.empty(n, np.int64)
+    rank[order] = np.arange(n)
+    for k in np.unique(tiles):  # a tile: one work group of the new order, one region
+        pts = np.flatnonzero(tiles == k)
+        assert np.unique(rank[pts] // TILE_SIZE).size == 1 and np.unique(region[pts]).size == 1
+    # far fewer neighbour slots cross tiles than in a scrambled order (the tube's own ring-major order is about
+    # as good: 20 % against 24 %; on the box and the humanoid the order takes 45 % to 25 % and 29 %)
+    scrambled = tile_stats(d.rest, tile_ids(n, region, order=np.random.default_rng(1).permutation(n)))[1]
+    after = tile_stats(d.rest, tiles)[1]
+    assert after < 0.5 * scrambled
