@@ -21,6 +21,9 @@
 // the region, SpringPoint vol.w; n_t: points of the tile). x_b lies in the ring image (d - 2) mod 3 (image 2,
 // x_0, for d <= 1).
 //
+// With the semi-implicit update a tile's boundary points (a neighbour outside the tile) step by BOUNDARY_STEP of
+// their dt_i (springs.tiles: a full step diverges at K >= 3).
+//
 // The status maxima and the energy partial are those of the lane's last iteration (the check reads them once per
 // dispatch; the energy and force schemes run spring.comp, K = 1).
 layout(local_size_x = LOCAL_SIZE) in;
@@ -40,6 +43,10 @@ layout(std430, binding = B_EDIT) readonly buffer Edit { SpringEdit edit[]; };
 layout(std430, binding = B_VOLUME) coherent buffer Volume { int volume_sums[]; };
 
 #include "spring_iterate.glsl"  // the loop state, the ring, the ticket and the check
+
+#ifndef BOUNDARY_STEP
+#define BOUNDARY_STEP 0.5  // springs.tiles.BOUNDARY_STEP (the stage passes it)
+#endif
 
 // ping-pong halves (iteration m reads half m & 1, writes the other): one barrier per iteration (two with the
 // volume term: its tile sums complete before they are read)
@@ -119,6 +126,14 @@ void step_group(int g) {  // K iterations of work group g (main: spring_iterate.
         read_base = false;
     }
     float h = valid ? lane_step(L) : 0.0;
+    if (valid && (L.flags & uint(FLAG_SEMI_IMPLICIT)) != 0u) {  // a boundary point's half step (springs.tiles)
+        bool boundary = false;
+        for (int e = 0; e < L.r.y; ++e) {
+            int lj = L.d0 + slot_texel(L.h0 + e, SPRING_SLOT_NBR).x - t_base;
+            boundary = boundary || lj < 0 || lj >= LOCAL_SIZE || sh_region[lj] != sh_region[lid];
+        }
+        if (boundary) h *= BOUNDARY_STEP;
+    }
     float disp = 0.0, fmag = 0.0, energy = 0.0;
     // the volume term's barrier: uniform per group (the instance's k_v), whichever lanes it acts on
     bool any_vol = intBitsToFloat(inst_texel(k, SPRING_INSTANCE_K3)).x != 0.0;

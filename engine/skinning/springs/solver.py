@@ -34,8 +34,8 @@ from engine.skinning.springs.limits import (
 )
 from engine.skinning.springs.params import STIFFNESSES, SpringParams
 from engine.skinning.springs.rest import build_rest, region_volumes, volume_points
+from engine.skinning.springs.tiles import boundary_steps, tile_ids
 from engine.skinning.springs.tiles import halo as tile_halo
-from engine.skinning.springs.tiles import tile_ids
 from engine.skinning.springs.vec import _norm
 from engine.skinning.types import Binding, MeshTopology
 
@@ -299,7 +299,8 @@ class SpringDeformer:
         Jacobi iterations in which a tile's points see their out-of-tile neighbours frozen at the block start
         and the volume term uses the previous block start's region volumes; the displacement scheme then checks
         at block ends only (where the GPU checks). K = 1 is the untiled iteration exactly; the force and energy
-        schemes need K = 1. None: untiled.
+        schemes need K = 1; with the semi-implicit update a tile's boundary points step by BOUNDARY_STEP of
+        their dt_i in blocks of K > 1 (springs.tiles). None: untiled.
         """
         p = self.params
         n_max = p.max_iterations if max_iterations is None else int(max_iterations)
@@ -319,6 +320,8 @@ class SpringDeformer:
             halo = tile_halo(x, self.rest, tiles, *((x, a) if with_volume and blk > 1 else ()))
         force, energy = spring_forces(x, a, ref, self.rest, p, edit, volume, halo)
         step = self.step_sizes(edit)
+        if tiles is not None and blk > 1 and p.integrator == "semi_implicit":  # springs.tiles.BOUNDARY_STEP
+            step = boundary_steps(np.full(x.shape[0], p.dt) if step is None else step, self.rest, tiles)
         kinetic = 0.5 * float(np.einsum("ij,ij->", vel, vel))
         stats = SpringStats(initial_energy=energy, energy=energy, reason="max_iterations")
         if not (np.all(np.isfinite(x)) and np.all(np.isfinite(force))):

@@ -30,7 +30,7 @@ import numpy as np
 
 from engine.skinning.springs.rest import SpringRest, fan_volumes
 
-__all__ = ["TILE_SIZE", "Halo", "tile_ids", "halo", "tile_stats", "locality_order"]
+__all__ = ["TILE_SIZE", "BOUNDARY_STEP", "Halo", "tile_ids", "halo", "tile_stats", "locality_order", "boundary_steps"]
 
 #: points per tile at most: the GPU's work-group size (engine.gpu.layouts.LOCAL_SIZE; a test checks they agree)
 TILE_SIZE = 64
@@ -115,6 +115,22 @@ def halo(x: np.ndarray, rest: SpringRest, tiles: np.ndarray, base: np.ndarray | 
     base_region = np.bincount(region[on], weights=v_base[on], minlength=rest.vol_v0.shape[0])
     return Halo(np.array(x, np.float64), tiles[cols] == tiles[rows], inside_third, tiles, base_region, v_base,
                 scale)
+
+
+#: the step of a tile's boundary point (a neighbour outside its tile) in a block of K > 1 semi-implicit iterations,
+#: as a fraction of its dt_i: the two ends of a spring across tiles both move towards the other's frozen position,
+#: and with the semi-implicit update's momentum a full step overshoots and grows (measured: the box and the humanoid
+#: diverge at K >= 3); half a step converges. The fixed points do not depend on the step.
+BOUNDARY_STEP = 0.5
+
+
+def boundary_steps(step: np.ndarray, rest: SpringRest, tiles: np.ndarray) -> np.ndarray:
+    """The per-vertex steps (V,) with those of the tiles' boundary points scaled by BOUNDARY_STEP."""
+    out = np.array(step, np.float64)
+    boundary = np.zeros(out.shape[0], bool)
+    boundary[rest.rows[tiles[rest.cols] != tiles[rest.rows]]] = True
+    out[boundary] *= BOUNDARY_STEP
+    return out
 
 
 def tile_stats(rest: SpringRest, tiles: np.ndarray) -> tuple[int, float]:

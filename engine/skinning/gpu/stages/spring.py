@@ -44,6 +44,7 @@ from engine.skinning.gpu.plan import (
     SHADER_STORAGE_BARRIER_BIT,
 )
 from engine.skinning.gpu.stages.base import StageContext, bind_all, bind_image, bind_ssbo, set_uniform
+from engine.skinning.springs.tiles import BOUNDARY_STEP
 
 #: static-pool SSBOs the frame pass binds, with their binding points
 STATIC_READS = (("attach", "B_ATTACH"), ("bone_of", "B_BONE_OF"), ("vstatic", "B_VSTATIC"))
@@ -170,6 +171,7 @@ def iterate(c: SpringContext) -> None:
     defines: dict[str, object] = {"VOLUME_REDUCE": int(volume_reduce(c))}
     if k > 1:
         defines["ITERATIONS_PER_DISPATCH"] = k
+        defines["BOUNDARY_STEP"] = BOUNDARY_STEP
     spring = c.program("spring_tiled" if k > 1 else "spring", defines)
     im, b = c.images, c.buffers
     bind_all(((c.instances, "B_INSTANCES"), (c.groups, "B_GROUPS"), (b.status, "B_STATUS"),
