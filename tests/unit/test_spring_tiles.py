@@ -1,13 +1,12 @@
 """The tiled spring iteration of the numpy reference (issue 24, step 5; engine.skinning.springs.tiles): the tile
 partition, K = 1 equal to the untiled iteration bit for bit (tubes of tests/helpers/tube_rig.py and the
 humanoid), and tiled and untiled iterations meeting at convergence (within 1e-4 of the bounding-box diagonal)
-on the tubes with the explicit integrators (plain and heavy ball) at K = 5 and 10.
+on the tubes with the explicit updates (plain and heavy ball) and the default semi-implicit one (its tiles'
+boundary points at BOUNDARY_STEP of their step) at K = 5 and 10.
 
-Not asserted (too slow for the suite, measured with /tmp scripts and quoted in docs/springs.md): the humanoid
-with the explicit update at K = 5 stays stable and approaches the untiled result (1.4e-3 of the diagonal after
-50 iterations, 1.1e-3 after 100: it converges slower than untiled); the default damped semi-implicit integrator
-converges at K = 2 but oscillates and diverges at K >= 3 on the box and the humanoid (momentum with a halo
-frozen for the block), stable again with damping 0.6.
+Not asserted (too slow for the suite, measured and quoted in docs/springs.md "Tiled iteration"): the humanoid at
+K = 5 with the explicit update approaches the untiled result slowly (1.1e-3 of the diagonal after 100
+iterations); with the semi-implicit update it does not converge yet.
 """
 from __future__ import annotations
 

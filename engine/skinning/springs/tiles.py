@@ -21,6 +21,9 @@ region, n_t in the tile). Without the tile's change the feedback of the volume t
 iterations and oscillates (K = 5, 10 on the tubes); with it a tile feels its own volume change at once, exactly
 so for the uniform breathing of a region that the term drives. At a fixed point the estimate is the region's
 volume (nothing changes within a block), so tiled and untiled iterations share their fixed points.
+
+With the semi-implicit update the tiles' boundary points step by BOUNDARY_STEP of their dt_i in blocks of K > 1
+(:func:`boundary_steps`); measurements and the cases that do not converge yet: docs/springs.md, "Tiled iteration".
 """
 from __future__ import annotations
 
