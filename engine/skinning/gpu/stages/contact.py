@@ -4,7 +4,7 @@ after the spring node of the built-in spring graphs).
 
 Per frame, 2 P Jacobi passes (P: the largest ``contact_passes`` of the batch's instances; an instance takes part
 in its own first ``contact_passes`` of each half): P smoothed passes, then P plain ones (the reference's two
-phases). Each pass, over the pooled control points:
+phases), and the volume restore as pass 2 P (below). Each pass, over the pooled control points:
 
 1. **grid** (``contact_grid.comp``): count the points per hashed cell (cell = the instance's search radius),
    one-work-group exclusive scan into bucket starts, scatter the point indices (counting back down to zero, so
