@@ -65,7 +65,8 @@ from engine.skinning.types import MeshTopology
 
 __all__ = ["CONTACT_MAX_PASSES", "CONTACT_REACH", "CONTACT_LATERAL", "CONTACT_EXCLUDE", "CONTACT_SMOOTH",
            "CONTACT_SPREAD", "ContactRest", "mean_edge_length", "contact_rest", "contact_pairs", "smooth_pushes",
-           "CONTACT_ROUNDS", "point_areas", "facing_share", "restore_volume", "contact_pass", "resolve_contacts"]
+           "CONTACT_ROUNDS", "RESTORE_FADE", "point_areas", "facing_share", "restore_volume", "contact_pass",
+           "resolve_contacts"]
 
 CONTACT_MAX_PASSES = 64
 """Upper bound of `SpringParams.contact_passes` (the GPU stage sizes its per-pass flags for it)."""
@@ -81,6 +82,8 @@ CONTACT_SPREAD = 12
 """Edge steps over which the volume the contact passes took is given back (`restore_volume`): the flesh pushed in
 comes back out as a bulge within about this many rings of the dent."""
 CONTACT_ROUNDS = 2
+RESTORE_FADE = 1e-3
+"""The restore's dent direction fades out below this share of the thickness (`restore_volume`)."""
 """Rounds of `restore_volume`'s hand-out (the second evens out the ridges the first leaves nearest the dent)."""
 
 
@@ -211,7 +214,8 @@ def restore_volume(dent: np.ndarray, x: np.ndarray, attach: np.ndarray, rest: Co
     took: dent (V,3) is their total displacement, x (V,3) the positions after them. Point i's dent took the
     volume q_i = A_i delta_i (delta_i = -dent_i . n_i; A: `point_areas`). The receivers
 
-        c = S^CONTACT_SMOOTH (1 - facing) * clamp(1 + 2 n . unit(S^CONTACT_SPREAD dent), 0, 1)
+        c = S^CONTACT_SMOOTH (1 - facing) * clamp(1 + 2 n . D / max(|D|, RESTORE_FADE h), 0, 1),
+        D = S^CONTACT_SPREAD dent
 
     (S: the neighbour mean of `smooth_pushes`; facing: `facing_share`) are the points that face no other sheet
     and whose normal does not point the way the dents around them pushed (the flanks and the outer side of a
@@ -239,7 +243,10 @@ def restore_volume(dent: np.ndarray, x: np.ndarray, attach: np.ndarray, rest: Co
     side = dent
     for _ in range(CONTACT_SPREAD):
         side = smooth_pushes(side, rest.edges)
-    c = c * np.clip(1.0 + 2.0 * np.einsum("ij,ij->i", n, _unit(side)), 0.0, 1.0)
+    # the dents' direction, faded out where they are tinier than RESTORE_FADE x the thickness: continuous where
+    # opposite dents cancel (float32 and float64 may disagree there on the sign of what is left)
+    fade = np.maximum(np.sqrt(np.einsum("ij,ij->i", side, side)), RESTORE_FADE * rest.thickness)
+    c = c * np.clip(1.0 + 2.0 * np.einsum("ij,ij->i", n, side) / fade, 0.0, 1.0)
     z = c
     for _ in range(CONTACT_SPREAD):
         z = mean(z)

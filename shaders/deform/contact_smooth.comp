@@ -12,7 +12,7 @@
 // the neighbour mean of the record, then:
 //   step 0:      (before the mean) A = mean squared bind length of the point's edges, q = A (-dent . n);
 //   steps < K:   xyz: the dent smoothed (its direction around the point); w smoothed in the first u_smooth
-//                steps only; at K - 1: c = w clamp(1 + 2 n . unit(xyz), 0, 1), w = c;
+//                steps only; at K - 1: c = w clamp(1 + 2 n . xyz / max(|xyz|, u_fade h), 0, 1), w = c;
 //   steps < 2 K: w smoothed (z = S^K c); at 2 K - 1: w = q / z / degree (0 where z = 0);
 //   then R rounds of K steps: w smoothed; at the round's end q = c w degree, w = q / z / degree, and after the
 //                last round dst = src + q / A n.
@@ -26,6 +26,7 @@ layout(std430, binding = B_SRC) readonly buffer Src { vec4 src[]; };
 layout(std430, binding = B_DST) writeonly buffer Dst { vec4 dst[]; };
 layout(std430, binding = B_CONTACT_PUSH) buffer Push { vec4 push[]; };
 layout(std430, binding = B_CONTACT_BIND) readonly buffer Bind { vec4 bind_pos[]; };  // static pool
+layout(std430, binding = B_CONTACT_PARAMS) readonly buffer Params { vec4 params[]; };  // 2 per instance
 layout(rgba32i, binding = I_SPRING_POINTS) readonly uniform iimage2D spring_points;  // SpringPoint (static)
 layout(rgba32i, binding = I_SPRING_SLOTS) readonly uniform iimage2D spring_slots;    // SpringSlot (static)
 layout(rgba32f, binding = I_SPRING_FRAME) readonly uniform image2D frame;            // SpringFrame (this frame's)
@@ -39,6 +40,7 @@ uniform int u_spread;   // K: CONTACT_SPREAD
 uniform int u_smooth;   // CONTACT_SMOOTH
 uniform int u_stat;     // first record of the restore's per-point part
 uniform int u_rounds;   // CONTACT_ROUNDS
+uniform float u_fade;   // RESTORE_FADE
 
 vec3 unit_or_zero(vec3 v) { float n = length(v); return n > 0.0 ? v / n : vec3(0.0); }
 
@@ -85,7 +87,9 @@ void main() {
     if (u_step < k) {
         out_rec = vec4(mean.xyz, u_step < u_smooth ? mean.w : own.w);
         if (u_step == k - 1) {
-            out_rec.w *= clamp(1.0 + 2.0 * dot(n, unit_or_zero(out_rec.xyz)), 0.0, 1.0);
+            // the dents' direction, faded out below u_fade x the instance's thickness (params[2 k].y)
+            float fade = max(length(out_rec.xyz), u_fade * params[2 * instance_of_group(g)].y);
+            out_rec.w *= clamp(1.0 + 2.0 * dot(n, out_rec.xyz) / fade, 0.0, 1.0);
             stat.y = out_rec.w;
         }
     } else {

@@ -39,7 +39,14 @@ import moderngl
 import numpy as np
 
 from engine.gpu.layouts import LOCAL_SIZE
-from engine.skinning.contact import CONTACT_MAX_PASSES, CONTACT_ROUNDS, CONTACT_SMOOTH, CONTACT_SPREAD, contact_rest
+from engine.skinning.contact import (
+    CONTACT_MAX_PASSES,
+    CONTACT_ROUNDS,
+    CONTACT_SMOOTH,
+    CONTACT_SPREAD,
+    RESTORE_FADE,
+    contact_rest,
+)
 from engine.skinning.gpu.plan import (
     COMMAND_BARRIER_BIT,
     SHADER_IMAGE_ACCESS_BARRIER_BIT,
@@ -148,7 +155,7 @@ def run(c: ContactContext) -> None:
     table_groups = -(-max(c.table, c.n_instances * (2 * passes + 1)) // LOCAL_SIZE)
     half = c.n_groups * LOCAL_SIZE  # records per half of the push buffer
     for name, value in (("u_spread", CONTACT_SPREAD), ("u_smooth", CONTACT_SMOOTH), ("u_stat", 2 * half),
-                        ("u_rounds", CONTACT_ROUNDS), ("u_restore", 0)):
+                        ("u_rounds", CONTACT_ROUNDS), ("u_fade", RESTORE_FADE), ("u_restore", 0)):
         set_uniform(smooth, name, value)
     total = 2 * passes + 1  # the last one: the volume restore
     src = c.source
