@@ -16,7 +16,8 @@ from engine.authoring.view import unproject_points
 from engine.components import PrimitiveKey
 from engine.input.rays import facing_plane
 
-__all__ = ["DEFAULT_STIFFNESS", "SurfaceSamples", "densify", "stroke_samples", "plane_points", "surface_edit"]
+__all__ = ["DEFAULT_STIFFNESS", "SurfaceSamples", "densify", "stroke_samples", "plane_points", "surface_edit",
+           "profile_spread"]
 
 #: the edit stiffness of a stroke that gives none
 DEFAULT_STIFFNESS = 5.0
@@ -149,4 +150,25 @@ def surface_edit(character: Any, samples: SurfaceSamples, *, rings: int | None =
         face = int(samples.faces[int(np.argmin(np.linalg.norm(pts - mid, axis=1)))])
     a, b, c = x[tri[face]]
     normal = np.cross(b - a, c - a)
-    return SurfaceEdit.from_profile(kin, x[kin], t, profile, attach, rot, normal=normal, **common)
+    # the profile spreads over the passive region (edits.py "Spread"): each passive vertex takes the stroke
+    # parameter of the kinematic vertex nearest it and the smooth falloff to the static ring
+    return SurfaceEdit.from_profile(kin, x[kin], t, profile, attach, rot, normal=normal, **common,
+                                    **profile_spread(topo, region, x, t))
+
+
+def profile_spread(topology: Any, region: Any, positions: np.ndarray, param: np.ndarray) -> dict[str, Any]:
+    """The keyword arguments of ``SurfaceEdit.from_profile`` that spread a profile over the passive region of
+    ``region`` (engine.skinning.roi.Region) measured on ``positions`` (V,3), for kinematic stroke parameters
+    ``param`` (K,): each passive vertex's place, the parameter of the kinematic vertex nearest it and the
+    smooth falloff to the static ring (roi.passive_falloff). Empty without passive or kinematic vertices."""
+    from scipy.spatial import cKDTree
+
+    from engine.skinning import roi
+
+    kin, pas = np.asarray(region.kinematic), np.asarray(region.passive)
+    if pas.size == 0 or kin.size == 0:
+        return {}
+    x = np.asarray(positions, np.float64)
+    _, near = cKDTree(x[kin]).query(x[pas], k=1)
+    return dict(passive_rest=x[pas], passive_param=np.asarray(param, np.float64)[near],
+                passive_weight=roi.passive_falloff(topology, region, positions=x))

@@ -1,0 +1,165 @@
+"""Surface edits at any height (issue 26 item 5): a bulge spreads its profile over the passive region with a
+smooth falloff to the held ring (engine.skinning.edits "Spread", roi.passive_falloff), so the region follows
+without folds. A 0.2-radius bulge changes no dihedral angle of its passive region by more than 30 deg against
+the same pose without the edit: on the family's tube (also scaled 100x: the same shape, in any units) and on
+the humanoid's forearm (numpy reference; the GPU takes the same EditTerms, tests/gl/test_edit_session.py)."""
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from engine.assets.gen.family import tube_family
+from engine.authoring.surface import SurfaceSamples, profile_spread, surface_edit
+from engine.input.strokes import Stroke
+from engine.skinning import roi
+from engine.skinning.binding import bind
+from engine.skinning.edits import EditStack, Profile, SurfaceEdit, edit_pose
+from engine.skinning.meshprep import prepare_mesh
+from engine.skinning.metrics import region_dihedral_change
+from engine.skinning.springs import SpringDeformer, SpringParams
+
+FOLD_DEG = 30.0
+
+
+class ScaledTube:
+    """The family's first member (radius 0.5, length 4, along +x) with its mesh and joints scaled by ``scale``."""
+
+    def __init__(self, scale: float = 1.0) -> None:
+        m = tube_family(1)[0]
+        self.scale, self.radius = scale, m.radius * scale
+        self.x = m.positions.astype(np.float64) * scale
+        self.topology = prepare_mesh(self.x.astype(np.float32), m.triangles)
+        self.joints = m.bind_joints.astype(np.float64).copy()
+        self.joints[:, :3, 3] *= scale
+        self.parents = m.parents
+        self.binding = bind(self.topology, self.joints.astype(np.float32), m.parents)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            self.deformer = SpringDeformer(self.topology, self.binding, self.joints, m.parents, SpringParams())
+
+    def bulge(self, height: float, spread: bool = True) -> tuple[SurfaceEdit, np.ndarray, np.ndarray]:
+        """(edit, solved with it, solved without) for a bulge of ``height`` radii along the top (+z) of the
+        first bone, x from 0.6 to 1.4 (unscaled)."""
+        tri = np.asarray(self.topology.triangles, np.int64)
+        c = self.x[tri].mean(1)
+        line = np.stack([np.linspace(0.6, 1.4, 9) * self.scale, np.zeros(9), np.full(9, self.radius)], 1)
+        faces = np.array([int(np.argmin(np.linalg.norm(c - p, axis=1))) for p in line])
+        bary = np.full((faces.size, 3), 1.0 / 3.0)
+        region = roi.region_of_interest(self.topology, faces, bary, rings=4)
+        kin = region.kinematic
+        stroke = Stroke.fit(roi.surface_positions(self.x, tri, faces, bary), epsilon=1e-3 * self.scale)
+        t = np.array([stroke.closest(p)[0] for p in self.x[kin]])
+        attach, rot = edit_pose(self.binding, self.joints, self.joints)
+        edit = SurfaceEdit.from_profile(kin, self.x[kin], t, Profile("bulge", height * self.radius), attach, rot,
+                                        normal=np.array([0.0, 0.0, 1.0]), passive=region.passive,
+                                        static=region.static, stiffness=5.0,
+                                        **(profile_spread(self.topology, region, self.x, t) if spread else {}))
+        self.deformer.reset()
+        plain, _ = self.deformer.solve(self.joints)
+        self.deformer.reset()
+        edited, _ = self.deformer.solve(self.joints, edits=EditStack([edit]))
+        return edit, np.asarray(edited, np.float64), np.asarray(plain, np.float64)
+
+
+@pytest.fixture(scope="module")
+def tube() -> ScaledTube:
+    return ScaledTube()
+
+
+def test_falloff_is_smooth_and_scale_free(tube):
+    edit, _, _ = tube.bulge(0.2)
+    region = roi.Region(edit.kinematic, edit.passive, edit.static, np.zeros(0, np.int32))
+    w = roi.passive_falloff(tube.topology, region)
+    assert w.shape == edit.passive.shape and np.all((w >= 0) & (w <= 1))
+    ring1 = np.isin(edit.passive, roi.outer_ring(tube.topology, edit.kinematic))
+    last = np.isin(edit.passive, roi.outer_ring(tube.topology, edit.static))
+    assert w[ring1].min() > w[last].max()  # high beside the handles, low beside the held ring
+    big = ScaledTube(100.0)
+    np.testing.assert_allclose(roi.passive_falloff(big.topology, region), w, atol=1e-5)  # float32 mesh
+
+
+def test_bulge_of_a_fifth_radius_has_no_fold_on_the_tube(tube):
+    edit, x, plain = tube.bulge(0.2)
+    tri = tube.topology.triangles
+    lift = np.linalg.norm(x[edit.kinematic] - plain[edit.kinematic], axis=1).max()
+    assert lift > 0.5 * 0.2 * tube.radius  # the bulge is there
+    assert region_dihedral_change(x, plain, tri, edit.passive) < FOLD_DEG
+    # the passive region follows the bulge (it rises with the handles instead of staying at its rest)
+    rise = np.linalg.norm(x[edit.passive] - plain[edit.passive], axis=1)
+    assert rise.max() > 0.5 * lift
+    # and the static ring stays held
+    np.testing.assert_allclose(x[edit.static], plain[edit.static], atol=1e-6 * tube.radius)
+
+
+def test_spread_does_not_depend_on_units(tube):
+    _, x, _ = tube.bulge(0.2)
+    big = ScaledTube(100.0)
+    _, xb, _ = big.bulge(0.2)
+    diag = float(np.linalg.norm(np.ptp(xb, axis=0)))
+    assert np.abs(xb / 100.0 - x).max() < 1e-4 * diag / 100.0
+
+
+def test_spread_round_trips_and_refuses_bad_rows(tube):
+    edit, _, _ = tube.bulge(0.1)
+    assert edit.spreads and edit.handles.size == edit.kinematic.size + edit.passive.size
+    back = SurfaceEdit.from_dict(json.loads(json.dumps(edit.to_dict())))
+    attach, rot = edit_pose(tube.binding, tube.joints, tube.joints)
+    np.testing.assert_allclose(back.passive_targets(attach, rot), edit.passive_targets(attach, rot), atol=1e-12)
+    d = edit.to_dict()
+    with pytest.raises(ValueError, match="go together"):
+        SurfaceEdit.from_dict({k: v for k, v in d.items() if k != "passive_param"})
+    with pytest.raises(ValueError, match="one row per passive vertex"):
+        SurfaceEdit.from_dict({**d, "passive_param": d["passive_param"][:-1]})
+    old = SurfaceEdit.from_dict({k: v for k, v in d.items() if not k.startswith("passive_") or k == "passive"})
+    assert not old.spreads and old.handles.size == edit.kinematic.size  # a file without them: handles only
+
+
+def _forearm(ch, key):
+    """Samples along the front of the humanoid's left forearm (a quarter to three quarters of the way to the
+    hand) and the forearm's mean radius there."""
+    names = [n.name for n in ch.asset.nodes]
+    g = ch.joints()[:, :3, 3].astype(np.float64)
+    e, h = g[names.index("forearm_L")], g[names.index("hand_L")]
+    axis = (h - e) / np.linalg.norm(h - e)
+    topo = ch.topology(key)
+    x = np.asarray(ch.vertices()[key], np.float64)[np.asarray(topo.display_of_control)]
+    tri = np.asarray(topo.triangles, np.int64)
+    c = x[tri].mean(1)
+    faces = []
+    for s in np.linspace(0.25, 0.75, 12):
+        p = e + s * (h - e)
+        d = c - p
+        along = d @ axis
+        side = d - along[:, None] * axis
+        near = (np.abs(along) < 0.01) & (np.linalg.norm(side, axis=1) < 0.08)
+        faces.append(int(np.flatnonzero(near)[np.argmax(side[near, 2])]))  # the front: furthest along +z
+    rel = x - e
+    around = np.abs(rel @ axis - 0.5 * np.linalg.norm(h - e)) < 0.06
+    radius = float(np.median(np.linalg.norm(rel[around] - np.outer(rel[around] @ axis, axis), axis=1)[
+        np.linalg.norm(rel[around] - np.outer(rel[around] @ axis, axis), axis=1) < 0.08]))
+    return SurfaceSamples(ch.entity, key, np.array(faces), np.full((len(faces), 3), 1.0 / 3.0)), radius
+
+
+def test_bulge_of_a_fifth_radius_has_no_fold_on_the_forearm():
+    from engine import Session
+
+    with Session(device="cpu", render=False, deformer="spring") as s:
+        ch = s.spawn("humanoid", clip="idle", time=0.0, speed=0.0)
+        key = ch.skinned_primitives[0]
+        s.settle()
+        topo = ch.topology(key)
+        cod = np.asarray(topo.display_of_control)
+        plain = np.asarray(ch.vertices()[key], np.float64)[cod]
+        samples, radius = _forearm(ch, key)
+        assert 0.02 < radius < 0.05
+        edit = surface_edit(ch, samples, profile=Profile("bulge", 0.2 * radius))
+        assert edit.spreads
+        ch.add_edit(key, edit)
+        s.settle()
+        x = np.asarray(ch.vertices()[key], np.float64)[cod]
+    lift = np.linalg.norm(x[edit.kinematic] - plain[edit.kinematic], axis=1).max()
+    assert lift > 0.5 * 0.2 * radius
+    assert region_dihedral_change(x, plain, topo.triangles, edit.passive) < FOLD_DEG
