@@ -376,7 +376,7 @@ def region_dihedral_change(positions: np.ndarray, reference: np.ndarray, triangl
     pairs = interior_edge_faces(tri)
     mark = np.zeros(max(int(tri.max()) + 1 if tri.size else 0, np.asarray(positions).shape[0]), bool)
     mark[np.asarray(vertices, np.int64)] = True
-    touch = mark[tri].any(1)
+    touch = np.asarray(mark[tri].any(axis=1), bool)
     pairs = pairs[touch[pairs[:, 0]] & touch[pairs[:, 1]]]
     if pairs.shape[0] == 0:
         return 0.0

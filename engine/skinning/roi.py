@@ -43,8 +43,8 @@ from engine.gpu.layouts import SILHOUETTE_THRESHOLDS
 from engine.skinning.types import MeshTopology
 
 __all__ = ["DEFAULT_RINGS", "Region", "crossed_faces", "face_adjacency", "grow_rings", "grow_radius",
-           "outer_ring", "passive_falloff", "region_of_interest", "surface_positions", "SILHOUETTE_THRESHOLDS", "laplacian_edges",
-           "silhouette_pixels", "silhouette_vertices", "silhouette_chain", "region_around"]
+           "outer_ring", "passive_falloff", "region_of_interest", "surface_positions", "SILHOUETTE_THRESHOLDS",
+           "laplacian_edges", "silhouette_pixels", "silhouette_vertices", "silhouette_chain", "region_around"]
 
 DEFAULT_RINGS = 4
 _MAX_WALK = 4096  # faces one straight walk between two samples may cross before giving up on it
