@@ -17,7 +17,7 @@ from engine.components import PrimitiveKey
 from engine.input.rays import facing_plane
 
 __all__ = ["DEFAULT_STIFFNESS", "SurfaceSamples", "densify", "stroke_samples", "plane_points", "surface_edit",
-           "profile_spread"]
+           "region_params", "profile_spread"]
 
 #: the edit stiffness of a stroke that gives none
 DEFAULT_STIFFNESS = 5.0
@@ -134,9 +134,9 @@ def surface_edit(character: Any, samples: SurfaceSamples, *, rings: int | None =
         stroke = Stroke.fit(pts, epsilon=1e-3)
     except StrokeError:  # every sample at one place (a click): the stroke's middle is everywhere
         stroke = None
-    t = np.full(kin.size, 0.5) if stroke is None else np.array([stroke.closest(p)[0] for p in x[kin]])
     mid = pts[len(pts) // 2] if stroke is None else stroke.point(0.5)
     if profile is not None and profile.type == "offset":
+        t = np.full(kin.size, 0.5) if stroke is None else np.array([stroke.closest(p)[0] for p in x[kin]])
         if stroke is None:
             raise ValueError("an offset profile needs a stroke with a length, not a single point")
         if session is None or offset_window is None:
@@ -152,23 +152,60 @@ def surface_edit(character: Any, samples: SurfaceSamples, *, rings: int | None =
     normal = np.cross(b - a, c - a)
     # the profile spreads over the passive region (edits.py "Spread"): each passive vertex takes the stroke
     # parameter of the kinematic vertex nearest it and the smooth falloff to the static ring
+    t, t_passive = region_params(stroke, x, region)
     return SurfaceEdit.from_profile(kin, x[kin], t, profile, attach, rot, normal=normal, **common,
-                                    **profile_spread(topo, region, x, t))
+                                    **profile_spread(topo, region, x, t_passive))
+
+
+def region_params(stroke: Any, positions: np.ndarray, region: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Stroke parameters in [0, 1] of the kinematic and passive vertices of ``region`` on ``positions`` (V,3),
+    measured along the stroke extended at both ends to the region's held ring: the arc position of each
+    vertex's closest stroke point, past an end by its distance along the end's tangent, mapped so the static
+    ring's extent along the stroke is [0, 1]. A profile (0 at t = 0 and 1) so rises from the region's border,
+    not from the stroke's ends, where the handles would stand on a kink of its slope. ``stroke`` None (a click):
+    0.5 everywhere."""
+    kin = np.asarray(region.kinematic, np.int64)
+    pas = np.asarray(region.passive, np.int64)
+    if stroke is None:
+        return np.full(kin.size, 0.5), np.full(pas.size, 0.5)
+    x = np.asarray(positions, np.float64)
+    length = max(float(stroke.length), 1e-300)
+    p0, p1 = stroke.point(0.0), stroke.point(1.0)
+    d0, d1 = stroke.tangent(0.0), stroke.tangent(1.0)
+
+    def arc(idx: np.ndarray) -> np.ndarray:
+        out = np.empty(idx.size)
+        for i, v in enumerate(idx):
+            t, _ = stroke.closest(x[v])
+            s = t * length
+            if t <= 0.0:
+                s -= max(float((x[v] - p0) @ -d0), 0.0)
+            elif t >= 1.0:
+                s += max(float((x[v] - p1) @ d1), 0.0)
+            out[i] = s
+        return out
+
+    static = np.asarray(region.static, np.int64)
+    ends = arc(static) if static.size else arc(np.concatenate([kin, pas]))
+    lo, hi = min(float(ends.min()), 0.0), max(float(ends.max()), length)
+    span = hi - lo
+
+    def param(idx: np.ndarray) -> np.ndarray:
+        return np.clip((arc(idx) - lo) / span, 0.0, 1.0) if idx.size else np.zeros(0)
+
+    return param(kin), param(pas)
 
 
 def profile_spread(topology: Any, region: Any, positions: np.ndarray, param: np.ndarray) -> dict[str, Any]:
     """The keyword arguments of ``SurfaceEdit.from_profile`` that spread a profile over the passive region of
-    ``region`` (engine.skinning.roi.Region) measured on ``positions`` (V,3), for kinematic stroke parameters
-    ``param`` (K,): each passive vertex's place, the parameter of the kinematic vertex nearest it and the
-    smooth falloff to the static ring (roi.passive_falloff). Empty without passive or kinematic vertices."""
-    from scipy.spatial import cKDTree
-
+    ``region`` (engine.skinning.roi.Region) measured on ``positions`` (V,3), for passive stroke parameters
+    ``param`` (P,) (`region_params`): each passive vertex's place and the smooth falloff to the static ring
+    (roi.passive_falloff). Empty without passive or kinematic vertices."""
     from engine.skinning import roi
 
     kin, pas = np.asarray(region.kinematic), np.asarray(region.passive)
     if pas.size == 0 or kin.size == 0:
         return {}
     x = np.asarray(positions, np.float64)
-    _, near = cKDTree(x[kin]).query(x[pas], k=1)
-    return dict(passive_rest=x[pas], passive_param=np.asarray(param, np.float64)[near],
+    return dict(passive_rest=x[pas], passive_param=np.asarray(param, np.float64),
                 passive_weight=roi.passive_falloff(topology, region, positions=x))

@@ -36,7 +36,20 @@ is the encoded rest place of the vertex and the target adds amount(t_i, time) al
          (Fig. 26)
 
 The direction is the surface normal at the stroke's middle ("normal") or each vertex's own scale vector
-("radial", eq. 24's |s_i| scaled). An offset stroke (targets mapped by the stroke parameter, as joints are in
+("radial", eq. 24's |s_i| scaled).
+
+Spread (issue 26 item 5): a profile edit may also carry, per passive vertex, its encoded rest place
+`passive_local`, a stroke parameter `passive_param` and a direction `passive_direction` scaled by a falloff
+w in [0, 1] (engine.skinning.roi.passive_falloff: 1 beside the handles, 0 at the held ring, zero slope at both);
+the passive vertices are then pulled, with the edit's stiffness, towards rest + amount(t) w direction, so the
+profile spreads over the region. Why: pulled by a band of handles alone, the springs answer with a ridge: the
+bone, radial and length springs anchor every passive vertex to its own bone, so the region does not rise with
+the handles but slides towards them, and the surface folds along the band's rim (on the humanoid's forearm at
+80 mm: dihedral changes of 50+ deg, crumpled shading). engine.authoring.surface builds its profile edits this
+way and measures the stroke parameters along the stroke extended to the held ring (`region_params`), so the
+profile rises from the region's border instead of standing on a kink of its slope at the stroke's ends (the
+parabola's 4 h / L there was the largest fold of small bulges). Everything is a ratio of lengths or an encoded
+offset, so it holds in any units. An edit without these arrays (older files) pulls its handles only. An offset stroke (targets mapped by the stroke parameter, as joints are in
 posing) gives plain targets: `offset_targets`.
 
 Every edit has a stiffness and a weight keyable over clip time (piecewise linear keys, clamped outside the

@@ -16,9 +16,24 @@ from tests.unit.test_edit_spread import ScaledTube, _forearm
 HEIGHTS = (0.05, 0.1, 0.2, 0.3, 0.6, 1.0, 2.4)
 
 
-def _unspread(edit: SurfaceEdit) -> SurfaceEdit:
-    return SurfaceEdit.from_dict({k: v for k, v in edit.to_dict().items()
-                                  if k not in ("passive_local", "passive_param", "passive_direction")})
+def _before(ch, samples, profile) -> SurfaceEdit:
+    """The edit as surface_edit built it before the spread: the profile along the stroke itself (0 at its
+    ends), on the kinematic vertices only."""
+    from engine.input.strokes import Stroke
+    from engine.skinning import roi
+
+    topo = ch.topology(samples.key)
+    tri = np.asarray(topo.triangles, np.int64)
+    x = np.asarray(ch.vertices()[samples.key], np.float64)[np.asarray(topo.display_of_control)]
+    region = roi.region_of_interest(topo, samples.faces, samples.barycentrics, positions=x)
+    pts = roi.surface_positions(x, tri, samples.faces, samples.barycentrics)
+    stroke = Stroke.fit(pts, epsilon=1e-3)
+    t = np.array([stroke.closest(p)[0] for p in x[region.kinematic]])
+    face = int(samples.faces[int(np.argmin(np.linalg.norm(pts - stroke.point(0.5), axis=1)))])
+    a, b, c = x[tri[face]]
+    attach, rot = ch.edit_frame(samples.key)
+    return SurfaceEdit.from_profile(region.kinematic, x[region.kinematic], t, profile, attach, rot,
+                                    normal=np.cross(b - a, c - a), passive=region.passive, static=region.static)
 
 
 def main() -> None:
@@ -44,8 +59,9 @@ def main() -> None:
         for h in HEIGHTS:
             row = []
             for spread in (False, True):
-                edit = surface_edit(ch, samples, profile=Profile("bulge", h * radius))
-                ch.add_edit(key, edit if spread else _unspread(edit))
+                profile = Profile("bulge", h * radius)
+                edit = surface_edit(ch, samples, profile=profile) if spread else _before(ch, samples, profile)
+                ch.add_edit(key, edit)
                 s.settle()
                 x = np.asarray(ch.vertices()[key], np.float64)[cod]
                 row.append(region_dihedral_change(x, plain, topo.triangles, edit.passive))
