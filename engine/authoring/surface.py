@@ -109,12 +109,13 @@ def plane_points(session: Any, window_points: np.ndarray, point: np.ndarray) -> 
 def surface_edit(character: Any, samples: SurfaceSamples, *, rings: int | None = None, radius: float | None = None,
                  geodesic: bool = False, profile: Any = None, offset_window: np.ndarray | None = None,
                  session: Any = None, stiffness: float = DEFAULT_STIFFNESS, keys: Any = None,
-                 name: str = "") -> Any:
+                 name: str = "", rest: np.ndarray | None = None) -> Any:
     """Build (not add) the SurfaceEdit of a surface stroke on ``character`` in its current pose: the region of
     interest of the samples (measured on the current deformed surface), the stroke fitted through their 3D
     places, and the kinematic targets from ``profile`` (engine.skinning.edits.Profile; "offset" needs
     ``offset_window``, the offset stroke's window points, and the ``session`` whose camera they were drawn
-    with)."""
+    with). ``rest`` (V,3): the control points to build on instead of the current deformed surface (the editor
+    gives the surface without the edit when it changes the edit's region, `SurfaceEdit.rest_places`)."""
     from engine.input.strokes import Stroke, StrokeError
     from engine.skinning import roi
     from engine.skinning.edits import SurfaceEdit, offset_targets
@@ -122,7 +123,8 @@ def surface_edit(character: Any, samples: SurfaceSamples, *, rings: int | None =
     key = samples.key
     topo = character.topology(key)
     tri = np.asarray(topo.triangles, np.int64)
-    x = np.asarray(character.vertices()[key], np.float64)[np.asarray(topo.display_of_control)]
+    x = np.asarray(character.vertices()[key], np.float64)[np.asarray(topo.display_of_control)] if rest is None \
+        else np.asarray(rest, np.float64)
     region = roi.region_of_interest(topo, samples.faces, samples.barycentrics, rings=rings, radius=radius,
                                     geodesic=geodesic, positions=x)
     kin = region.kinematic

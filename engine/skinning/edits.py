@@ -36,7 +36,8 @@ is the encoded rest place of the vertex and the target adds amount(t_i, time) al
          (Fig. 26)
 
 The direction is the surface normal at the stroke's middle ("normal") or each vertex's own scale vector
-("radial", eq. 24's |s_i| scaled).
+("radial", eq. 24's |s_i| scaled). An offset stroke (targets mapped by the stroke parameter, as joints are in
+posing) gives plain targets: `offset_targets`.
 
 Spread (issue 26 item 5): a profile edit may also carry, per passive vertex, its encoded rest place
 `passive_local`, a stroke parameter `passive_param` and a direction `passive_direction` scaled by a falloff
@@ -49,8 +50,7 @@ the handles but slides towards them, and the surface folds along the band's rim 
 way and measures the stroke parameters along the stroke extended to the held ring (`region_params`), so the
 profile rises from the region's border instead of standing on a kink of its slope at the stroke's ends (the
 parabola's 4 h / L there was the largest fold of small bulges). Everything is a ratio of lengths or an encoded
-offset, so it holds in any units. An edit without these arrays (older files) pulls its handles only. An offset stroke (targets mapped by the stroke parameter, as joints are in
-posing) gives plain targets: `offset_targets`.
+offset, so it holds in any units. An edit without these arrays (older files) pulls its handles only.
 
 Every edit has a stiffness and a weight keyable over clip time (piecewise linear keys, clamped outside the
 keyed range; no keys means weight 1), so a breathing edit can be animated.
@@ -60,12 +60,16 @@ keyed range; no keys means weight 1), so a breathing edit can be animated.
 attraction force sum_e k_e w_e (v'_e,i - v_i) = C_i - K_i v_i is exact for any overlap and is one vec4 per
 vertex on the GPU, and the held flags of the static sets. Everything serialises to plain dicts of lists
 (JSON/TOML friendly).
+
+Why one file: the edit's data, its per-frame reduction and its file format (validation of every key as written)
+change together whenever an edit gains a field (as the spread did); split, each change would touch three
+modules that only make sense side by side.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -407,6 +411,33 @@ class SurfaceEdit:
         assert self.passive_local is not None and self.passive_param is not None
         local = self.passive_local + self.profile.amount(self.passive_param, time)[:, None] * self.passive_direction
         return decode_targets(local, np.asarray(attach)[self.passive], np.asarray(rot)[self.passive])
+
+    def redirected(self, direction: np.ndarray, rot: np.ndarray) -> SurfaceEdit:
+        """A copy whose profile lifts along the world unit ``direction`` (3,), encoded with the bone rotations
+        ``rot`` (V,3,3) of the pose it is given in; the passive directions keep their falloff (their length)."""
+        d = np.asarray(direction, np.float64).reshape(3)
+        r = np.asarray(rot, np.float64)
+        out = replace(self, direction_local=np.einsum("kji,j->ki", r[self.kinematic], d))
+        if self.spreads:
+            assert self.passive_direction is not None
+            w = np.linalg.norm(self.passive_direction, axis=1, keepdims=True)
+            out = replace(out, passive_direction=np.einsum("kji,j->ki", r[self.passive], d) * w)
+        return out
+
+    def rest_places(self, base: np.ndarray, attach: np.ndarray, rot: np.ndarray) -> np.ndarray:
+        """Control points (V,3) ``base`` with this profile edit's kinematic (and spread passive) vertices put back
+        at their encoded rest places in the pose of ``attach`` / ``rot``: the surface without the edit, to
+        rebuild it on (a new region). Non-profile edits store no rest: ``base`` unchanged."""
+        out = np.array(base, np.float64)
+        if self.profile is None:
+            return out
+        out[self.kinematic] = decode_targets(self.target_local, np.asarray(attach)[self.kinematic],
+                                             np.asarray(rot)[self.kinematic])
+        if self.spreads:
+            assert self.passive_local is not None
+            out[self.passive] = decode_targets(self.passive_local, np.asarray(attach)[self.passive],
+                                               np.asarray(rot)[self.passive])
+        return out
 
     @property
     def handles(self) -> np.ndarray:

@@ -174,3 +174,21 @@ def test_bulge_of_a_fifth_radius_and_of_80_mm_has_no_fold_on_the_forearm():
             # ~60 mm turns the surface by ~60 deg within a few edges: steep, and smooth, not folded; main: 80 deg)
             limit = FOLD_DEG if height < 0.05 else 45.0
             assert region_dihedral_change(x, plain, topo.triangles, edit.handles) < limit, height
+
+
+def test_rest_places_and_redirection(tube):
+    """The editor rebuilds a spreading bulge over a new region on its rest places, and a drag turns its lift."""
+    edit, _, _ = tube.bulge(0.2)
+    attach, rot = edit_pose(tube.binding, tube.joints, tube.joints)
+    moved = tube.x + 1.0  # anything: the handles go back to where the edit was made
+    rest = edit.rest_places(moved, attach, rot)
+    np.testing.assert_allclose(rest[edit.handles], tube.x[edit.handles], atol=1e-9)
+    others = np.setdiff1d(np.arange(tube.x.shape[0]), edit.handles)
+    np.testing.assert_array_equal(rest[others], moved[others])
+    turned = edit.redirected(np.array([0.0, 1.0, 0.0]), rot)
+    np.testing.assert_allclose(np.linalg.norm(turned.passive_direction, axis=1),
+                               np.linalg.norm(edit.passive_direction, axis=1), atol=1e-12)
+    np.testing.assert_allclose(turned.direction_local, np.tile([0.0, 1.0, 0.0], (edit.kinematic.size, 1)),
+                               atol=1e-12)
+    lift = turned.passive_targets(attach, rot) - tube.x[edit.passive]
+    assert np.abs(lift[:, [0, 2]]).max() < 1e-9 and lift[:, 1].max() > 0.0  # the region rises along +y now
