@@ -192,3 +192,19 @@ def test_rest_places_and_redirection(tube):
                                atol=1e-12)
     lift = turned.passive_targets(attach, rot) - tube.x[edit.passive]
     assert np.abs(lift[:, [0, 2]]).max() < 1e-9 and lift[:, 1].max() > 0.0  # the region rises along +y now
+
+
+def test_region_params_run_to_the_held_ring():
+    """Stroke parameters run along the stroke extended to the static ring: a straight stroke x in [0, 1], the
+    held ring at x = -0.5 and 1.5 (and beside the stroke): t = (x + 0.5) / 2 for every vertex."""
+    stroke = Stroke.fit(np.c_[np.linspace(0.0, 1.0, 5), np.zeros(5), np.zeros(5)], epsilon=1e-6)
+    xs = np.linspace(-0.5, 1.5, 21)
+    x = np.c_[xs, np.where(np.abs(xs) > 9, 0.0, 0.1), np.zeros(21)]
+    region = roi.Region(np.arange(5, 16), np.r_[1:5, 16:20], np.array([0, 20]), np.zeros(0, np.int32))
+    t_kin, t_pas = region_params(stroke, x, region)
+    np.testing.assert_allclose(t_kin, (xs[5:16] + 0.5) / 2.0, atol=1e-3)
+    np.testing.assert_allclose(t_pas, (xs[np.r_[1:5, 16:20]] + 0.5) / 2.0, atol=1e-3)
+    big = region_params(Stroke.fit(np.c_[np.linspace(0.0, 100.0, 5), np.zeros(5), np.zeros(5)], epsilon=1e-4),
+                        100.0 * x, region)
+    np.testing.assert_allclose(big[0], t_kin, atol=1e-9)  # the same in any units
+    assert np.all(region_params(None, x, region)[0] == 0.5)  # a click: the middle everywhere
