@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 
-from engine.assets.gen.family import tube_family
+from engine.assets.gen.family import tube_family, tube_poses
 from engine.authoring.surface import SurfaceSamples, profile_spread, region_params, surface_edit
 from engine.input.strokes import Stroke
 from engine.skinning import roi
@@ -28,7 +28,7 @@ class ScaledTube:
     """The family's first member (radius 0.5, length 4, along +x) with its mesh and joints scaled by ``scale``."""
 
     def __init__(self, scale: float = 1.0) -> None:
-        m = tube_family(1)[0]
+        m = self.member = tube_family(1)[0]
         self.scale, self.radius = scale, m.radius * scale
         self.x = m.positions.astype(np.float64) * scale
         self.topology = prepare_mesh(self.x.astype(np.float32), m.triangles)
@@ -40,12 +40,13 @@ class ScaledTube:
             warnings.simplefilter("ignore", RuntimeWarning)
             self.deformer = SpringDeformer(self.topology, self.binding, self.joints, m.parents, SpringParams())
 
-    def bulge(self, height: float, spread: bool = True) -> tuple[SurfaceEdit, np.ndarray, np.ndarray]:
-        """(edit, solved with it, solved without) for a bulge of ``height`` radii along the top (+z) of the
-        first bone, x from 0.6 to 1.4 (unscaled)."""
+    def bulge(self, height: float, spread: bool = True, span: tuple[float, float] = (0.6, 1.4),
+              pose: str = "bend0") -> tuple[SurfaceEdit, np.ndarray, np.ndarray]:
+        """(edit, solved with it, solved without) for a bulge of ``height`` radii made at bind along the top
+        (+z) of the tube, x over ``span`` (unscaled; the elbow is at 2), solved in the family's ``pose``."""
         tri = np.asarray(self.topology.triangles, np.int64)
         c = self.x[tri].mean(1)
-        line = np.stack([np.linspace(0.6, 1.4, 9) * self.scale, np.zeros(9), np.full(9, self.radius)], 1)
+        line = np.stack([np.linspace(*span, 9) * self.scale, np.zeros(9), np.full(9, self.radius)], 1)
         faces = np.array([int(np.argmin(np.linalg.norm(c - p, axis=1))) for p in line])
         bary = np.full((faces.size, 3), 1.0 / 3.0)
         region = roi.region_of_interest(self.topology, faces, bary, rings=4)
@@ -60,10 +61,14 @@ class ScaledTube:
                                         normal=np.array([0.0, 0.0, 1.0]), passive=region.passive,
                                         static=region.static, stiffness=5.0,
                                         **(profile_spread(self.topology, region, self.x, t_passive) if spread else {}))
+        posed = self.joints.copy()
+        if pose != "bend0":
+            posed = self.member.posed_joints({p.name: p for p in tube_poses()}[pose]).astype(np.float64)
+            posed[:, :3, 3] *= self.scale
         self.deformer.reset()
-        plain, _ = self.deformer.solve(self.joints)
+        plain, _ = self.deformer.solve(posed)
         self.deformer.reset()
-        edited, _ = self.deformer.solve(self.joints, edits=EditStack([edit]))
+        edited, _ = self.deformer.solve(posed, edits=EditStack([edit]))
         return edit, np.asarray(edited, np.float64), np.asarray(plain, np.float64)
 
 
@@ -95,6 +100,15 @@ def test_bulge_of_a_fifth_radius_has_no_fold_on_the_tube(tube):
     assert rise.max() > 0.5 * lift
     # and the static ring stays held
     np.testing.assert_allclose(x[edit.static], plain[edit.static], atol=1e-6 * tube.radius)
+
+
+@pytest.mark.parametrize("pose", ["bend90", "bend135"])
+def test_bulge_across_the_elbow_follows_a_deep_bend(tube, pose):
+    """Made at bind over the elbow (x 1.5 to 2.5), the spread region follows the bend without folding (main:
+    32.6 and 34.1 deg; now ~11 and ~13)."""
+    edit, x, plain = tube.bulge(0.2, span=(1.5, 2.5), pose=pose)
+    assert np.linalg.norm(x[edit.kinematic] - plain[edit.kinematic], axis=1).max() > 0.5 * 0.2 * tube.radius
+    assert region_dihedral_change(x, plain, tube.topology.triangles, edit.handles) < FOLD_DEG
 
 
 def test_spread_does_not_depend_on_units(tube):
