@@ -43,3 +43,16 @@ def test_fold_sources_count_the_fold_metric_and_the_binding():
     carrier = np.asarray(b.bones.parent_joint)[np.asarray(b.bone)]
     share = np.where(jn == carrier[:, None], w, 0.0).sum(1) / w.sum(1)
     assert f["against"] <= np.sum(share < AGAINST_WEIGHTS)
+
+
+def test_spring_option_parses_validated_parameters():
+    import pytest
+
+    from bench.bench_springs import spring_params
+
+    p = spring_params("k_d=10, contact=true,max_iterations=80")
+    assert (p.k_d, p.contact, p.max_iterations) == (10.0, True, 80)
+    assert spring_params("  ") is None
+    for bad, match in (("k_d", "not KEY=VALUE"), ("k_d=-1", "out of range"), ("k_q=1", "unknown spring")):
+        with pytest.raises(ValueError, match=match):
+            spring_params(bad)
