@@ -216,7 +216,8 @@ class SpringDeformer:
         return edits.terms(self.topology.n_control, frame.attach, frame.rot, time)
 
     def forces(self, x: np.ndarray, frame: PoseFrame, edit: EditTerms | None = None) -> tuple[np.ndarray, float]:
-        return spring_forces(np.asarray(x, np.float64), frame.attach, frame.bone_ref, self.rest, self.params, edit)
+        return spring_forces(np.asarray(x, np.float64), frame.attach, frame.bone_ref, self.rest, self.params, edit,
+                             diff=frame.diff)
 
     def step(self, x: np.ndarray, frame: PoseFrame, *, vel: np.ndarray | None = None,
              edit: EditTerms | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
@@ -224,7 +225,7 @@ class SpringDeformer:
         x = np.asarray(x, np.float64)
         vel = np.zeros_like(x) if vel is None else np.asarray(vel, np.float64)
         return spring_step(x, vel, frame.attach, frame.bone_ref, self.rest, self.params, edit,
-                           step=self.step_sizes(edit))
+                           step=self.step_sizes(edit), diff=frame.diff)
 
     def initial_positions(self, posed_joints: np.ndarray, frame: PoseFrame, *, edit: EditTerms | None = None
                           ) -> np.ndarray:
@@ -294,7 +295,7 @@ class SpringDeformer:
         # the volume term uses the regions' volumes of the previous state, x_0's own for x_0
         with_volume = bool(np.any(volume_points(self.rest, p, edit)))
         volume = region_volumes(x, a, self.rest) if with_volume else None
-        force, energy = spring_forces(x, a, ref, self.rest, p, edit, volume)
+        force, energy = spring_forces(x, a, ref, self.rest, p, edit, volume, frame.diff)
         step = self.step_sizes(edit)
         kinetic = 0.5 * float(np.einsum("ij,ij->", vel, vel))
         stats = SpringStats(initial_energy=energy, energy=energy, reason="max_iterations")
@@ -316,7 +317,7 @@ class SpringDeformer:
             elif disp > limit:
                 bad = f"a vertex moved {disp:.3g} in one step, limit {limit:.3g}"
             if not bad:
-                f_new, e_new = spring_forces(x_new, a, ref, self.rest, p, edit, volume)
+                f_new, e_new = spring_forces(x_new, a, ref, self.rest, p, edit, volume, frame.diff)
                 if not (np.all(np.isfinite(f_new)) and math.isfinite(e_new)):
                     bad = "non-finite forces"
             if bad:
