@@ -1,6 +1,7 @@
 """Benchmark of the GPU deformer graph: the research's Table 1 for the project's meshes, plus a batch sweep.
 
-    python main.py bench deform [--quick] [--synthetic] [--reps N] [--counts | --springs | --tiles]
+    python main.py bench deform [--quick] [--synthetic] [--reps N] [--no-reference]
+                           [--counts | --springs | --contact | --tiles]
 
 Per mesh (assets/box.glb ~1.8k control points, plus ~5.6k, humanoid ~16k, humanoid_dense ~90k through
 engine.assets.library.character_path; synthetic tubes when a character is unavailable, with --synthetic, and
@@ -26,6 +27,8 @@ convergence every iteration and every 50, at K = 1, 5 and 10 iterations per disp
 the humanoid at K = 1 / 5 / 10 and I = 1 / 50 (GPU ms, CPU ms in the stage, dispatches and GL calls per frame,
 distance from the K = 1 result), the variants of a mesh timed round-robin. ``--springs`` prints only the spring
 stage's short rows (box and humanoid at I = 1 and 50, 8 and 64 humanoids in one graph): the run for a lent GPU.
+``--contact`` prints only the contact term's cost where it acts (`contact_bends`: issue 13's tube at 90, 135 and
+150 deg).
 Prints tables; asserts nothing. ``--quick`` uses small tubes (for llvmpipe). On a software rasteriser the
 "GPU" times are the CPU's (timer queries there count wall time, the machine's other processes included).
 """
@@ -323,6 +326,49 @@ def _contact_row(ctx, res, label: str, rig: tuple, reps: int, np_reps: int) -> N
     print()
 
 
+def contact_bends(ctx, res, reps: int, np_reps: int, bends: tuple[float, ...] = (90.0, 135.0, 150.0)) -> None:
+    """The contact term's cost where it acts (``--contact``): issue 13's tube (engine.assets.gen.family, 1312
+    points) bent by each of ``bends``, default parameters with contact on: the spring node's and the contact node's
+    GPU ms (timed round-robin), the contact passes that moved points and the numpy reference's contact ms (the
+    passes and the volume restore, engine.skinning.contact.resolve_contacts)."""
+    from engine.assets.gen.family import TubePose, tube_member
+    from engine.skinning.contact import contact_rest, resolve_contacts
+    from engine.skinning.family import MemberRig
+    from engine.skinning.gpu.graph import DeformerGraph
+    from engine.skinning.springs import SpringDeformer, SpringParams
+
+    rig = MemberRig(tube_member("issue13"))
+    m = rig.member
+    params = SpringParams(contact=True)
+    print("Contact term where it acts: issue 13's tube, default parameters with contact = true (up to "
+          f"{params.contact_passes} smoothed + {params.contact_passes} plain passes, then the volume restore)")
+    print(f"{'bend':>6}{'ctrl':>7}{'spring ms':>11}{'contact ms':>12}{'spread':>8}{'contact/spring':>16}{'passes':>8}"
+          f"{'np contact ms':>15}")
+    for bend in bends:
+        posed = m.posed_joints(TubePose("b", bend=bend))
+        graph = DeformerGraph(ctx, res)
+        h = graph.add_mesh(rig.topology, rig.binding, m.joints, m.weights, np.linalg.inv(m.bind_joints), m.parents,
+                           method="spring", spring=params)
+        graph.set_pose(h, (posed @ np.linalg.inv(m.bind_joints)).astype(np.float32), posed)
+        times = _time_interleaved({"spring": (graph, "spring"), "contact": (graph, "contact")}, reps)
+        graph.release()
+        d = SpringDeformer(rig.topology, rig.binding, m.bind_joints, m.parents, params.replace(contact=False))
+        x = d.solve(posed)[0]
+        frame = d.frame(posed)
+        rest = contact_rest(rig.topology, params.contact_thickness, params.contact_passes)
+        samples, moved = [], 0
+        for _ in range(np_reps):
+            t0 = time.perf_counter()
+            moved = resolve_contacts(x, frame.attach, rest)[1]
+            samples.append((time.perf_counter() - t0) * 1e3)
+        sp, ct = times["spring"].median, times["contact"].median
+        print(f"{bend:>6.0f}{rig.topology.n_control:>7}{sp:>11.3f}{ct:>12.3f}"
+              f"{max(times['spring'].pct, times['contact'].pct):>7.0f}%{ct / max(sp, 1e-9):>16.2f}{moved:>8}"
+              f"{Spread.of(samples).median:>15.1f}")
+    print("passes = contact passes that moved points (numpy reference); 0: nothing meets, the restore is skipped")
+    print()
+
+
 def _volume_row(ctx, res, label: str, rig: tuple, reps: int) -> None:
     """The volume term's cost (one row): the spring node's GPU ms for 50 iterations with the default k_v and with
     k_v = 0, in two graphs timed round-robin."""
@@ -366,6 +412,8 @@ def main(argv: list[str] | None = None) -> int:
                          "short run for a GPU")
     ap.add_argument("--no-reference", action="store_true",
                     help="skip the numpy reference's column of Table 1 (seconds per cell at 90k points)")
+    ap.add_argument("--contact", action="store_true",
+                    help="only the contact term's cost where it acts (issue 13's tube at 90, 135, 150 deg)")
     args = ap.parse_args(argv)
     reps = args.reps or (7 if args.quick else 11)
     if reps < 1:
@@ -381,8 +429,11 @@ def main(argv: list[str] | None = None) -> int:
     res = GpuResources(ctx)
     print(device_line(ctx, f"median of {reps} frames per cell (numpy: of {np_reps} calls); spread = (p75 - p25) / "
                            "median"))
-    if args.springs:
-        _springs_rows(ctx, res, args.quick, args.synthetic, reps)
+    if args.springs or args.contact:
+        if args.springs:
+            _springs_rows(ctx, res, args.quick, args.synthetic, reps)
+        if args.contact:
+            contact_bends(ctx, res, reps, np_reps)
         res.release_all()
         ctx.release()
         return 0

@@ -19,6 +19,18 @@ times of their clips: intersecting face pairs, share of interior edges whose dih
 than LBS on all three; then the same for keyed extremes (`EXTREMES`: a clip's pose with every joint's rotation
 from rest taken 1.6 times as far).
 
+``--rigs-where`` prints where the springs fold on the same rig poses (issue 26's diagnosis): per row the edges
+past 45 deg with LBS and with the springs, how many of the springs' folded edges were nearly flat at bind (< 10 deg:
+a quad folding along its diagonal), how many of the folded edges' points are bound against their skin weights
+(the binding bone's parent joint, whose rotation carries the point, holds under a quarter of its weight: the
+springs move it with a joint LBS does not), the median over those points of the LBS strain of their most
+compressed edge (negative: LBS compressed them, and the springs, with no bending stiffness, restore the length by
+buckling) and the median distance of the springs from LBS there over the diagonal.
+
+``--spring KEY=VALUE[,KEY=VALUE...]`` runs ``--rigs``, ``--rigs-where`` and ``--family`` with those spring
+parameters (engine.skinning.springs.SpringParams, e.g. ``--spring k_d=10`` for the differential term) instead of
+the defaults.
+
 ``--accel [N]`` prints the iteration counts instead (issue 15 item 4): per member (N of the family) and pose, the
 iterations to the displacement tolerance (no iteration cap) of the defaults (damped semi-implicit steps), of the
 research's explicit update and of that with momentum (``--momentum`` betas), each result's largest distance from the
@@ -289,6 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--family", type=int, nargs="?", const=12, default=None, metavar="N",
                     help="print the quality table of LBS, DQS and springs on N generated tubes (default 12)")
     ap.add_argument("--rigs", action="store_true", help="print issue 26's LBS vs springs table on the Khronos rigs")
+    ap.add_argument("--rigs-where", action="store_true", help="print where the springs fold on the --rigs poses")
+    ap.add_argument("--spring", default="", metavar="KEY=VALUE,...",
+                    help="spring parameters for --rigs, --rigs-where and --family (e.g. k_d=10)")
     ap.add_argument("--accel", type=int, nargs="?", const=4, default=None, metavar="N",
                     help="print iterations to the tolerance with and without acceleration on N tubes (default 4)")
     ap.add_argument("--momentum", default="0.5,0.7,0.8", help="comma-separated momentum betas for --accel")
@@ -309,6 +324,15 @@ def main(argv: list[str] | None = None) -> int:
                              ("--accel", args.accel, 1), ("--family", args.family, 1), ("--repeat", args.repeat, 1)):
         if value is not None and value < low:
             ap.error(f"{flag} must be >= {low}, got {value}")
+    try:
+        params = spring_params(args.spring)
+    except ValueError as exc:
+        ap.error(f"--spring: {exc}")
+    config = None
+    if params is not None:
+        from engine.skinning.config import DeformerConfig
+
+        config = DeformerConfig(spring=params)
     if args.warm_asset is not None:
         clip: str | int = int(args.clip) if args.clip.isdigit() else args.clip
         print(warm_asset(args.warm_asset, clip, args.frames))
@@ -317,14 +341,16 @@ def main(argv: list[str] | None = None) -> int:
     elif args.warm is not None:
         print(warm_table(args.warm, _floats(args.speeds), far_every=args.far_every, warm_limit=args.warm_limit))
     elif args.rigs:
-        print(rigs_table())
+        print(rigs_table(config=config))
+    elif args.rigs_where:
+        print(rigs_where(config=config))
     elif args.accel is not None:
         print(accel_table(args.accel, _floats(args.momentum)))
     elif args.family is not None:
         from engine.assets.gen.family import tube_family, tube_poses
         from engine.skinning.family import family_table, format_family_table
 
-        print(format_family_table(family_table(tube_family(args.family), tube_poses())))
+        print(format_family_table(family_table(tube_family(args.family), tube_poses(), params=params)))
     else:
         return _reference_table(ap, args)
     return 0
@@ -360,8 +386,34 @@ def exaggerated_globals(asset, clip: str, time: float, factor: float = EXAGGERAT
     return global_matrices(rig, pose)
 
 
-def extremes_rows() -> list[tuple[str, dict, dict]]:
-    """(label, LBS fold metrics, springs fold metrics) of the keyed extremes (numpy reference, defaults)."""
+def spring_params(text: str):
+    """SpringParams from "KEY=VALUE,..." (numbers, true/false; validated), None for an empty text."""
+    from engine.skinning.springs import SpringParams
+
+    if not text.strip():
+        return None
+    changes: dict[str, object] = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"{item!r} is not KEY=VALUE")
+        v = value.strip()
+        changes[key.strip()] = (v.lower() == "true") if v.lower() in ("true", "false") else \
+            (int(v) if v.lstrip("-").isdigit() else float(v) if _is_number(v) else v)
+    return SpringParams.from_dict({**SpringParams().to_dict(), **changes})
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def extremes_rows(config=None) -> list[tuple[str, dict, dict]]:
+    """(label, LBS fold metrics, springs fold metrics) of the keyed extremes (numpy reference; `config`: a
+    DeformerConfig, None for the defaults)."""
     import warnings
 
     from engine.scene import load_asset
@@ -377,15 +429,15 @@ def extremes_rows() -> list[tuple[str, dict, dict]]:
             topo = sp.topology()
             out = []
             for method in ("lbs", "spring"):
-                x = np.asarray(sp.deform(g, method), np.float64)[topo.display_of_control]
+                x = np.asarray(sp.deform(g, method, config=config), np.float64)[topo.display_of_control]
                 out.append(deformation_metrics(x, topo.positions, topo.triangles))
             rows.append((f"{name[:-4]} {clip} {t:g} s, rotations x{EXAGGERATE:g}", out[0], out[1]))
     return rows
 
 
-def rigs_table(root: str = "../shared/gltf-samples") -> str:
+def rigs_table(root: str = "../shared/gltf-samples", config=None) -> str:
     """Issue 26's table (see the module docstring): one row per rig, clip and time; LBS / springs / springs with
-    the contact term."""
+    the contact term (`config`: a DeformerConfig for the springs, None for the defaults)."""
     import warnings
 
     from engine import Session
@@ -402,7 +454,7 @@ def rigs_table(root: str = "../shared/gltf-samples") -> str:
         for name, clip, times in RIGS:
             asset = quiet_load(f"{root}/{name}").asset
             for t in times:
-                m, _, _ = compare_metrics(asset, clip, t, list(methods), session=sess)
+                m, _, _ = compare_metrics(asset, clip, t, list(methods), config, session=sess)
                 f = [m[d]["fold"] for d in methods]
                 ok = []
                 for k, g in enumerate(f[1:]):
@@ -419,11 +471,91 @@ def rigs_table(root: str = "../shared/gltf-samples") -> str:
     head = ("| keyed extreme | intersecting pairs (LBS / springs) | dihedral > 45 deg, % | strain > 30 %, % | "
             "springs no worse |")
     lines += ["", head, "|---|---|---|---|---|"]
-    for label, a, b in extremes_rows():
+    for label, a, b in extremes_rows(config):
         worse = [k for k in VERSUS_LBS if round(b[k], 5) > round(a[k], 5)]
         lines.append(f"| {label} | {a['intersecting_pairs']:.0f} / {b['intersecting_pairs']:.0f} | "
                      f"{100 * a['dihedral_change_45']:.2f} / {100 * b['dihedral_change_45']:.2f} | "
                      f"{100 * a['strain_30']:.2f} / {100 * b['strain_30']:.2f} | {'yes' if not worse else 'no'} |")
+    return "\n".join(lines)
+
+
+#: a point is bound against its weights when its binding bone's parent joint holds less than this share of them
+AGAINST_WEIGHTS = 0.25
+
+
+def fold_sources(sp, globals_: np.ndarray, config=None) -> dict[str, float]:
+    """Where the springs (numpy reference; `config`: a DeformerConfig, None for the defaults) fold one skinned
+    primitive at node world matrices `globals_` (see ``--rigs-where``): counts and medians over the springs'
+    edges whose dihedral angle changed by more than 45 deg against bind."""
+    from engine.skinning.binding.pipeline import per_control
+    from engine.skinning.metrics import dihedral_angles, interior_edge_faces
+
+    topo = sp.topology()
+    x0 = np.asarray(topo.positions, np.float64)
+    tri = np.asarray(topo.triangles, np.int64)
+    pairs = interior_edge_faces(tri)
+    xs = {m: np.asarray(sp.deform(globals_, m, config=config), np.float64)[topo.display_of_control]
+          for m in ("lbs", "spring")}
+    d0 = dihedral_angles(x0, tri, pairs)
+    fold = {m: np.abs(dihedral_angles(x, tri, pairs) - d0) > np.radians(45.0) for m, x in xs.items()}
+    bad = np.flatnonzero(fold["spring"])
+    # the two points of every folded edge (the corners the edge's two faces share)
+    fa, fb = tri[pairs[bad, 0]], tri[pairs[bad, 1]]
+    shared = (fa[:, :, None] == fb[:, None, :]).any(2)
+    pts = np.unique(fa[shared])
+    binding = sp.binding()
+    jn = np.asarray(per_control(topo, np.asarray(sp.primitive.joints)), np.int64)
+    w = np.asarray(per_control(topo, np.asarray(sp.primitive.weights)), np.float64)
+    w = w / np.maximum(w.sum(1, keepdims=True), 1e-30)
+    carrier = np.asarray(binding.bones.parent_joint)[np.asarray(binding.bone)]
+    share = np.where(jn == carrier[:, None], w, 0.0).sum(1)
+    e = np.asarray(topo.edges, np.int64)
+    l0 = np.linalg.norm(x0[e[:, 0]] - x0[e[:, 1]], axis=1)
+    strain = np.linalg.norm(xs["lbs"][e[:, 0]] - xs["lbs"][e[:, 1]], axis=1) / np.maximum(l0, 1e-30) - 1.0
+    most = np.zeros(topo.n_control)  # per point the strain of its most compressed edge (0 if none is)
+    np.minimum.at(most, e[:, 0], strain)
+    np.minimum.at(most, e[:, 1], strain)
+    diag = float(np.linalg.norm(x0.max(0) - x0.min(0))) or 1.0
+    dev = np.linalg.norm(xs["spring"] - xs["lbs"], axis=1) / diag
+    return {"lbs": float(fold["lbs"].sum()), "spring": float(bad.size),
+            "flat": float(np.sum(d0[bad] < np.radians(10.0))), "points": float(pts.size),
+            "against": float(np.sum(share[pts] < AGAINST_WEIGHTS)),
+            "strain": float(np.median(most[pts])) if pts.size else 0.0,
+            "dev": float(np.median(dev[pts])) if pts.size else 0.0}
+
+
+def rigs_where(root: str = "../shared/gltf-samples", config=None) -> str:
+    """The ``--rigs-where`` table over the poses of `RIGS` and `EXTREMES` (`config` as `fold_sources`)."""
+    import warnings
+
+    from engine.anim.fk import global_matrices
+    from engine.anim.pose import Pose
+    from engine.anim.rig import Rig
+    from engine.anim.sampling import ClipSampler
+    from engine.scene import load_asset
+
+    head = ("| rig, clip, time | edges > 45 deg (LBS / springs) | of the springs' flat at bind | points of those "
+            "edges | bound against their weights | LBS compression there (median) | springs - LBS / diagonal |")
+    lines = [head, "|---|---|---|---|---|---|---|"]
+    poses: list[tuple[str, str, float, float]] = [(n, c, t, 1.0) for n, c, ts in RIGS for t in ts]
+    poses += [(n, c, t, EXAGGERATE) for n, c, t in EXTREMES]
+    loaded: dict[str, object] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for name, clip, t, factor in poses:
+            if name not in loaded:
+                loaded[name] = load_asset(f"{root}/{name}")
+            asset = loaded[name].asset  # type: ignore[attr-defined]
+            if factor != 1.0:
+                g = exaggerated_globals(asset, clip, t, factor)
+            else:
+                rig = Rig.from_asset(asset)
+                sampler = ClipSampler(rig, asset.clips[asset.clip_index(clip)])
+                g = global_matrices(rig, sampler.sample(t, Pose.rest(rig)))
+            f = fold_sources(loaded[name].skinned[0], g, config)  # type: ignore[attr-defined]
+            label = f"{name[:-4]} {clip} {t:g} s" + (f", rotations x{factor:g}" if factor != 1.0 else "")
+            lines.append(f"| {label} | {f['lbs']:.0f} / {f['spring']:.0f} | {f['flat']:.0f} | {f['points']:.0f} | "
+                         f"{f['against']:.0f} | {100 * f['strain']:+.1f} % | {f['dev']:.4f} |")
     return "\n".join(lines)
 
 

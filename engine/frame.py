@@ -181,7 +181,7 @@ def _surface_edits(world: World, *, dependent: bool) -> None:
                 continue
             sp = inst.skinned
             binding = sp.binding(method=cfg.binding.method, smooth_passes=cfg.binding.smooth_passes)
-            kin = np.concatenate([e.kinematic for e in stack])  # decoded per frame: only the handles
+            kin = np.concatenate([e.handles for e in stack])  # decoded per frame: only the handles
             attach, rot = edit_pose(binding, sp.bind_joints, skel.globals[sp.skin.joints], index=kin)
             meshes.set_edits(inst, stack.terms(sp.topology().n_control, attach, rot, t))
 

@@ -16,7 +16,8 @@ from engine.authoring.view import unproject_points
 from engine.components import PrimitiveKey
 from engine.input.rays import facing_plane
 
-__all__ = ["DEFAULT_STIFFNESS", "SurfaceSamples", "densify", "stroke_samples", "plane_points", "surface_edit"]
+__all__ = ["DEFAULT_STIFFNESS", "SurfaceSamples", "densify", "stroke_samples", "plane_points", "surface_edit",
+           "region_params", "profile_spread"]
 
 #: the edit stiffness of a stroke that gives none
 DEFAULT_STIFFNESS = 5.0
@@ -108,12 +109,13 @@ def plane_points(session: Any, window_points: np.ndarray, point: np.ndarray) -> 
 def surface_edit(character: Any, samples: SurfaceSamples, *, rings: int | None = None, radius: float | None = None,
                  geodesic: bool = False, profile: Any = None, offset_window: np.ndarray | None = None,
                  session: Any = None, stiffness: float = DEFAULT_STIFFNESS, keys: Any = None,
-                 name: str = "") -> Any:
+                 name: str = "", rest: np.ndarray | None = None) -> Any:
     """Build (not add) the SurfaceEdit of a surface stroke on ``character`` in its current pose: the region of
     interest of the samples (measured on the current deformed surface), the stroke fitted through their 3D
     places, and the kinematic targets from ``profile`` (engine.skinning.edits.Profile; "offset" needs
     ``offset_window``, the offset stroke's window points, and the ``session`` whose camera they were drawn
-    with)."""
+    with). ``rest`` (V,3): the control points to build on instead of the current deformed surface (the editor
+    gives the surface without the edit when it changes the edit's region, `SurfaceEdit.rest_places`)."""
     from engine.input.strokes import Stroke, StrokeError
     from engine.skinning import roi
     from engine.skinning.edits import SurfaceEdit, offset_targets
@@ -121,7 +123,8 @@ def surface_edit(character: Any, samples: SurfaceSamples, *, rings: int | None =
     key = samples.key
     topo = character.topology(key)
     tri = np.asarray(topo.triangles, np.int64)
-    x = np.asarray(character.vertices()[key], np.float64)[np.asarray(topo.display_of_control)]
+    x = np.asarray(character.vertices()[key], np.float64)[np.asarray(topo.display_of_control)] if rest is None \
+        else np.asarray(rest, np.float64)
     region = roi.region_of_interest(topo, samples.faces, samples.barycentrics, rings=rings, radius=radius,
                                     geodesic=geodesic, positions=x)
     kin = region.kinematic
@@ -133,9 +136,9 @@ def surface_edit(character: Any, samples: SurfaceSamples, *, rings: int | None =
         stroke = Stroke.fit(pts, epsilon=1e-3)
     except StrokeError:  # every sample at one place (a click): the stroke's middle is everywhere
         stroke = None
-    t = np.full(kin.size, 0.5) if stroke is None else np.array([stroke.closest(p)[0] for p in x[kin]])
     mid = pts[len(pts) // 2] if stroke is None else stroke.point(0.5)
     if profile is not None and profile.type == "offset":
+        t = np.full(kin.size, 0.5) if stroke is None else np.array([stroke.closest(p)[0] for p in x[kin]])
         if stroke is None:
             raise ValueError("an offset profile needs a stroke with a length, not a single point")
         if session is None or offset_window is None:
@@ -149,4 +152,67 @@ def surface_edit(character: Any, samples: SurfaceSamples, *, rings: int | None =
         face = int(samples.faces[int(np.argmin(np.linalg.norm(pts - mid, axis=1)))])
     a, b, c = x[tri[face]]
     normal = np.cross(b - a, c - a)
-    return SurfaceEdit.from_profile(kin, x[kin], t, profile, attach, rot, normal=normal, **common)
+    # the profile spreads over the passive region (edits.py "Spread"): each passive vertex takes the stroke
+    # parameter of the kinematic vertex nearest it and the smooth falloff to the static ring
+    t, t_passive = region_params(stroke, x, region)
+    return SurfaceEdit.from_profile(kin, x[kin], t, profile, attach, rot, normal=normal, **common,
+                                    **profile_spread(topo, region, x, t_passive))
+
+
+def region_params(stroke: Any, positions: np.ndarray, region: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Stroke parameters in [0, 1] of the kinematic and passive vertices of ``region`` on ``positions`` (V,3),
+    measured along the stroke extended at both ends to the region's held ring: the arc position of each
+    vertex's closest stroke point, past an end by its distance along the end's tangent, mapped so the static
+    ring's extent along the stroke is [0, 1]. A profile (0 at t = 0 and 1) so rises from the region's border,
+    not from the stroke's ends, where the handles would stand on a kink of its slope. ``stroke`` None (a click):
+    0.5 everywhere."""
+    kin = np.asarray(region.kinematic, np.int64)
+    pas = np.asarray(region.passive, np.int64)
+    if stroke is None:
+        return np.full(kin.size, 0.5), np.full(pas.size, 0.5)
+    x = np.asarray(positions, np.float64)
+    length = max(float(stroke.length), 1e-300)
+    p0, p1 = stroke.point(0.0), stroke.point(1.0)
+    d0, d1 = stroke.tangent(0.0), stroke.tangent(1.0)
+
+    table = np.linspace(0.0, 1.0, 257)
+    table_pts = np.asarray(stroke.point(table), np.float64)
+
+    def arc(idx: np.ndarray) -> np.ndarray:
+        """Arc positions of vertices ``idx`` (the closest stroke point, as Stroke.closest: a dense table,
+        then 33 samples between its neighbours; vectorised over the vertices)."""
+        q = x[idx]
+        i = np.concatenate([np.argmin(((c[:, None, :] - table_pts[None]) ** 2).sum(-1), axis=1)  # in chunks:
+                            for c in np.array_split(q, max(1, -(-q.shape[0] // 2048)))])  # bounded memory
+        lo, hi = table[np.maximum(i - 1, 0)], table[np.minimum(i + 1, table.size - 1)]
+        fine = lo[:, None] + (hi - lo)[:, None] * np.linspace(0.0, 1.0, 33)[None]
+        pts = np.asarray(stroke.point(fine.reshape(-1)), np.float64).reshape(idx.size, 33, 3)
+        t = fine[np.arange(idx.size), np.argmin(((pts - q[:, None, :]) ** 2).sum(-1), axis=1)]
+        before = np.maximum((q - p0) @ -d0, 0.0) * (t <= 0.0)
+        after = np.maximum((q - p1) @ d1, 0.0) * (t >= 1.0)
+        return t * length - before + after
+
+    static = np.asarray(region.static, np.int64)
+    ends = arc(static) if static.size else arc(np.concatenate([kin, pas]))
+    lo, hi = min(float(ends.min()), 0.0), max(float(ends.max()), length)
+    span = hi - lo
+
+    def param(idx: np.ndarray) -> np.ndarray:
+        return np.clip((arc(idx) - lo) / span, 0.0, 1.0) if idx.size else np.zeros(0)
+
+    return param(kin), param(pas)
+
+
+def profile_spread(topology: Any, region: Any, positions: np.ndarray, param: np.ndarray) -> dict[str, Any]:
+    """The keyword arguments of ``SurfaceEdit.from_profile`` that spread a profile over the passive region of
+    ``region`` (engine.skinning.roi.Region) measured on ``positions`` (V,3), for passive stroke parameters
+    ``param`` (P,) (`region_params`): each passive vertex's place and the smooth falloff to the static ring
+    (roi.passive_falloff). Empty without passive or kinematic vertices."""
+    from engine.skinning import roi
+
+    kin, pas = np.asarray(region.kinematic), np.asarray(region.passive)
+    if pas.size == 0 or kin.size == 0:
+        return {}
+    x = np.asarray(positions, np.float64)
+    return dict(passive_rest=x[pas], passive_param=np.asarray(param, np.float64),
+                passive_weight=roi.passive_falloff(topology, region, positions=x))

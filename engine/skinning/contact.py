@@ -13,7 +13,14 @@ positions only):
    apart where the smoothed passes left them closer.
 
 Passes stop at the first one that finds no pair (every later pass would leave the points as they are), so a
-pose where nothing meets costs one pass and leaves the springs' result unchanged.
+pose where nothing meets costs one pass and leaves the springs' result unchanged. When a pass moved points:
+
+3. the *volume restore* (`restore_volume`, issue 26 item 3): the passes press the inner sides flat and run after
+   the spring iterations, so no pressure answers them (a 150 deg bend of the family lost up to 7.6 % of its volume
+   to them); the volume their total displacement took is handed over the mesh edges to the points that face no
+   other sheet and do not face the way the dents pushed (the flanks and the outer side of the bend), which move out
+   along their scale-vector directions: to first order the enclosed volume is kept, like flesh pressed at the
+   inside of an elbow.
 
 Everything is measured in the mesh's own unit, the mean bind edge length e (`mean_edge_length`), so no number
 is tuned to one tube:
@@ -44,7 +51,8 @@ and a point's push is sum_pairs w c / max(sum w, 1) (a weighted mean where sever
 a lone pair). The bind pose is a fixed point (no two points closer than X at bind are paired, and facing
 sheets further apart keep g >= h). The GPU stage (`engine.skinning.gpu.stages.contact`, shaders
 `deform/contact_grid.comp`, `deform/contact.comp`, `deform/contact_smooth.comp`) finds the pairs with a hashed
-uniform grid of the deformed points (cell = reach) and computes the same sums in float32.
+uniform grid of the deformed points (cell = reach) and computes the same sums in float32; the restore is its last
+pass.
 """
 from __future__ import annotations
 
@@ -56,7 +64,8 @@ from scipy.spatial import cKDTree
 from engine.skinning.types import MeshTopology
 
 __all__ = ["CONTACT_MAX_PASSES", "CONTACT_REACH", "CONTACT_LATERAL", "CONTACT_EXCLUDE", "CONTACT_SMOOTH",
-           "ContactRest", "mean_edge_length", "contact_rest", "contact_pairs", "smooth_pushes", "contact_pass",
+           "CONTACT_SPREAD", "ContactRest", "mean_edge_length", "contact_rest", "contact_pairs", "smooth_pushes",
+           "CONTACT_ROUNDS", "RESTORE_FADE", "point_areas", "facing_share", "restore_volume", "contact_pass",
            "resolve_contacts"]
 
 CONTACT_MAX_PASSES = 64
@@ -69,16 +78,26 @@ CONTACT_EXCLUDE = 3.0
 """Points closer than this many mean edge lengths at bind never push each other (their n-ring at bind)."""
 CONTACT_SMOOTH = 3
 """Neighbour-mean smoothings of the pushes in a smoothed pass (the dent spreads over about this many rings)."""
+CONTACT_SPREAD = 12
+"""Edge steps over which the volume the contact passes took is given back (`restore_volume`): the flesh pushed in
+comes back out as a bulge within about this many rings of the dent."""
+CONTACT_ROUNDS = 2
+RESTORE_FADE = 1e-3
+"""The restore's dent direction fades out below this share of the thickness (`restore_volume`)."""
+"""Rounds of `restore_volume`'s hand-out (the second evens out the ridges the first leaves nearest the dent)."""
 
 
 @dataclass(frozen=True)
 class ContactRest:
     """What the contact term needs from the bind pose: bind points (V,3), the mesh's edges (E,2) (the neighbours
-    the smoothed passes average over) and the lengths (scene units) of the module docstring: mean edge length,
-    thickness, reach, lateral offset and exclusion distance; passes per phase."""
+    the smoothed passes average over), per point the number of those edges (V,) and the area proxy (V,) of
+    `point_areas`, and the lengths (scene units) of the module docstring: mean edge length, thickness, reach,
+    lateral offset and exclusion distance; passes per phase."""
 
     bind: np.ndarray
     edges: np.ndarray
+    degree: np.ndarray
+    area: np.ndarray
     edge: float
     thickness: float
     reach: float
@@ -111,7 +130,9 @@ def contact_rest(topology: MeshTopology, thickness: float, passes: int) -> Conta
     e = mean_edge_length(topology)
     t = float(thickness)
     edges = np.asarray(topology.edges, np.int64).reshape(-1, 2)
-    return ContactRest(bind=np.asarray(topology.positions, np.float64), edges=edges, edge=e, thickness=t * e,
+    bind = np.asarray(topology.positions, np.float64)
+    degree = np.bincount(edges.ravel(), minlength=bind.shape[0]).astype(np.float64)
+    return ContactRest(bind=bind, edges=edges, degree=degree, area=point_areas(bind, edges), edge=e, thickness=t * e,
                        reach=max(CONTACT_REACH, t + CONTACT_LATERAL) * e, lateral=CONTACT_LATERAL * e,
                        exclude=CONTACT_EXCLUDE * e, passes=int(passes))
 
@@ -122,10 +143,11 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v * (ok / np.where(ok, n, 1.0))[:, None]
 
 
-def contact_pairs(x: np.ndarray, attach: np.ndarray, rest: ContactRest
+def contact_pairs(x: np.ndarray, attach: np.ndarray, rest: ContactRest, *, facing: bool = False
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(pairs (K,2) i < j, weights (K,), pushes c (K,3) on the first point of each pair; the second gets -c) of
-    the pairs with a positive weight at positions x (V,3) and posed attachments (V,3)."""
+    the pairs with a positive weight and a positive push at positions x (V,3) and posed attachments (V,3);
+    facing: every pair with a positive weight, pushing or not (`facing_share`)."""
     x = np.asarray(x, np.float64)
     attach = np.asarray(attach, np.float64)
     none = (np.zeros((0, 2), np.int64), np.zeros(0), np.zeros((0, 3)))
@@ -152,21 +174,89 @@ def contact_pairs(x: np.ndarray, attach: np.ndarray, rest: ContactRest
     lat = d - g[:, None] * m
     w *= np.clip(1.0 - np.einsum("ij,ij->i", lat, lat) / rest.lateral ** 2, 0.0, 1.0)
     push = 0.5 * np.maximum(rest.thickness - g, 0.0)
-    keep = (w > 0.0) & (push > 0.0)
+    keep = (w > 0.0) & ((push > 0.0) | facing)
     return pr[keep], w[keep], push[keep, None] * m[keep]
 
 
+def facing_share(x: np.ndarray, attach: np.ndarray, rest: ContactRest) -> np.ndarray:
+    """(V,) how much each point faces another sheet within reach: min(sum of its pairs' weights, 1), pairs that
+    push and pairs whose gap is already wider than the thickness alike (0: nothing faces it)."""
+    pr, w, _ = contact_pairs(x, attach, rest, facing=True)
+    return np.minimum(np.bincount(pr.ravel(), weights=np.repeat(w, 2), minlength=x.shape[0]), 1.0)
+
+
 def smooth_pushes(push: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """One smoothing of per-point pushes (V,3): each point takes the mean push of its edge neighbours (a point
-    without neighbours keeps its own)."""
+    """One smoothing of per-point pushes (V,C) (C = 3: vectors; 1: `spread_volume`'s shares): each point takes
+    the mean push of its edge neighbours (a point without neighbours keeps its own)."""
     n = push.shape[0]
     e = np.asarray(edges, np.int64).reshape(-1, 2)
     deg = np.bincount(e.ravel(), minlength=n).astype(np.float64)
     acc = np.empty_like(push)
-    for a in range(3):
+    for a in range(push.shape[1]):
         acc[:, a] = (np.bincount(e[:, 0], weights=push[e[:, 1], a], minlength=n)
                      + np.bincount(e[:, 1], weights=push[e[:, 0], a], minlength=n))
     return np.where(deg[:, None] > 0, acc / np.maximum(deg, 1.0)[:, None], push)
+
+
+def point_areas(bind: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """(V,) area proxy of every point: the mean squared bind length of its edges (0 for a point without edges).
+    Only ratios between neighbouring points matter (`spread_volume`), so no constant factor is needed."""
+    n = bind.shape[0]
+    e = np.asarray(edges, np.int64).reshape(-1, 2)
+    sq = np.einsum("ij,ij->i", bind[e[:, 0]] - bind[e[:, 1]], bind[e[:, 0]] - bind[e[:, 1]])
+    deg = np.bincount(e.ravel(), minlength=n).astype(np.float64)
+    tot = np.bincount(e[:, 0], weights=sq, minlength=n) + np.bincount(e[:, 1], weights=sq, minlength=n)
+    return tot / np.maximum(deg, 1.0)
+
+
+def restore_volume(dent: np.ndarray, x: np.ndarray, attach: np.ndarray, rest: ContactRest) -> np.ndarray:
+    """(V,3) outward offsets (along n = unit(x - a)) that give back, around it, the volume the contact passes
+    took: dent (V,3) is their total displacement, x (V,3) the positions after them. Point i's dent took the
+    volume q_i = A_i delta_i (delta_i = -dent_i . n_i; A: `point_areas`). The receivers
+
+        c = S^CONTACT_SMOOTH (1 - facing) * clamp(1 + 2 n . D / max(|D|, RESTORE_FADE h), 0, 1),
+        D = S^CONTACT_SPREAD dent
+
+    (S: the neighbour mean of `smooth_pushes`; facing: `facing_share`) are the points that face no other sheet
+    and whose normal does not point the way the dents around them pushed (the flanks and the outer side of a
+    bend, not the inner side next to the contact). CONTACT_ROUNDS times the volume is handed out to them: with
+    P = (A D^-1)^CONTACT_SPREAD the mass-preserving spread over the edges (adjacency A, degrees D; its
+    transpose is S^CONTACT_SPREAD), point i hands q_i to receiver k in proportion to P_ki c_k, that is
+    q_k <- c_k (P u)_k with u_i = q_i / (S^CONTACT_SPREAD c)_i, which keeps sum q exactly (a dent with no
+    receiver within reach keeps its volume away); the second round evens the first's ridges out. Receiver k then
+    moves out by q_k / A_k: to first order the dents and the offsets keep the enclosed volume. Zero dents give
+    exactly zero offsets; points without edges (or area) take part in nothing."""
+    x = np.asarray(x, np.float64)
+    dent = np.asarray(dent, np.float64)
+    n = _unit(x - np.asarray(attach, np.float64))
+    deg, area = rest.degree, rest.area
+    ok = (deg > 0) & (area > 0)
+    inv_deg = np.where(ok, 1.0 / np.maximum(deg, 1.0), 0.0)
+    inv_area = np.where(ok, 1.0 / np.where(ok, area, 1.0), 0.0)
+
+    def mean(v: np.ndarray) -> np.ndarray:
+        return smooth_pushes(v[:, None], rest.edges)[:, 0]
+
+    c = 1.0 - facing_share(x, attach, rest)
+    for _ in range(CONTACT_SMOOTH):
+        c = mean(c)
+    side = dent
+    for _ in range(CONTACT_SPREAD):
+        side = smooth_pushes(side, rest.edges)
+    # the dents' direction, faded out where they are tinier than RESTORE_FADE x the thickness: continuous where
+    # opposite dents cancel (float32 and float64 may disagree there on the sign of what is left)
+    fade = np.maximum(np.sqrt(np.einsum("ij,ij->i", side, side)), RESTORE_FADE * rest.thickness)
+    c = c * np.clip(1.0 + 2.0 * np.einsum("ij,ij->i", n, side) / fade, 0.0, 1.0)
+    z = c
+    for _ in range(CONTACT_SPREAD):
+        z = mean(z)
+    q = np.where(ok, area * -np.einsum("ij,ij->i", dent, n), 0.0)
+    for _ in range(CONTACT_ROUNDS):
+        share = np.where(z > 0.0, q / np.where(z > 0.0, z, 1.0), 0.0) * inv_deg  # u_i / degree_i
+        for _ in range(CONTACT_SPREAD):
+            share = mean(share)
+        q = c * share * deg
+    return (q * inv_area)[:, None] * n
 
 
 def contact_pass(x: np.ndarray, attach: np.ndarray, rest: ContactRest, *, smooth: bool = False
@@ -192,7 +282,8 @@ def contact_pass(x: np.ndarray, attach: np.ndarray, rest: ContactRest, *, smooth
 
 def resolve_contacts(x: np.ndarray, attach: np.ndarray, rest: ContactRest) -> tuple[np.ndarray, int]:
     """`rest.passes` smoothed then `rest.passes` plain contact passes from x, stopping at the first pass that
-    finds no pair: (positions (V,3) float64, passes that moved points)."""
+    finds no pair, then (when a pass moved points) the volume they took given back (`restore_volume`):
+    (positions (V,3) float64, passes that moved points)."""
     y = np.asarray(x, np.float64)
     if y.shape != (rest.n_vertices, 3) or np.shape(attach) != y.shape:
         raise ValueError(f"positions {y.shape} and attachments {np.shape(attach)}; valid: ({rest.n_vertices}, 3)")
@@ -202,4 +293,6 @@ def resolve_contacts(x: np.ndarray, attach: np.ndarray, rest: ContactRest) -> tu
         if found == 0:
             break
         moved += 1
+    if moved:
+        y = y + restore_volume(y - np.asarray(x, np.float64), y, attach, rest)
     return y, moved

@@ -39,6 +39,19 @@ The direction is the surface normal at the stroke's middle ("normal") or each ve
 ("radial", eq. 24's |s_i| scaled). An offset stroke (targets mapped by the stroke parameter, as joints are in
 posing) gives plain targets: `offset_targets`.
 
+Spread (issue 26 item 5): a profile edit may also carry, per passive vertex, its encoded rest place
+`passive_local`, a stroke parameter `passive_param` and a direction `passive_direction` scaled by a falloff
+w in [0, 1] (engine.skinning.roi.passive_falloff: 1 beside the handles, 0 at the held ring, zero slope at both);
+the passive vertices are then pulled, with the edit's stiffness, towards rest + amount(t) w direction, so the
+profile spreads over the region. Why: pulled by a band of handles alone, the springs answer with a ridge: the
+bone, radial and length springs anchor every passive vertex to its own bone, so the region does not rise with
+the handles but slides towards them, and the surface folds along the band's rim (on the humanoid's forearm at
+80 mm: dihedral changes of 50+ deg, crumpled shading). engine.authoring.surface builds its profile edits this
+way and measures the stroke parameters along the stroke extended to the held ring (`region_params`), so the
+profile rises from the region's border instead of standing on a kink of its slope at the stroke's ends (the
+parabola's 4 h / L there was the largest fold of small bulges). Everything is a ratio of lengths or an encoded
+offset, so it holds in any units. An edit without these arrays (older files) pulls its handles only.
+
 Every edit has a stiffness and a weight keyable over clip time (piecewise linear keys, clamped outside the
 keyed range; no keys means weight 1), so a breathing edit can be animated.
 
@@ -47,12 +60,16 @@ keyed range; no keys means weight 1), so a breathing edit can be animated.
 attraction force sum_e k_e w_e (v'_e,i - v_i) = C_i - K_i v_i is exact for any overlap and is one vec4 per
 vertex on the GPU, and the held flags of the static sets. Everything serialises to plain dicts of lists
 (JSON/TOML friendly).
+
+Why one file: the edit's data, its per-frame reduction and its file format (validation of every key as written)
+change together whenever an edit gains a field (as the spread did); split, each change would touch three
+modules that only make sense side by side.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -265,6 +282,9 @@ class SurfaceEdit:
     profile: Profile | None = None
     param: np.ndarray | None = None
     direction_local: np.ndarray | None = None
+    passive_local: np.ndarray | None = None
+    passive_param: np.ndarray | None = None
+    passive_direction: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.kinematic = _index_array(self.kinematic, "SurfaceEdit.kinematic")
@@ -315,6 +335,36 @@ class SurfaceEdit:
             self.param, self.direction_local = par, dirs
         elif self.param is not None or self.direction_local is not None:
             raise ValueError("SurfaceEdit.param and direction_local belong to a profile; give profile= too")
+        self._check_spread()
+
+    def _check_spread(self) -> None:
+        """The passive targets (all three arrays or none, with a profile, one row per passive vertex)."""
+        given = [a is not None for a in (self.passive_local, self.passive_param, self.passive_direction)]
+        if not any(given):
+            return
+        if not all(given) or self.profile is None:
+            raise ValueError("SurfaceEdit.passive_local, passive_param and passive_direction go together, with a "
+                             "profile (the passive vertices' targets)")
+        p = self.passive.size
+        local = np.asarray(self.passive_local, np.float64).reshape(-1, 3) if p else np.zeros((0, 3))
+        par = np.asarray(self.passive_param, np.float64).reshape(-1)
+        dirs = np.asarray(self.passive_direction, np.float64).reshape(-1, 3) if p else np.zeros((0, 3))
+        if local.shape != (p, 3) or dirs.shape != (p, 3) or par.shape != (p,):
+            raise ValueError(f"SurfaceEdit.passive_local / passive_param / passive_direction must be ({p}, 3), ({p},) "
+                             f"and ({p}, 3) (one row per passive vertex), got {local.shape}, {par.shape}, "
+                             f"{dirs.shape}")
+        if not (np.all(np.isfinite(local)) and np.all(np.isfinite(dirs)) and np.all((par >= 0) & (par <= 1))):
+            raise ValueError("SurfaceEdit.passive_local / passive_direction must be finite and passive_param in "
+                             "[0, 1]")
+        if (local.size and float(np.abs(local).max()) > MAX_TARGET) or (dirs.size and float(np.abs(dirs).max()) > 1.0):
+            raise ValueError(f"SurfaceEdit.passive_local beyond {MAX_TARGET:g} m or passive_direction longer than 1; "
+                             "valid: finite metres, directions scaled by a falloff in [0, 1]")
+        self.passive_local, self.passive_param, self.passive_direction = local, par, dirs
+
+    @property
+    def spreads(self) -> bool:
+        """Whether the passive vertices carry targets too (the profile spread over the region, `from_profile`)."""
+        return self.passive_local is not None and self.passive.size > 0
 
     # -- construction -------------------------------------------------------------------------------------
     @classmethod
@@ -352,31 +402,97 @@ class SurfaceEdit:
         return decode_targets(self.local_targets(time), np.asarray(attach)[self.kinematic],
                               np.asarray(rot)[self.kinematic])
 
+    def passive_targets(self, attach: np.ndarray, rot: np.ndarray, time: float = 0.0) -> np.ndarray:
+        """World targets (P,3) of the passive vertices of a spreading edit (`spreads`): each one's encoded rest
+        place plus the profile's amount at its stroke parameter along its falloff-scaled direction; (0,3) when
+        the edit does not spread."""
+        if not self.spreads or self.profile is None:
+            return np.zeros((0, 3))
+        assert self.passive_local is not None and self.passive_param is not None
+        local = self.passive_local + self.profile.amount(self.passive_param, time)[:, None] * self.passive_direction
+        return decode_targets(local, np.asarray(attach)[self.passive], np.asarray(rot)[self.passive])
+
+    def redirected(self, direction: np.ndarray, rot: np.ndarray) -> SurfaceEdit:
+        """A copy whose profile lifts along the world unit ``direction`` (3,), encoded with the bone rotations
+        ``rot`` (V,3,3) of the pose it is given in; the passive directions keep their falloff (their length)."""
+        d = np.asarray(direction, np.float64).reshape(3)
+        r = np.asarray(rot, np.float64)
+        out = replace(self, direction_local=np.einsum("kji,j->ki", r[self.kinematic], d))
+        if self.spreads:
+            assert self.passive_direction is not None
+            w = np.linalg.norm(self.passive_direction, axis=1, keepdims=True)
+            out = replace(out, passive_direction=np.einsum("kji,j->ki", r[self.passive], d) * w)
+        return out
+
+    def rest_places(self, base: np.ndarray, attach: np.ndarray, rot: np.ndarray) -> np.ndarray:
+        """Control points (V,3) ``base`` with this profile edit's kinematic (and spread passive) vertices put back
+        at their encoded rest places in the pose of ``attach`` / ``rot``: the surface without the edit, to
+        rebuild it on (a new region). Non-profile edits store no rest: ``base`` unchanged."""
+        out = np.array(base, np.float64)
+        if self.profile is None:
+            return out
+        out[self.kinematic] = decode_targets(self.target_local, np.asarray(attach)[self.kinematic],
+                                             np.asarray(rot)[self.kinematic])
+        if self.spreads:
+            assert self.passive_local is not None
+            out[self.passive] = decode_targets(self.passive_local, np.asarray(attach)[self.passive],
+                                               np.asarray(rot)[self.passive])
+        return out
+
+    @property
+    def handles(self) -> np.ndarray:
+        """The vertices this edit pulls towards targets: kinematic, and passive too when it spreads."""
+        return np.concatenate([self.kinematic, self.passive]) if self.spreads else self.kinematic
+
     @classmethod
     def from_profile(cls, kinematic: np.ndarray, rest: np.ndarray, param: np.ndarray, profile: Profile,
                      attach: np.ndarray, rot: np.ndarray, *, normal: np.ndarray | None = None,
                      passive: np.ndarray | None = None, static: np.ndarray | None = None, stiffness: float = 5.0,
-                     keys: np.ndarray | None = None, name: str = "") -> SurfaceEdit:
+                     keys: np.ndarray | None = None, name: str = "", passive_rest: np.ndarray | None = None,
+                     passive_param: np.ndarray | None = None, passive_weight: np.ndarray | None = None
+                     ) -> SurfaceEdit:
         """An edit moving the `kinematic` vertices from their world places `rest` (K,3) by a profile along
         the stroke (stroke parameters `param` (K,)): along the world unit `normal` (3,) (direction "normal")
-        or along each vertex's scale vector ("radial"). attach (V,3) / rot (V,3,3): the pose of `rest`."""
+        or along each vertex's scale vector ("radial"). attach (V,3) / rot (V,3,3): the pose of `rest`.
+
+        With `passive_rest` (P,3) (the passive vertices' world places), `passive_param` (P,) and
+        `passive_weight` (P,) in [0, 1] (engine.skinning.roi.passive_falloff) the profile spreads over the
+        passive region: each passive vertex is pulled towards its place plus weight x amount at its parameter
+        (see the module docstring, "Spread")."""
         kin = _index_array(kinematic, "SurfaceEdit.kinematic")
+        pas = _index_array(passive if passive is not None else [], "SurfaceEdit.passive")
         a, r = np.asarray(attach, np.float64)[kin], np.asarray(rot, np.float64)[kin]
         rest = np.asarray(rest, np.float64).reshape(-1, 3)
-        if profile.direction == "normal":
-            n = np.asarray(normal if normal is not None else [np.nan] * 3, np.float64).reshape(-1)
-            length = float(np.linalg.norm(n)) if n.shape == (3,) and np.all(np.isfinite(n)) else 0.0
-            if not length > 0.0:
-                raise ValueError(f"a profile along the surface normal needs a finite non-zero normal, got {normal!r}")
-            world = np.broadcast_to(n / length, rest.shape)
-        else:
-            s = rest - a
+
+        def directions(places: np.ndarray, att: np.ndarray) -> np.ndarray:
+            if profile.direction == "normal":
+                n = np.asarray(normal if normal is not None else [np.nan] * 3, np.float64).reshape(-1)
+                length = float(np.linalg.norm(n)) if n.shape == (3,) and np.all(np.isfinite(n)) else 0.0
+                if not length > 0.0:
+                    raise ValueError(f"a profile along the surface normal needs a finite non-zero normal, got "
+                                     f"{normal!r}")
+                return np.broadcast_to(n / length, places.shape)
+            s = places - att
             ln = np.linalg.norm(s, axis=1, keepdims=True)
-            world = np.divide(s, ln, out=np.zeros_like(s), where=ln > 0.0)
-        return cls(kin, encode_targets(rest, a, r), passive=passive if passive is not None else np.zeros(0, np.int32),
+            return np.divide(s, ln, out=np.zeros_like(s), where=ln > 0.0)
+
+        spread: dict[str, Any] = {}
+        if passive_rest is not None:
+            ap, rp = np.asarray(attach, np.float64)[pas], np.asarray(rot, np.float64)[pas]
+            prest = np.asarray(passive_rest, np.float64).reshape(-1, 3)
+            w = np.clip(np.asarray(passive_weight if passive_weight is not None else np.ones(pas.size),
+                                   np.float64).reshape(-1), 0.0, 1.0)
+            if prest.shape != (pas.size, 3) or w.shape != (pas.size,):
+                raise ValueError(f"passive_rest / passive_weight must be ({pas.size}, 3) / ({pas.size},), got "
+                                 f"{prest.shape} / {w.shape}")
+            spread = dict(passive_local=encode_targets(prest, ap, rp),
+                          passive_param=np.clip(np.asarray(passive_param, np.float64).reshape(-1), 0.0, 1.0),
+                          passive_direction=np.einsum("kji,kj->ki", rp, directions(prest, ap)) * w[:, None])
+        return cls(kin, encode_targets(rest, a, r), passive=pas,
                    static=static if static is not None else np.zeros(0, np.int32), stiffness=stiffness,
                    keys=keys if keys is not None else np.zeros((0, 2)), name=name, profile=profile,
-                   param=np.asarray(param, np.float64), direction_local=np.einsum("kji,kj->ki", r, world))
+                   param=np.asarray(param, np.float64),
+                   direction_local=np.einsum("kji,kj->ki", r, directions(rest, a)), **spread)
 
     def check(self, n_vertices: int) -> None:
         """Raise ValueError when an index does not fit a mesh of `n_vertices` control points."""
@@ -400,6 +516,9 @@ class SurfaceEdit:
             **({} if self.profile is None or self.param is None or self.direction_local is None else {
                 "profile": self.profile.to_dict(), "param": self.param.tolist(),
                 "direction_local": self.direction_local.tolist()}),
+            **({} if self.passive_local is None or self.passive_param is None or self.passive_direction is None
+               else {"passive_local": self.passive_local.tolist(), "passive_param": self.passive_param.tolist(),
+                     "passive_direction": self.passive_direction.tolist()}),
         }
 
     @classmethod
@@ -408,7 +527,7 @@ class SurfaceEdit:
         if not isinstance(d, dict):
             raise ValueError(f"a surface edit must be a dict, got {type(d).__name__}")
         known = {"name", "stiffness", "kinematic", "target_local", "passive", "static", "keys", "profile", "param",
-                 "direction_local"}
+                 "direction_local", "passive_local", "passive_param", "passive_direction"}
         unknown = set(d) - known
         if unknown:
             raise ValueError(f"unknown surface edit keys {sorted(unknown)}; valid: {sorted(known)}")
@@ -424,7 +543,9 @@ class SurfaceEdit:
         return cls(kinematic=d["kinematic"], target_local=tl, passive=d.get("passive", []),
                    static=d.get("static", []), stiffness=d.get("stiffness", 5.0),
                    keys=d.get("keys", []), name=str(d.get("name", "")), profile=profile,
-                   param=d.get("param"), direction_local=dirs)
+                   param=d.get("param"), direction_local=dirs,
+                   **{k: None if d.get(k) is None else np.asarray(d[k], np.float64)
+                      for k in ("passive_local", "passive_param", "passive_direction")})
 
 
 class EditStack:
@@ -456,6 +577,9 @@ class EditStack:
                 continue
             tgt = edit.targets(attach, rot, time)
             idx = edit.kinematic  # unique within one edit, so fancy-index += is exact
+            if edit.spreads:  # the passive vertices' targets (kinematic and passive are disjoint)
+                tgt = np.concatenate([tgt, edit.passive_targets(attach, rot, time)])
+                idx = edit.handles
             out.stiffness[idx] += k
             out.weighted_target[idx] += k * tgt
             out.q[idx] += k * np.einsum("ij,ij->i", tgt, tgt)
@@ -558,6 +682,12 @@ def _check_edit_json(e: Any, where: str) -> None:
         _json_rows(e["param"], f"{where}.param", None, 1.0)
     if e.get("direction_local") is not None:
         _json_rows(e["direction_local"], f"{where}.direction_local", 3, MAX_TARGET)
+    if e.get("passive_local") is not None:
+        _json_rows(e["passive_local"], f"{where}.passive_local", 3, MAX_TARGET)
+    if e.get("passive_param") is not None:
+        _json_rows(e["passive_param"], f"{where}.passive_param", None, 1.0)
+    if e.get("passive_direction") is not None:
+        _json_rows(e["passive_direction"], f"{where}.passive_direction", 3, 1.0)
     prof = e.get("profile")
     if isinstance(prof, dict):
         for k, v in prof.items():

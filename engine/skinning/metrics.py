@@ -33,6 +33,7 @@ from engine.skinning.types import Bones, bone_endpoints
 __all__ = [
     "volume",
     "volume_ratio",
+    "region_dihedral_change",
     "skeleton_distance",
     "collapse",
     "edge_distortion",
@@ -366,6 +367,23 @@ def dihedral_change_share(positions: np.ndarray, bind_positions: np.ndarray, tri
 
 
 @quiet_underflow
+def region_dihedral_change(positions: np.ndarray, reference: np.ndarray, triangles: np.ndarray,
+                           vertices: np.ndarray) -> float:
+    """Largest change in degrees of the dihedral angle, ``positions`` against ``reference`` (e.g. the same pose
+    without a surface edit), over the interior edges whose two faces both touch ``vertices`` (e.g. an edit's
+    passive region); 0 when there is no such edge. A fold or crumple shows as tens of degrees on one edge."""
+    tri = np.asarray(triangles, np.int64)
+    pairs = interior_edge_faces(tri)
+    mark = np.zeros(max(int(tri.max()) + 1 if tri.size else 0, np.asarray(positions).shape[0]), bool)
+    mark[np.asarray(vertices, np.int64)] = True
+    touch = np.asarray(mark[tri].any(axis=1), bool)
+    pairs = pairs[touch[pairs[:, 0]] & touch[pairs[:, 1]]]
+    if pairs.shape[0] == 0:
+        return 0.0
+    d = np.abs(dihedral_angles(positions, tri, pairs) - dihedral_angles(reference, tri, pairs))
+    return float(np.degrees(d.max()))
+
+
 def strain_share(positions: np.ndarray, bind_positions: np.ndarray, edges: np.ndarray,
                  threshold: float = 0.3) -> float:
     """Share (0..1) of edges (E,2) with bind length > 0 whose length changed by more than `threshold` (relative)."""

@@ -43,8 +43,8 @@ from engine.gpu.layouts import SILHOUETTE_THRESHOLDS
 from engine.skinning.types import MeshTopology
 
 __all__ = ["DEFAULT_RINGS", "Region", "crossed_faces", "face_adjacency", "grow_rings", "grow_radius",
-           "outer_ring", "region_of_interest", "surface_positions", "SILHOUETTE_THRESHOLDS", "laplacian_edges",
-           "silhouette_pixels", "silhouette_vertices", "silhouette_chain", "region_around"]
+           "outer_ring", "passive_falloff", "region_of_interest", "surface_positions", "SILHOUETTE_THRESHOLDS",
+           "laplacian_edges", "silhouette_pixels", "silhouette_vertices", "silhouette_chain", "region_around"]
 
 DEFAULT_RINGS = 4
 _MAX_WALK = 4096  # faces one straight walk between two samples may cross before giving up on it
@@ -316,6 +316,29 @@ def outer_ring(topology: MeshTopology, region: np.ndarray) -> np.ndarray:
     inside[reg] = True
     nb = _neighbours(topology, reg)
     return nb[~inside[nb]].astype(np.int32)
+
+
+def passive_falloff(topology: MeshTopology, region: Region, *, positions: np.ndarray | None = None) -> np.ndarray:
+    """(P,) weights in [0, 1] of the passive vertices of ``region``, in its passive order: 1 - smoothstep(u),
+    u = d_k / (d_k + d_s), with d_k and d_s the shortest paths along mesh edges (on ``positions``, default
+    bind) to the nearest kinematic and static vertex. 1 beside the handles, 0 at the held ring, with zero slope
+    at both ends: a profile scaled by it meets the static ring, and the handles' plateau, without a kink. A
+    ratio of lengths, so the same on any unit or scale of the mesh."""
+    from scipy.sparse.csgraph import dijkstra
+
+    n = topology.n_control
+    pas = _as_index(region.passive, n, "passive")
+    if pas.size == 0:
+        return np.zeros(0)
+    x = np.asarray(topology.positions if positions is None else positions, np.float64)
+    g = _edge_graph(topology, x)
+    d_k = dijkstra(g, indices=_as_index(region.kinematic, n, "kinematic"), min_only=True)[pas]
+    stat = _as_index(region.static, n, "static")
+    d_s = dijkstra(g, indices=stat, min_only=True)[pas] if stat.size else np.full(pas.size, np.inf)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        u = np.where(np.isfinite(d_s), d_k / (d_k + d_s), 0.0)
+    u = np.clip(np.nan_to_num(u, nan=1.0), 0.0, 1.0)
+    return 1.0 - u * u * (3.0 - 2.0 * u)
 
 
 def region_around(topology: MeshTopology, kinematic: np.ndarray, *, rings: int | None = None,

@@ -29,6 +29,7 @@ BENCHES = {
     "cutscene": "bench.bench_cutscene",
     "vr": "bench.bench_vr",
     "weights": "bench.bench_weights",
+    "springs": "bench.bench_springs",
 }
 
 

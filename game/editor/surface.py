@@ -142,6 +142,7 @@ class _Handle:
     start: np.ndarray
     lift: np.ndarray
     rot: np.ndarray
+    rot_all: np.ndarray  # (V, 3, 3) every control point's, for the spread passive directions
     before: SurfaceSnapshot
     changes: int
     moved: bool = False
@@ -363,10 +364,11 @@ class SurfaceTool:
         start = unproject_point(x, y, cam, r.width, r.height, plane)
         if start is None:
             return None
-        rot = np.asarray(ch.edit_frame(a.key)[1], np.float64)[edit.kinematic]
+        rot_all = np.asarray(ch.edit_frame(a.key)[1], np.float64)
+        rot = rot_all[edit.kinematic]
         n = np.einsum("kij,kj->ki", rot, edit.direction_local).mean(axis=0)
         n /= max(float(np.linalg.norm(n)), 1e-12)
-        return _Handle((float(x), float(y)), plane, start, edit.profile.height * n, rot,
+        return _Handle((float(x), float(y)), plane, start, edit.profile.height * n, rot, rot_all,
                        self._snapshot(ch, state), self.session.world.resource(CommandStack).changes)
 
     def _drag(self, state: EditorState, h: _Handle, x: float, y: float) -> None:
@@ -382,11 +384,10 @@ class SurfaceTool:
         v = h.lift + (hit - h.start)
         st = state.settings
         st.nudge(surface_height=float(np.linalg.norm(v)) - st.surface_height)  # clamped to its range
-        direction = edit.direction_local
-        if st.surface_height > 1e-9:
-            direction = np.einsum("kji,j->ki", h.rot, v / np.linalg.norm(v))  # R^T v, per kinematic vertex
+        if st.surface_height > 1e-9:  # R^T v per vertex (kinematic, and the spread passive ones)
+            edit = edit.redirected(v / np.linalg.norm(v), h.rot_all)
         stack.edits[a.index] = dataclasses.replace(
-            edit, profile=dataclasses.replace(edit.profile, height=st.surface_height), direction_local=direction)
+            edit, profile=dataclasses.replace(edit.profile, height=st.surface_height))
         self._seen = self._values(st)  # the edit already has the new height: no live change to apply
         h.moved = True
 
@@ -512,6 +513,20 @@ class SurfaceTool:
             return None
         return a, ch, stack
 
+    def _respread(self, ch: Any, a: ActiveEdit, edit: Any, changes: dict[str, Any], rings: int) -> Any:
+        """The active bulge rebuilt over its new region (rings changed) on the surface without it (its encoded
+        rest places, `SurfaceEdit.rest_places`), with the new settings and the edit's own lift direction."""
+        assert a.samples is not None
+        attach, rot = ch.edit_frame(a.key)
+        topo = ch.topology(a.key)
+        x = np.asarray(ch.vertices()[a.key], np.float64)[np.asarray(topo.display_of_control)]
+        n = np.einsum("kij,kj->ki", np.asarray(rot)[edit.kinematic], edit.direction_local).mean(axis=0)
+        new = surface_edit(ch, a.samples, rings=rings, profile=changes["profile"],
+                           stiffness=changes["stiffness"], keys=edit.keys, name=edit.name,
+                           rest=edit.rest_places(x, attach, rot))
+        length = float(np.linalg.norm(n))
+        return new.redirected(n / length, rot) if edit.profile.direction == "normal" and length > 0 else new
+
     def _change(self, state: EditorState, previous: dict[str, Any]) -> None:
         """A surface setting changed: the active edit takes it. Changes of the same settings of the same edit
         fold into one undo step until the stack is closed (a slider released, a stroke, a key nudge)."""
@@ -532,7 +547,11 @@ class SurfaceTool:
             if not a.solved:
                 region = roi.region_around(ch.topology(a.key), edit.kinematic, rings=st.surface_rings)
                 changes.update(passive=region.passive, static=region.static)
-            stack.edits[a.index] = dataclasses.replace(edit, **changes)
+            if edit.spreads and a.samples is not None and not np.array_equal(changes.get("passive", edit.passive),
+                                                                             edit.passive):
+                stack.edits[a.index] = self._respread(ch, a, edit, changes, st.surface_rings)  # a new spread
+            else:
+                stack.edits[a.index] = dataclasses.replace(edit, **changes)
         except ValueError as exc:
             state.settings.update(**previous)
             self._seen = previous

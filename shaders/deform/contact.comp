@@ -10,6 +10,11 @@
 // (moved[k * (2 P + 1) + n] == 0, reset by contact_grid.comp) it pushes nothing and copies through (this dispatch
 // always runs; the grid and smoothing dispatches of a pass nobody takes part in get zero groups). A pass that moves a point sets
 // the next flag; an instance sitting a pass out carries its flag over.
+// Pass n = 2 P is the volume restore (reference restore_volume): an instance takes part when its first pass moved
+// a point (moved[k * (2 P + 1) + 1]); every point then writes (x - x0, 1 - min(sum w, 1)) to the push buffer (x0:
+// the spring stage's result, the total displacement of the passes; sum w over every facing pair within reach,
+// pushing or not: the reference's facing_share) and copies its position through; contact_smooth.comp does the
+// rest. Points of instances that sit it out write zeros (their restore offsets are exactly zero).
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "deform_common.glsl"
@@ -23,9 +28,10 @@ layout(std430, binding = B_CONTACT_PARAMS) readonly buffer Params { vec4 params[
 // the grid (contact_grid.comp): bucket starts at grid[T + h], the pass flags from grid[2T + 1]
 layout(std430, binding = B_CONTACT_GRID) buffer Grid { uint grid[]; };
 layout(std430, binding = B_CONTACT_ENTRIES) readonly buffer Entries { int entries[]; };
+layout(std430, binding = B_CONTACT_ORIGIN) readonly buffer Origin { vec4 origin[]; };  // the spring stage's result
 layout(rgba32f, binding = I_SPRING_FRAME) readonly uniform image2D frame;  // SpringFrame (this frame's)
 
-uniform int u_pass;    // n, in [0, 2 P)
+uniform int u_pass;    // n, in [0, 2 P]: 2 P is the volume restore
 uniform int u_passes;  // P: the largest contact_passes of the batch
 uniform uint u_table;
 
@@ -52,10 +58,16 @@ void main() {
     vec3 xi = src[p].xyz;
     vec4 geom = params[2 * k];     // reach, thickness, lateral, exclude
     vec4 more = params[2 * k + 1];  // edge, passes, on, 0
+    bool restore = u_pass == 2 * u_passes;
     bool smoothed = u_pass < u_passes;
-    int flag = k * (2 * u_passes + 1) + u_pass;
+    int flag = k * (2 * u_passes + 1) + (restore ? 1 : u_pass);
     bool live = more.z > 0.0 && grid[flag_index(flag)] != 0u;
-    bool takes_part = live && (smoothed ? u_pass : u_pass - u_passes) < int(more.y);
+    bool takes_part = live && (restore || (smoothed ? u_pass : u_pass - u_passes) < int(more.y));
+    if (restore && !takes_part) {
+        push_out[p] = vec4(0.0);
+        dst[p] = vec4(xi, 1.0);
+        return;
+    }
     if (!takes_part) {
         if (live && i == 0) atomicOr(grid[flag_index(flag + 1)], 1u);  // sitting out: the next pass still runs
         if (smoothed) push_out[p] = vec4(0.0);
@@ -69,6 +81,7 @@ void main() {
     ivec3 c = contact_cell(xi, reach);
     vec3 acc = vec3(0.0);
     float wsum = 0.0;
+    float fsum = 0.0;  // the restore's facing sum: every pair with a positive weight
     for (int dz = -1; dz <= 1; ++dz)
     for (int dy = -1; dy <= 1; ++dy)
     for (int dx = -1; dx <= 1; ++dx) {
@@ -95,10 +108,16 @@ void main() {
             vec3 l = d - gap * m;
             w *= clamp(1.0 - dot(l, l) / lat2, 0.0, 1.0);
             float push = 0.5 * max(thick - gap, 0.0);
+            if (w > 0.0) fsum += w;
             if (w <= 0.0 || push <= 0.0) continue;
             acc += w * push * m;
             wsum += w;
         }
+    }
+    if (restore) {
+        push_out[p] = vec4(xi - origin[p].xyz, 1.0 - min(fsum, 1.0));
+        dst[p] = vec4(xi, 1.0);
+        return;
     }
     vec3 push = acc / max(wsum, 1.0);
     if (smoothed) push_out[p] = vec4(push, 0.0); else dst[p] = vec4(xi + push, 1.0);

@@ -29,7 +29,7 @@ layout(std430, binding = B_INDIRECT) writeonly buffer Indirect { uint indirect[]
 
 uniform int u_mode;
 uniform uint u_table;
-uniform int u_pass;       // n, in [0, 2 P): P smoothed passes, then P plain ones
+uniform int u_pass;       // n, in [0, 2 P]: P smoothed passes, P plain ones, then the volume restore
 uniform int u_passes;     // P: the largest contact_passes of the batch
 uniform int u_instances;  // instances of the batch
 uniform uint u_groups;    // control work groups of the pool
@@ -39,8 +39,10 @@ uint flag_index(int f) { return 2u * u_table + 1u + uint(f); }
 
 // Instance k takes part in pass u_pass: contact on, one of its own first contact_passes passes of the phase, and
 // its last pass moved a point (contact.comp decides the same way).
+// The volume restore (u_pass = 2 P): contact on and its first pass moved a point.
 bool takes_part(int k) {
     vec4 more = params[2 * k + 1];
+    if (u_pass == 2 * u_passes) return more.z > 0.0 && grid[flag_index(k * (2 * u_passes + 1) + 1)] != 0u;
     int local_pass = u_pass < u_passes ? u_pass : u_pass - u_passes;
     return more.z > 0.0 && local_pass < int(more.y) && grid[flag_index(k * (2 * u_passes + 1) + u_pass)] != 0u;
 }

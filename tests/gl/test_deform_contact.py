@@ -83,6 +83,8 @@ def test_contact_stage_matches_reference_and_removes_the_crossing(gl_ctx, resour
     assert np.abs(gpu[0] - plain).max() > 1e-3 * diag  # the contact term moved points at 150 deg
     assert intersecting_pairs(gpu[0], tri).shape[0] < intersecting_pairs(plain, tri).shape[0]
     np.testing.assert_allclose(gpu[2], rig.bind_positions, atol=TOL * diag, rtol=0)  # bind stays a fixed point
+    # the volume restore ran: the passes alone keep 0.86 of this coarse tube's volume, the restore gives it back
+    assert rig.measure(gpu[0], TubePose("p", bend=150.0))["volume_ratio"] > 0.95
 
 
 def test_contact_off_at_runtime_copies_the_springs_through(gl_ctx, resources, rig):

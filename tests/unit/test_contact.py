@@ -113,3 +113,84 @@ def test_smoothing_spreads_a_lone_push_over_its_neighbours(sheets):
     nbrs = nbrs[nbrs != mid]
     assert out[mid, 2] == 0.0 and np.all(out[nbrs, 2] > 0.0)
     assert np.count_nonzero(out[:, 2]) == nbrs.size
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the volume restore (restore_volume): the volume the passes took comes back on the points that face nothing
+
+
+@pytest.fixture(scope="module")
+def tube():
+    """A closed-volume test piece: issue 13's tube shape, small (21 rings of 16), attachments on its axis."""
+    from engine.assets.gen.family import tube_member
+
+    m = tube_member("restore", radius=0.5, length=4.0, rings=21, segments=16)
+    topo = prepare_mesh(m.positions, m.triangles)
+    x = np.asarray(topo.positions, np.float64)
+    attach = x * [1.0, 0.0, 0.0]
+    return m, topo, x, attach
+
+
+def _dented(tube, depth: float):
+    """The tube with the points of its +y side near the middle pushed in by `depth` x the radius."""
+    m, topo, x, attach = tube
+    n = (x - attach) / np.linalg.norm(x - attach, axis=1)[:, None]
+    patch = (np.abs(x[:, 0] - 2.0) < 0.6) & (n[:, 1] > 0.7)
+    dent = np.where(patch[:, None], -depth * m.radius * n, 0.0)
+    return dent, n, patch
+
+
+def test_restore_gives_the_dent_volume_back_on_the_other_points(tube):
+    from engine.skinning.contact import restore_volume
+    from engine.skinning.metrics import volume
+
+    m, topo, x, attach = tube
+    rest = contact_rest(topo, 0.5, 8)
+    dent, n, patch = _dented(tube, 0.2)
+    off = restore_volume(dent, x + dent, attach, rest)
+    # first order: the area-weighted normal offsets cancel the dent's exactly
+    taken = np.sum(rest.area * np.einsum("ij,ij->i", dent, n))
+    given = np.sum(rest.area * np.einsum("ij,ij->i", off, n))
+    assert taken < 0.0 and given == pytest.approx(-taken, rel=1e-9)
+    # outward only, nothing on the dent itself, spread: under half the dent's depth, on more points than the dent
+    along = np.einsum("ij,ij->i", off, n)
+    assert along.min() >= 0.0 and np.all(along[patch] == 0.0)
+    assert along.max() < 0.5 * np.abs(dent).max() and np.count_nonzero(along > 1e-6) > 3 * np.count_nonzero(patch)
+
+    def vol(y):
+        return volume(m.closed_positions(y), m.closed_triangles)
+
+    v0 = vol(x)
+    assert vol(x + dent) < 0.985 * v0  # the dent alone loses volume
+    assert abs(vol(x + dent + off) / v0 - 1.0) < 0.003  # given back (to the second order)
+
+
+def test_restore_of_no_dent_is_exactly_nothing(tube):
+    from engine.skinning.contact import restore_volume
+
+    _, topo, x, attach = tube
+    rest = contact_rest(topo, 0.5, 8)
+    assert np.array_equal(restore_volume(np.zeros_like(x), x, attach, rest), np.zeros_like(x))
+
+
+def test_restore_skips_points_that_face_another_sheet(sheets):
+    """The crossing sheets: after the passes every point of the two facing patches faces the other sheet; the
+    restore puts its volume on the sheets' far rims only (points further than reach from the other sheet)."""
+    from engine.skinning.contact import facing_share, restore_volume
+
+    topo, x, attach = sheets
+    rest = contact_rest(topo, 0.5, 8)
+    y, moved = resolve_contacts(x, attach, rest)
+    assert moved > 0
+    # resolve_contacts ends with the restore: the passes alone are the same loop without it
+    from engine.skinning.contact import contact_pass
+
+    z = x.copy()
+    for k in range(2 * rest.passes):
+        z, found = contact_pass(z, attach, rest, smooth=k < rest.passes)
+        if found == 0:
+            break
+    off = y - z
+    np.testing.assert_allclose(off, restore_volume(z - x, z, attach, rest), atol=1e-12)
+    facing = facing_share(z, attach, rest)
+    assert np.all(off[facing >= 1.0] == 0.0)

@@ -74,7 +74,7 @@ def test_tiles_partition_work_groups_by_region(shape):
 
 
 @pytest.mark.parametrize("kw", [{}, dict(integrator="explicit"), dict(integrator="explicit", k_v=0.0),
-                                dict(integrator="explicit", acceleration="momentum")], ids=str)
+                                dict(integrator="explicit", acceleration="momentum"), dict(k_d=5.0)], ids=str)
 def test_block_one_is_the_untiled_iteration(kw):
     rig = tube(rings=16, segments=12, n_joints=4)
     d = _deformer(rig, convergence="iterations", max_iterations=30, **kw)

@@ -303,7 +303,10 @@ BINDINGS: dict[str, int] = {
     "B_CONTACT_GRID": 28,
     "B_CONTACT_ENTRIES": 29,
     "B_CONTACT_BIND": 30,
-    "B_CONTACT_PUSH": 31,  # two halves (contact.comp writes the first, contact_smooth.comp ping-pongs)
+    "B_CONTACT_PUSH": 31,  # two halves (contact.comp writes the first, contact_smooth.comp ping-pongs), restore part
+    # the spring stage's result, read by the contact stage's volume restore (contact.comp). Shares 26 with
+    # B_BONES_PREV (spring_frame.comp only): no shader declares both, each stage binds before dispatching.
+    "B_CONTACT_ORIGIN": 26,
     # spring volume term: per bone of the batch three int sums of its region's volume (fixed point), used in turn
     # by the iterations (spring.comp), and a flag (a surface edit touches the region: records.volume_rows).
     # Shares 27 with B_CONTACT_PARAMS: no shader declares both, and each stage binds its buffers before its

@@ -148,6 +148,9 @@ def fill_record(rec: np.ndarray, params: SpringParams, topology: MeshTopology, *
     rec["handle_weight"] = p.handle_weight
     rec["damping"] = p.momentum if momentum else p.damping  # one slot: the explicit update has no damping
     rec["energy_rtol"] = p.energy_rtol
+    if p.stiffness("k_d"):
+        raise ValueError(f"SpringParams.k_d = {p.k_d:g}: the differential term runs on the numpy reference only "
+                         "(device cpu) for now; valid on the GPU: 0")
     rec["k"] = [p.stiffness("k_s"), p.stiffness("k_l"), p.stiffness("k_t"), p.stiffness("k_b")]
     # z: joint blending on; w: the start is the (blended) rigid skinning (rigid initial skinning, independent
     # mode: spring_frame.comp moves the skin stage's plain rigid output, as SpringDeformer.rigid / initial_positions)

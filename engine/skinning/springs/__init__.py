@@ -1,8 +1,8 @@
 """Spring deformer: the numpy reference of the research's spring-based skinning (ch. 4.2, eqs. 21-23, Algorithm 1,
 with the surface-edit force F_e of ch. 5.2). Every control point hangs from its attachment on a bone by a scale
 vector; per frame the points start at a skinning of the pose and iterate under edge, length, torsion, bone,
-radial, edit and volume springs towards equilibrium. The GPU spring stage (engine/skinning/gpu) computes the same
-steps in float32.
+radial, edit, volume and (opt-in, numpy only) differential springs towards equilibrium. The GPU spring stage
+(engine/skinning/gpu) computes the same steps in float32 (all but the differential term, which it refuses).
 
 The forces, joint blending, step limiting and the GPU contract are described in docs/springs.md. Modules:
 params (parameters, ranges, constants), editterms (the edits as the solver sees them), rest (bind-time rest state
@@ -38,6 +38,7 @@ from engine.skinning.springs.params import (
     ACCELERATIONS,
     BONE_MODES,
     CONVERGENCE_SCHEMES,
+    DIFF_LAMBDA,
     INITIAL_SKINNING,
     INTEGRATORS,
     JOINT_BLEND,
@@ -57,6 +58,7 @@ from engine.skinning.springs.rest import (
     SpringRest,
     build_rest,
     csr_slots,
+    diff_weights,
     edited_regions,
     fan_volumes,
     joint_blend_weights,
@@ -64,6 +66,7 @@ from engine.skinning.springs.rest import (
     mesh_islands,
     region_volumes,
     rigid_points,
+    ring_means,
     slot_third_corners,
     volume_acts,
     volume_points,
@@ -83,6 +86,6 @@ __all__ = [
     "carry",
     "VOLUME_LAMBDA", "VOLUME_MIN_POINTS", "VOLUME_MIN_RATIO", "volume_acts", "volume_points", "edited_regions",
     "slot_third_corners",
-    "fan_volumes", "region_volumes", "volume_rest", "rigid_points",
+    "fan_volumes", "region_volumes", "volume_rest", "rigid_points", "DIFF_LAMBDA", "diff_weights", "ring_means",
     "FLOAT32_STEP", "spring_ranges", "check_spring_ranges", "spring_advice",
 ]

@@ -11,7 +11,7 @@ import numpy as np
 from engine.skinning.springs.editterms import EditTerms
 from engine.skinning.springs.limits import step_sizes
 from engine.skinning.springs.params import SpringParams
-from engine.skinning.springs.rest import SpringRest, fan_volumes, volume_points
+from engine.skinning.springs.rest import SpringRest, fan_volumes, ring_means, volume_points
 from engine.skinning.springs.tiles import Halo
 from engine.skinning.springs.vec import _SIN_EPS, _angle, _dot, _norm, _unit
 
@@ -20,7 +20,7 @@ __all__ = ["spring_forces", "release_held", "integrate", "spring_step"]
 
 def spring_forces(x: np.ndarray, attach: np.ndarray, bone_ref: np.ndarray, rest: SpringRest,
                   params: SpringParams, edit: EditTerms | None = None, volume: np.ndarray | None = None,
-                  halo: Halo | None = None) -> tuple[np.ndarray, float]:
+                  diff: np.ndarray | None = None, halo: Halo | None = None) -> tuple[np.ndarray, float]:
     """Net force (V,3) on every vertex (eq. 22 with F_e, weighted as in Algorithm 1) and the spring energy.
 
     volume: the bone regions' volumes (`region_volumes`) of the state one iteration earlier (x_0's own for x_0),
@@ -28,6 +28,10 @@ def spring_forces(x: np.ndarray, attach: np.ndarray, bone_ref: np.ndarray, rest:
     along the normals that would restore region r's bind volume; energy 0.5 k_v delta_r^2 per vertex. None
     (one-off evaluations): no volume term. The lag lets the GPU sum a region over every work group in the same
     dispatch that uses the last sum (spring.comp; a pre-pass sums x_0).
+
+    diff: the differential term's targets R_i delta0_i (V,3) (`PoseFrame.diff`), for k_d: F_i = k_d (m_i +
+    R_i delta0_i - x_i), m_i the one-ring mean weighted by rest.diff_w (`ring_means`); energy 0.5 k_d |.|^2 per
+    vertex. None: no differential term.
 
     halo: a tiled block's frozen halo (springs.tiles): each slot's neighbour (and face corner) outside the point's
     tile is taken at the block start instead of from x (the same forces otherwise)."""
@@ -103,6 +107,11 @@ def spring_forces(x: np.ndarray, attach: np.ndarray, bone_ref: np.ndarray, rest:
             ok = glen > 0.0
             force[on] += (k_v * delta * ok / np.where(ok, glen, 1.0))[:, None] * g[on]
             energy += 0.5 * k_v * _dot(delta, delta)
+    k_d = params.stiffness("k_d")
+    if k_d and diff is not None and rest.diff_w.shape[0] == rows.shape[0]:
+        d = ring_means(x, rest, None if halo is None else xc) + np.asarray(diff, np.float64) - x
+        force += k_d * d
+        energy += 0.5 * k_d * float(np.einsum("ij,ij->", d, d))
     if edit is not None and k_e and edit.any_held:
         force[edit.held] = 0.0  # the ROI boundary is held: no force moves it (edits.py, "the sets")
     if rest.held is not None:
@@ -145,13 +154,14 @@ def integrate(x: np.ndarray, vel: np.ndarray, force: np.ndarray, params: SpringP
 
 
 def spring_step(x: np.ndarray, vel: np.ndarray, attach: np.ndarray, bone_ref: np.ndarray, rest: SpringRest,
-                params: SpringParams, edit: EditTerms | None = None, *, step: np.ndarray | None = None
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+                params: SpringParams, edit: EditTerms | None = None, *, step: np.ndarray | None = None,
+                diff: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """One iteration (what one dispatch of the spring compute shader does): (x', vel', force at x, energy at x).
 
     step: per-vertex steps; None computes them with `step_sizes` (the plain dt when params.step_limit is off).
-    A caller iterating many times passes them in (they depend on the rest state, params and edits only)."""
-    force, energy = spring_forces(x, attach, bone_ref, rest, params, edit)
+    A caller iterating many times passes them in (they depend on the rest state, params and edits only).
+    diff: the differential term's targets (`spring_forces`)."""
+    force, energy = spring_forces(x, attach, bone_ref, rest, params, edit, diff=diff)
     vel = release_held(vel, edit, params, rest)
     if step is None:
         step = step_sizes(rest, params, edit)

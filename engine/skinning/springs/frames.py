@@ -34,6 +34,7 @@ class PoseFrame:
     bone_attach: np.ndarray | None = None
     bone_rot: np.ndarray | None = None
     held_target: np.ndarray | None = None  # (V,3): the rigid points' positions (rest.rigid_points), else unused
+    diff: np.ndarray | None = None  # (V,3): rot @ rest.diff0, the differential term's target offsets
 
     @property
     def plain_attach(self) -> np.ndarray:
@@ -135,14 +136,22 @@ def pose_frame(binding: Binding, bind_joints: np.ndarray, posed_joints: np.ndarr
         hb = np.maximum(rest.rigid_bone, 0)
         held = p[hb] + np.einsum("vij,vj->vi", jrot[hb], rest.rigid_offset)
     if not joint_blend or rest.blend_w.shape[0] != b.shape[0] or not np.any(rest.blend_other >= 0):
-        return PoseFrame(attach=attach, rot=rot, bone_ref=ref, held_target=held)
+        return PoseFrame(attach=attach, rot=rot, bone_ref=ref, held_target=held, diff=_diff(rot, rest))
     has = rest.blend_other >= 0
     other = np.where(has, rest.blend_other, b)
     turn = blend_rotations(rot, jrot[other], np.where(has, rest.blend_w, 1.0), b < other)
     joint = np.where((rest.blend_end == 0)[:, None], p[b], c[b])
+    frot = np.einsum("vij,vjk->vik", turn, rot)
     return PoseFrame(attach=joint + np.einsum("vij,vj->vi", turn, attach - joint),
-                     rot=np.einsum("vij,vjk->vik", turn, rot), bone_ref=np.einsum("vij,vj->vi", turn, ref),
-                     bone_attach=attach, bone_rot=rot, held_target=held)
+                     rot=frot, bone_ref=np.einsum("vij,vj->vi", turn, ref),
+                     bone_attach=attach, bone_rot=rot, held_target=held, diff=_diff(frot, rest))
+
+
+def _diff(rot: np.ndarray, rest: SpringRest) -> np.ndarray | None:
+    """The differential term's target offsets rot_i delta0_i (V,3); None without them in the rest state."""
+    if rest.diff0.shape != (rot.shape[0], 3):
+        return None
+    return np.einsum("vij,vj->vi", rot, rest.diff0)
 
 
 def pose_motion(bind_joints: np.ndarray, parents: np.ndarray, prev_joints: np.ndarray, posed_joints: np.ndarray

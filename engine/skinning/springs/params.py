@@ -16,7 +16,7 @@ from engine.skinning.contact import CONTACT_MAX_PASSES
 __all__ = [
     "INTEGRATORS", "ACCELERATIONS", "CONVERGENCE_SCHEMES", "MODES", "INITIAL_SKINNING", "BONE_MODES", "S_FLOOR",
     "STEP_SAFETY", "JOINT_BLEND", "WARM_LIMIT", "LAMBDA_COLUMNS", "STIFFNESSES", "VOLUME_LAMBDA", "VOLUME_MIN_RATIO",
-    "VOLUME_MIN_POINTS", "RIGID_WEIGHT", "SpringParams",
+    "VOLUME_MIN_POINTS", "RIGID_WEIGHT", "DIFF_LAMBDA", "SpringParams",
 ]
 
 INTEGRATORS = ("explicit", "semi_implicit")
@@ -52,6 +52,7 @@ _NUMERIC_RANGES: dict[str, tuple[float, float, bool, bool, bool]] = {
     "k_r": (0.0, _INF, True, False, False),
     "k_e": (0.0, _INF, True, False, False),
     "k_v": (0.0, _INF, True, False, False),
+    "k_d": (0.0, _INF, True, False, False),
     "dt": (0.0, 10.0, False, True, False),
     "damping": (0.0, 1.0, True, False, False),
     "max_iterations": (1, 100_000, True, True, True),
@@ -71,14 +72,17 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "bone_mode": BONE_MODES,
     "acceleration": ACCELERATIONS,
 }
-STIFFNESSES = ("k_s", "k_l", "k_t", "k_b", "k_r", "k_e", "k_v")
+STIFFNESSES = ("k_s", "k_l", "k_t", "k_b", "k_r", "k_e", "k_v", "k_d")
 """The stiffness parameters, one per force (each with its switch `use_*`)."""
 _SWITCH = {"k_s": "use_s", "k_l": "use_l", "k_t": "use_t", "k_b": "use_b", "k_r": "use_r", "k_e": "use_e",
-           "k_v": "use_v"}
+           "k_v": "use_v", "k_d": "use_d"}
 VOLUME_LAMBDA = 2.0
 """Step-limiting coefficient of the volume term per unit k_v (its force moves a vertex by k_v delta_r along its
 normal; delta_r depends on the vertex itself and, through the region's volume, on every other vertex of the region
 with weights summing to about one: 1 + 1)."""
+DIFF_LAMBDA = 2.0
+"""Step-limiting coefficient of the differential term per unit k_d (its force k_d (m_i + R_i delta0_i - x_i)
+has -1 on the diagonal and neighbour weights summing to 1 off it: 1 + 1)."""
 VOLUME_MIN_RATIO = 1e-3
 VOLUME_MIN_POINTS = 24
 """A bone region's volume term needs at least this many points of its shell (a closed sleeve of three rings of
@@ -120,8 +124,17 @@ class SpringParams:
     joint_blend (default on) turns attachments, bone references and the rigid start near an interior joint by a
     share of the rotation across it (see docs/springs.md); off gives the research's per-bone frames.
 
+    k_d (default 0: off; numpy reference only, the GPU spring stage refuses k_d > 0 for now) is the differential
+    (bending) term: F_i = k_d (m_i + R_i delta0_i - x_i), m_i the mean of the one-ring weighted by 1 / bind edge
+    length^2, delta0_i = x0_i - m0_i its bind value and R_i the point's frame rotation (`PoseFrame.rot`): it keeps
+    each point's offset from its neighbours' mean as at bind, turned with its frame, which the edge and
+    scale-vector springs alone do not (a flat quad folds along its diagonal without changing any edge length; see
+    docs/springs.md, "Why the springs fold the Khronos rigs").
+
     contact (default off) pushes facing sheets of the surface apart after the iterations (contact.py): the gap
-    contact_thickness x the mean bind edge length, contact_passes Jacobi passes.
+    contact_thickness x the mean bind edge length, contact_passes Jacobi passes, then the volume the passes took
+    given back on the flanks. Off by default for its cost (docs/springs.md, "Default: off": 1.2x the spring
+    iterations' time on every frame where nothing meets, 10-13x where it acts, on llvmpipe).
 
     acceleration (default "none", explicit integrator only): "momentum" is the heavy-ball update
     u' = momentum u + dt_i F, x' = x + u' (u: the last step, zero at the start of every frame), with the
@@ -147,6 +160,7 @@ class SpringParams:
     k_r: float = 1.0
     k_e: float = 1.0
     k_v: float = 3.0  # volume term: pressure per bone region restoring its skeleton-relative volume (0: off)
+    k_d: float = 0.0  # differential (bending) term, numpy reference only (0: off; see the class docstring)
     use_s: bool = True
     use_l: bool = True
     use_t: bool = True
@@ -154,6 +168,7 @@ class SpringParams:
     use_r: bool = True
     use_e: bool = True
     use_v: bool = True
+    use_d: bool = True
     dt: float = 1.0  # the research's 1/30 with integrator "explicit"; step limiting caps it per vertex
     integrator: str = "semi_implicit"
     damping: float = 0.2

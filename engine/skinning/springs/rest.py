@@ -29,7 +29,7 @@ from engine.skinning.types import Binding, MeshTopology, bone_endpoints
 __all__ = [
     "SpringRest", "csr_slots", "build_rest", "slot_third_corners", "fan_volumes", "region_volumes", "volume_rest",
     "mesh_islands", "joint_blend_weights", "lambda_columns", "volume_acts", "edited_regions", "volume_points",
-    "rigid_points",
+    "rigid_points", "diff_weights", "ring_means",
 ]
 
 
@@ -57,6 +57,8 @@ class SpringRest:
     vol_s0      (R,) bind surface area of each bone region (3 sum |G_i|, `fan_volumes`)
     rigid_bone  (V,) rigid points (`rigid_points`): the bone whose parent joint carries the point rigidly, -1 free
     rigid_offset (V,3) rigid points: bind position minus that joint's bind position
+    diff_w     (H,)  differential term: slot weight 1 / rest_len^2 (`diff_weights`; 0 for a zero-length edge)
+    diff0      (V,3) differential term: bind x_i minus the weighted mean of its one-ring (`ring_means`)
     """
 
     rows: np.ndarray
@@ -81,6 +83,8 @@ class SpringRest:
     vol_s0: np.ndarray = field(default_factory=lambda: np.zeros(0))
     rigid_bone: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     rigid_offset: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    diff_w: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    diff0: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
 
     @property
     def n_vertices(self) -> int:
@@ -133,12 +137,41 @@ def build_rest(topology: MeshTopology, binding: Binding, bind_joints: np.ndarray
         tiny=tiny,
     )
     rest.lam_cols = lambda_columns(rest)
+    rest.diff_w = diff_weights(rest.rest_len)
+    rest.diff0 = x - ring_means(x, rest)
     rest.blend_other, rest.blend_end, rest.blend_w = joint_blend_weights(binding, bind_joints, r,
                                                                          mesh_islands(topology))
     volume_rest(rest, topology, binding)
     if joints is not None and weights is not None:
         rest.rigid_bone, rest.rigid_offset = rigid_points(topology, binding, bind_joints, joints, weights)
     return rest
+
+
+def diff_weights(rest_len: np.ndarray) -> np.ndarray:
+    """(H,) slot weights of the differential term's one-ring mean: 1 / bind edge length^2 (a short edge weighs
+    more, so a fine strip beside a coarse one keeps its own shape; scale-free once normalised), 0 for a
+    zero-length edge."""
+    rest_len = np.asarray(rest_len, np.float64)
+    out = np.zeros(rest_len.shape[0])
+    ok = rest_len > 0.0
+    out[ok] = 1.0 / (rest_len[ok] * rest_len[ok])
+    return out
+
+
+def ring_means(x: np.ndarray, rest: SpringRest, neighbours: np.ndarray | None = None) -> np.ndarray:
+    """(V,3) per point the mean of its one-ring's positions x weighted by rest.diff_w (its own position where it
+    has no weighted neighbour: no differential force there). neighbours: the CSR slots' neighbour positions (H,3)
+    when they are not x's own (a tiled block's frozen halo, springs.tiles)."""
+    n = rest.n_vertices
+    x = np.asarray(x, np.float64)
+    w = rest.diff_w
+    xc = x[rest.cols] if neighbours is None else neighbours
+    total = np.bincount(rest.rows, weights=w, minlength=n)
+    s = np.stack([np.bincount(rest.rows, weights=w * xc[:, a], minlength=n) for a in range(3)], 1)
+    ok = total > 0.0
+    out = x.copy()
+    out[ok] = s[ok] / total[ok, None]
+    return out
 
 
 def rigid_points(topology: MeshTopology, binding: Binding, bind_joints: np.ndarray, joints: np.ndarray,

@@ -226,7 +226,8 @@ class SpringDeformer:
         return edits.terms(self.topology.n_control, frame.attach, frame.rot, time)
 
     def forces(self, x: np.ndarray, frame: PoseFrame, edit: EditTerms | None = None) -> tuple[np.ndarray, float]:
-        return spring_forces(np.asarray(x, np.float64), frame.attach, frame.bone_ref, self.rest, self.params, edit)
+        return spring_forces(np.asarray(x, np.float64), frame.attach, frame.bone_ref, self.rest, self.params, edit,
+                             diff=frame.diff)
 
     def step(self, x: np.ndarray, frame: PoseFrame, *, vel: np.ndarray | None = None,
              edit: EditTerms | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
@@ -234,7 +235,7 @@ class SpringDeformer:
         x = np.asarray(x, np.float64)
         vel = np.zeros_like(x) if vel is None else np.asarray(vel, np.float64)
         return spring_step(x, vel, frame.attach, frame.bone_ref, self.rest, self.params, edit,
-                           step=self.step_sizes(edit))
+                           step=self.step_sizes(edit), diff=frame.diff)
 
     def initial_positions(self, posed_joints: np.ndarray, frame: PoseFrame, *, edit: EditTerms | None = None
                           ) -> np.ndarray:
@@ -318,7 +319,7 @@ class SpringDeformer:
         halo = None
         if tiles is not None:  # the first block's base is x_0 itself (volume estimator: springs.tiles)
             halo = tile_halo(x, self.rest, tiles, *((x, a) if with_volume and blk > 1 else ()))
-        force, energy = spring_forces(x, a, ref, self.rest, p, edit, volume, halo)
+        force, energy = spring_forces(x, a, ref, self.rest, p, edit, volume, frame.diff, halo)
         step = self.step_sizes(edit)
         if tiles is not None and blk > 1 and p.integrator == "semi_implicit":  # springs.tiles.BOUNDARY_STEP
             step = boundary_steps(np.full(x.shape[0], p.dt) if step is None else step, self.rest, tiles)
@@ -347,7 +348,7 @@ class SpringDeformer:
                     assert halo is not None  # the volume estimate's base: the block start before
                     halo_next = tile_halo(x_new, self.rest, tiles,
                                           *((halo.frozen, a) if with_volume and blk > 1 else ()))
-                f_new, e_new = spring_forces(x_new, a, ref, self.rest, p, edit, vol_next, halo_next)
+                f_new, e_new = spring_forces(x_new, a, ref, self.rest, p, edit, vol_next, frame.diff, halo_next)
                 if not (np.all(np.isfinite(f_new)) and math.isfinite(e_new)):
                     bad = "non-finite forces"
             if bad:

@@ -4,7 +4,7 @@ after the spring node of the built-in spring graphs).
 
 Per frame, 2 P Jacobi passes (P: the largest ``contact_passes`` of the batch's instances; an instance takes part
 in its own first ``contact_passes`` of each half): P smoothed passes, then P plain ones (the reference's two
-phases). Each pass, over the pooled control points:
+phases), and the volume restore as pass 2 P (below). Each pass, over the pooled control points:
 
 1. **grid** (``contact_grid.comp``): count the points per hashed cell (cell = the instance's search radius),
    one-work-group exclusive scan into bucket starts, scatter the point indices (counting back down to zero, so
@@ -15,7 +15,11 @@ phases). Each pass, over the pooled control points:
    mean push of its mesh neighbours (the spring stage's adjacency images); the last one applies it.
 
 An instance whose pass moved no point skips the later passes (flags per instance and pass, reset by the first
-pass's grid clear, set by the resolve): as the reference, which stops there. A one-group gate at the start of
+pass's grid clear, set by the resolve): as the reference, which stops there. Then one more pass, the **volume
+restore** (reference ``restore_volume``), for the instances whose first pass moved points: the grid of the
+positions reached, a resolve that writes each point's total displacement (from the spring stage's result, the
+source) and its facing share, and (2 + CONTACT_ROUNDS) x CONTACT_SPREAD smoothing steps that hand the volume the
+dents took to the points that face nothing; the last step writes the positions. A one-group gate at the start of
 every pass writes the indirect dispatch arguments of its grid and smoothing dispatches (zero groups when no
 instance takes part), so a frame where nothing meets costs one pass of work plus one copy dispatch per later pass.
 
@@ -35,7 +39,14 @@ import moderngl
 import numpy as np
 
 from engine.gpu.layouts import LOCAL_SIZE
-from engine.skinning.contact import CONTACT_MAX_PASSES, CONTACT_SMOOTH, contact_rest
+from engine.skinning.contact import (
+    CONTACT_MAX_PASSES,
+    CONTACT_ROUNDS,
+    CONTACT_SMOOTH,
+    CONTACT_SPREAD,
+    RESTORE_FADE,
+    contact_rest,
+)
 from engine.skinning.gpu.plan import (
     COMMAND_BARRIER_BIT,
     SHADER_IMAGE_ACCESS_BARRIER_BIT,
@@ -88,7 +99,7 @@ def pool_buffers(instances: list[Any], n_points: int) -> dict[str, tuple[np.ndar
     return {"contact_params": (instance_params(instances) if instances else np.zeros((2, 4), np.float32), 0),
             "contact_grid": (None, 4 * (2 * table + 1 + max(len(instances), 1) * (2 * MAX_PASSES + 1))),
             "contact_entries": (None, 4 * max(n_points, 1)), "contact_tmp": (None, 16 * max(n_points, 1)),
-            "contact_push": (None, 2 * 16 * max(n_points, 1)),
+            "contact_push": (None, 3 * 16 * max(n_points, 1)),
             "contact_indirect": (np.zeros(6, np.uint32), 0)}
 
 
@@ -100,7 +111,8 @@ class ContactBuffers:
     grid: moderngl.Buffer                 # uint: counts per bucket (T), bucket starts (T + 1), pass flags
     entries: moderngl.Buffer              # point indices sorted by bucket
     scratch: moderngl.Buffer              # positions between passes (vec4 per control point)
-    push: moderngl.Buffer                 # pushes of a smoothed pass, two halves of a vec4 per control point
+    push: moderngl.Buffer                 # pushes of a smoothed pass, two halves of a vec4 per control point, and
+                                          # a third part for the volume restore's per-point (q, c, z, A)
     indirect: moderngl.Buffer             # the gate's indirect dispatch arguments: (groups, 1, 1), (1, 1, 1)
 
 
@@ -142,10 +154,14 @@ def run(c: ContactContext) -> None:
     set_uniform(grid, "u_instances", c.n_instances)
     table_groups = -(-max(c.table, c.n_instances * (2 * passes + 1)) // LOCAL_SIZE)
     half = c.n_groups * LOCAL_SIZE  # records per half of the push buffer
-    total = 2 * passes
+    for name, value in (("u_spread", CONTACT_SPREAD), ("u_smooth", CONTACT_SMOOTH), ("u_stat", 2 * half),
+                        ("u_rounds", CONTACT_ROUNDS), ("u_fade", RESTORE_FADE), ("u_restore", 0)):
+        set_uniform(smooth, name, value)
+    total = 2 * passes + 1  # the last one: the volume restore
     src = c.source
     set_uniform(grid, "u_groups", c.n_groups)
     bind_ssbo(b.indirect, "B_INDIRECT")
+    bind_ssbo(c.source, "B_CONTACT_ORIGIN")
     for n in range(total):
         dst = c.target if (total - 1 - n) % 2 == 0 else b.scratch
         bind_ssbo(src, "B_SRC")
@@ -165,12 +181,18 @@ def run(c: ContactContext) -> None:
         bind_ssbo(dst, "B_DST")
         set_uniform(resolve, "u_pass", n)
         resolve.run(c.n_groups)  # always: an instance that takes no part copies through
-        if n < passes:  # a smoothed pass: the pushes are smoothed, then applied by the last smoothing
-            for s in range(CONTACT_SMOOTH):
-                c.gl.memory_barrier(SHADER_STORAGE_BARRIER_BIT)
-                set_uniform(smooth, "u_read", half * (s % 2))
-                set_uniform(smooth, "u_write", half * ((s + 1) % 2))
-                set_uniform(smooth, "u_last", int(s == CONTACT_SMOOTH - 1))
-                smooth.run_indirect(b.indirect, _POOL)
+        restore = n == total - 1
+        steps = (2 + CONTACT_ROUNDS) * CONTACT_SPREAD if restore else CONTACT_SMOOTH if n < passes else 0
+        if restore:
+            set_uniform(smooth, "u_restore", 1)
+        for s in range(steps):  # a smoothed pass's smoothing (its last applies it) or the restore's steps
+            c.gl.memory_barrier(SHADER_STORAGE_BARRIER_BIT)
+            set_uniform(smooth, "u_read", half * (s % 2))
+            set_uniform(smooth, "u_write", half * ((s + 1) % 2))
+            set_uniform(smooth, "u_last", int(s == steps - 1))
+            set_uniform(smooth, "u_step", s)
+            smooth.run_indirect(b.indirect, _POOL)
+        if restore:
+            set_uniform(smooth, "u_restore", 0)
         c.gl.memory_barrier(SHADER_STORAGE_BARRIER_BIT | SHADER_IMAGE_ACCESS_BARRIER_BIT)
         src = dst

@@ -1,0 +1,125 @@
+"""The springs' differential (bending) term, `SpringParams.k_d` (issue 26: never worse than LBS where LBS is right).
+
+F_i = k_d (m_i + R_i delta0_i - x_i): m_i the one-ring mean weighted by 1 / bind edge length^2, delta0_i its bind
+offset, R_i the point's frame rotation. Checked: the bind pose stays a fixed point, the term is zero on a rigid
+motion of the bind shape and its force is the gradient of its energy; a scaled armature deforms to the same shape;
+on RiggedFigure (the Khronos rig whose boxes the springs fold without it) k_d = 10 folds and strains no edge where
+LBS folds and strains none; the GPU spring stage refuses k_d > 0 (numpy reference only for now)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from engine.anim.rig import Rig
+from engine.assets.gltf import load
+from engine.assets.library import source_path
+from engine.skinning.config import DeformerConfig
+from engine.skinning.instances import skinned_primitives
+from engine.skinning.metrics import dihedral_change_share, intersecting_pairs, strain_share
+from engine.skinning.springs import SpringDeformer, SpringParams, spring_forces
+from engine.skinning.springs.rest import ring_means
+from tests.conftest import shared_dir
+from tests.helpers.scaled_rig import TURNS, posed_globals, scaled_copy
+
+K_D = 10.0
+
+
+@pytest.fixture(scope="module")
+def humanoid():
+    asset = load(source_path("humanoid"))
+    return asset, skinned_primitives(asset, Rig.from_asset(asset))[0]
+
+
+def _deformer(sp, **changes) -> SpringDeformer:
+    return SpringDeformer(sp.topology(), sp.binding(), sp.bind_joints, sp.parents,
+                          SpringParams().replace(k_d=K_D, **changes), joints=sp.primitive.joints,
+                          weights=sp.primitive.weights)
+
+
+def _only_diff(**changes) -> SpringParams:
+    return SpringParams().replace(use_s=False, use_l=False, use_t=False, use_b=False, use_r=False, use_e=False,
+                                  use_v=False, k_d=K_D, **changes)
+
+
+def posed_globals_for(sp) -> np.ndarray:
+    """Skin joint world matrices of a bent pose of the humanoid (TURNS of tests/helpers/scaled_rig.py)."""
+    asset = load(source_path("humanoid"))
+    return np.asarray(posed_globals(asset, TURNS)[sp.skin.joints], np.float64)
+
+
+def test_bind_pose_stays_put_and_rigid_motion_costs_nothing(humanoid):
+    _, sp = humanoid
+    d = _deformer(sp)
+    x, stats = d.solve(sp.bind_joints)
+    np.testing.assert_allclose(x, sp.topology().positions, atol=1e-6)
+    # every joint turned and moved by one rigid motion: the bind shape moved with it is at rest for the term
+    ang = np.radians(70.0)
+    m = np.eye(4)
+    m[:3, :3] = [[np.cos(ang), 0.0, np.sin(ang)], [0.0, 1.0, 0.0], [-np.sin(ang), 0.0, np.cos(ang)]]
+    m[:3, 3] = [0.3, -0.2, 1.1]
+    posed = np.einsum("ij,njk->nik", m, np.asarray(sp.bind_joints, np.float64))
+    fr = d.frame(posed)
+    moved = np.asarray(sp.topology().positions, np.float64) @ m[:3, :3].T + m[:3, 3]
+    f, e = spring_forces(moved, fr.attach, fr.bone_ref, d.rest, _only_diff(), diff=fr.diff)
+    assert e < 1e-20 and np.abs(f).max() < 1e-9
+
+
+def test_force_is_the_energys_gradient_descent(humanoid):
+    _, sp = humanoid
+    d = _deformer(sp)
+    fr = d.frame(posed_globals_for(sp))
+    rng = np.random.default_rng(3)
+    x = np.asarray(sp.topology().positions, np.float64) + rng.normal(0.0, 0.01, (sp.topology().n_control, 3))
+    p = _only_diff()
+    f, e = spring_forces(x, fr.attach, fr.bone_ref, d.rest, p, diff=fr.diff)
+    # the force is k_d times the residual; a small step along it lowers the energy
+    np.testing.assert_allclose(f, K_D * (ring_means(x, d.rest) + fr.diff - x), rtol=1e-12, atol=1e-15)
+    _, e2 = spring_forces(x + 1e-3 * f, fr.attach, fr.bone_ref, d.rest, p, diff=fr.diff)
+    assert e2 < e
+
+
+def test_scaled_armature_deforms_to_the_same_shape(humanoid):
+    asset, sp = humanoid
+    cfg = DeformerConfig(spring=SpringParams().replace(k_d=K_D))
+    ref = sp.deform(posed_globals(asset, TURNS), "spring", config=cfg)
+    big = scaled_copy(asset, 100.0, "armature")
+    out = skinned_primitives(big, Rig.from_asset(big))[0].deform(posed_globals(big, TURNS), "spring", config=cfg)
+    diag = float(np.linalg.norm(ref.max(0) - ref.min(0)))
+    assert float(np.abs(out - ref).max()) <= 1e-5 * diag
+
+
+def test_riggedfigure_folds_nothing_lbs_keeps_flat():
+    from engine.anim.fk import global_matrices
+    from engine.anim.pose import Pose
+    from engine.anim.sampling import ClipSampler
+    from engine.scene import load_asset
+
+    loaded = load_asset(str(shared_dir("gltf-samples") / "RiggedFigure.glb"))
+    rig = Rig.from_asset(loaded.asset)
+    sp = loaded.skinned[0]
+    topo = sp.topology()
+    x0 = np.asarray(topo.positions, np.float64)
+    cfg = DeformerConfig(spring=SpringParams().replace(k_d=K_D))
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for t in (0.3, 0.5, 0.9):
+            g = global_matrices(rig, ClipSampler(rig, loaded.asset.clips[0]).sample(t, Pose.rest(rig)))
+            lbs = np.asarray(sp.deform(g, "lbs"), np.float64)[topo.display_of_control]
+            x = np.asarray(sp.deform(g, "spring", config=cfg), np.float64)[topo.display_of_control]
+            for measure in (lambda y: dihedral_change_share(y, x0, topo.triangles),
+                            lambda y: strain_share(y, x0, topo.edges),
+                            lambda y: float(intersecting_pairs(y, topo.triangles).shape[0])):
+                assert measure(x) <= measure(lbs), t
+
+
+def test_gpu_spring_stage_refuses_the_differential_term(humanoid):
+    from engine.skinning.gpu import layouts as L
+    from engine.skinning.gpu.spring import fill_record
+
+    _, sp = humanoid
+    rec = L.DEFORM_INSTANCE.zeros(1)[0]
+    with pytest.raises(ValueError, match="k_d = 10: the differential term runs on the numpy reference only"):
+        fill_record(rec, SpringParams().replace(k_d=K_D), sp.topology())
+    fill_record(rec, SpringParams(), sp.topology())  # the default (k_d = 0) is taken
