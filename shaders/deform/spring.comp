@@ -24,6 +24,8 @@
 // (n >= 1) into slot n % 3 and the first point of each region clears slot (n + 1) % 3 for the next dispatch.
 // F_v = k_v (V0_r - V_r) / S0_r unit(G_i).
 //
+// Differential term (reference springs.spring_forces, SpringInstance.k3.z = k_d): spring_differential.glsl.
+//
 // Why the inputs look like this: on llvmpipe the iteration's cost follows its memory instructions (an SSBO load
 // is a per-lane loop with a branch per component, an image load one gather; gpu_layouts, "spring stage
 // images"), so the work group's instance and every static input come from read-only images: one SpringHead per
@@ -50,6 +52,7 @@ layout(std430, binding = B_EDIT) readonly buffer Edit { SpringEdit edit[]; };
 layout(std430, binding = B_VOLUME) coherent buffer Volume { int volume_sums[]; };
 
 #include "spring_iterate.glsl"  // the loop state: u_iteration, u_record, the ring, the ticket and the check
+#include "spring_differential.glsl"  // the differential term (k_d): diff_slot, diff_force
 
 const float SIN_EPS = 1e-9;
 
@@ -101,6 +104,8 @@ void step_group(int g) {  // one iteration of work group g (main: spring_iterate
         float k_s = ks.x, k_l = ks.y, k_t = ks.z, k_b = ks.w, k_r = ks2.x, k_e = ks2.y;
         vec4 ks3 = intBitsToFloat(inst_texel(k, SPRING_INSTANCE_K3));
         float k_v = ks3.x;
+        float k_d = ks3.z;
+        vec4 dsum = vec4(0.0);  // differential term: sum_j w_ij (x_j, 1) over the one-ring
         int vbase = (int(ks3.y) + r.z) * 4;  // B_VOLUME row of the point's region (r.z: -1 for none)
         bool vol_on = k_v != 0.0 && r.z >= 0 && volume_sums[max(vbase, 0) + 3] == 0;
         float vi = 0.0;
@@ -113,6 +118,7 @@ void step_group(int g) {  // one iteration of work group g (main: spring_iterate
             int dj = d0 + nbr.x;
             vec4 rs = intBitsToFloat(slot_texel(h, SPRING_SLOT_REST));
             vec3 xj = state_texel(dj, SPRING_STATE_X);
+            if (k_d != 0.0) dsum += diff_slot(nbr, xj);
             if (vol_on && nbr.y >= 0) {
                 vec3 c = cross(xj - a, state_texel(d0 + nbr.y, SPRING_STATE_X) - a);
                 vi += dot(s, c);
@@ -189,6 +195,7 @@ void step_group(int g) {  // one iteration of work group g (main: spring_iterate
                 energy += 0.5 * k_v * delta * delta;
             }
         }
+        if (k_d != 0.0) f += diff_force(x, dsum, frame_texel(di, SPRING_FRAME_DIFF), k_d, energy);
         if (u_iteration < 0) return;  // the volume pre-pass: sums only (the lanes outside `live` return below)
         if (held) {
             f = vec3(0.0);
@@ -199,6 +206,7 @@ void step_group(int g) {  // one iteration of work group g (main: spring_iterate
         if ((flags & uint(FLAG_STEP_LIMIT)) != 0u) {
             vec4 lamc = intBitsToFloat(point_texel(si, SPRING_POINT_LAM));
             float lam = dot(lamc, vec4(k_s + k_l, k_t, k_b, k_r)) + k_e * k_edit + (vol_on ? k_v * VOLUME_LAMBDA : 0.0);
+            lam += k_d * DIFF_LAMBDA;
             if (lam > 0.0) h = min(h, semi ? sqrt(2.0 * STEP_SAFETY / lam) : STEP_SAFETY / lam);
         }
         vec3 xn, vn;
