@@ -6,8 +6,10 @@
 //
 // Used by the spring iteration in three places, kept apart from its other forces so a restructured kernel takes
 // them over as they are:
-//   in the slot loop:   dsum += diff_slot(nbr, xj);          (dsum = vec4(0.0) before it, only when k_d != 0)
-//   after the forces:   f += diff_force(x, dsum, target, k_d, energy);
+//   before the loop:    float k_d = ks3.z;  vec4 dsum = vec4(0.0);
+//   in the slot loop:   if (k_d != 0.0) dsum += diff_slot(nbr, xj);
+//   after the forces:   if (k_d != 0.0) f += diff_force(x, dsum, frame_texel(di, SPRING_FRAME_DIFF), k_d, energy);
+//                       (after the volume term, before held points lose their force: as the reference's order)
 //   step limit:         lam += k_d * DIFF_LAMBDA;
 // The slot weights are stored normalised per point (SpringSlot nbr.z, gpu_spring.diff_slot_weights), so dsum.w is
 // about 1 and the mean is dsum.xyz / dsum.w.

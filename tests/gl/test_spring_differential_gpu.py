@@ -122,3 +122,32 @@ def test_riggedfigure_matches_the_reference(gl_ctx, resources):
         off = SpringDeformer(topo, sp.binding(), sp.bind_joints, sp.parents, params[-1].replace(k_d=0.0),
                              joints=prim.joints, weights=prim.weights).solve(g[sp.skin.joints])[0]
     assert np.abs(off - gpu[-1]).max() > 100 * TOL * diag
+
+
+def test_batch_mixed_and_switched_at_run_time(gl_ctx, resources, rig):
+    """Two tubes in one batch, one with the term and one without, each match their reference; the second switched
+    on at run time (set_spring: the instance table only, spring_frame.comp then writes its offsets) matches too."""
+    on = SpringParams(convergence="iterations", max_iterations=7, k_d=K_D)
+    off = on.replace(k_d=0.0)
+    skin, posed = pose(rig, bend=0.9, twist=0.6)
+    diag = M.bbox_diagonal(rig.topology.positions)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ref = {p.k_d: SpringDeformer(rig.topology, rig.binding, rig.bind_joints, rig.parents, p).solve(posed)[0]
+               for p in (on, off)}
+    assert np.abs(ref[K_D] - ref[0.0]).max() > 100 * TOL * diag
+    graph = DeformerGraph(gl_ctx, resources)
+    try:
+        hs = [graph.add_mesh(rig.topology, rig.binding, rig.joints, rig.weights, rig.inverse_bind, rig.parents,
+                             method="spring", spring=p) for p in (on, off)]
+        for h in hs:
+            graph.set_pose(h, skin, posed)
+        graph.run()
+        for h, k in zip(hs, (K_D, 0.0)):
+            np.testing.assert_allclose(graph.download_control(h, "deformed"), ref[k], atol=TOL * diag, rtol=0)
+        graph.set_spring(hs[1], on)
+        graph.run()
+        for h in hs:
+            np.testing.assert_allclose(graph.download_control(h, "deformed"), ref[K_D], atol=TOL * diag, rtol=0)
+    finally:
+        graph.release()
