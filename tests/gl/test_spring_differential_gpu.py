@@ -151,3 +151,28 @@ def test_batch_mixed_and_switched_at_run_time(gl_ctx, resources, rig):
             np.testing.assert_allclose(graph.download_control(h, "deformed"), ref[K_D], atol=TOL * diag, rtol=0)
     finally:
         graph.release()
+
+
+@pytest.mark.parametrize("case", [dict(convergence="displacement", max_iterations=100),
+                                  dict(convergence="force", max_iterations=300),
+                                  dict(convergence="energy", max_iterations=300, dt=0.08, energy_rtol=1e-4,
+                                       integrator="explicit")],
+                         ids=lambda c: str(c["convergence"]))
+def test_convergence_schemes_stop_where_the_reference_does(gl_ctx, resources, rig, case):
+    """The term's force and energy enter the schemes' checks as in the reference: same stopping iteration."""
+    params = SpringParams(k_d=K_D, **case)
+    skin, posed = pose(rig, bend=0.9, twist=0.6)
+    graph = DeformerGraph(gl_ctx, resources)
+    try:
+        h = graph.add_mesh(rig.topology, rig.binding, rig.joints, rig.weights, rig.inverse_bind, rig.parents,
+                           method="spring", spring=params)
+        graph.set_pose(h, skin, posed)
+        graph.run()
+        out, st = graph.download_control(h, "deformed"), graph.spring_status(h)
+    finally:
+        graph.release()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ref, stats = SpringDeformer(rig.topology, rig.binding, rig.bind_joints, rig.parents, params).solve(posed)
+    assert st["iterations"] == stats.iterations < params.max_iterations and st["reason"] == stats.reason
+    np.testing.assert_allclose(out, ref, atol=TOL * M.bbox_diagonal(rig.topology.positions), rtol=0)
