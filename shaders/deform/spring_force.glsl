@@ -32,6 +32,8 @@ float angle_between(vec3 u, vec3 w, out vec3 perp, out float s) {
     return (s == 0.0 && c == 0.0) ? 0.0 : atan(s, c);
 }
 
+#include "spring_differential.glsl"  // the differential term (k_d): diff_slot, diff_force
+
 // what a lane reads once per frame (per dispatch)
 struct SpringLane {
     int k;          // instance
@@ -43,6 +45,8 @@ struct SpringLane {
     vec4 ks;        // k_s, k_l, k_t, k_b
     vec2 ks2;       // k_r, k_e
     float k_v;
+    float k_d;      // the differential term (spring_differential.glsl)
+    vec3 dtarget;   // its turned bind offset R_i delta0_i (SpringFrame.diff)
     ivec4 r;        // SpringPoint adj: slot offset, count, region (-1 none), first point of its region
     int vbase;      // B_VOLUME row of the point's region
     bool vol_on;    // the volume term acts on the point this frame
@@ -68,6 +72,8 @@ SpringLane lane_setup(ivec4 head, int k, ivec4 run, int di, int si) {
     L.ks2 = intBitsToFloat(inst_texel(k, SPRING_INSTANCE_K2).xy);
     vec4 ks3 = intBitsToFloat(inst_texel(k, SPRING_INSTANCE_K3));
     L.k_v = ks3.x;
+    L.k_d = ks3.z;
+    L.dtarget = L.k_d != 0.0 ? frame_texel(di, SPRING_FRAME_DIFF) : vec3(0.0);
     L.r = point_texel(si, SPRING_POINT_ADJ);
     L.vbase = (int(ks3.y) + L.r.z) * 4;  // B_VOLUME row of the point's region (r.z: -1 for none)
     L.vol_on = L.k_v != 0.0 && L.r.z >= 0 && volume_sums[max(L.vbase, 0) + 3] == 0;
@@ -107,12 +113,14 @@ void lane_forces(SpringLane L, vec3 x, out vec3 f, out float energy, out float v
     energy = 0.0;
     vi = 0.0;
     gi = vec3(0.0);
+    vec4 dsum = vec4(0.0);  // the differential term: sum_j w_ij (x_j, 1) over the one-ring
     for (int e = 0; e < L.r.y; ++e) {
         int h = L.h0 + e;
         ivec4 nbr = slot_texel(h, SPRING_SLOT_NBR);
         int dj = L.d0 + nbr.x;
         vec4 rs = intBitsToFloat(slot_texel(h, SPRING_SLOT_REST));
         vec3 xj = nbr_x(dj);
+        if (L.k_d != 0.0) dsum += diff_slot(nbr, xj);
         if (L.vol_on && nbr.y >= 0) {
             vec3 c = cross(xj - L.a, nbr_x(L.d0 + nbr.y) - L.a);
             vi += dot(s, c);
@@ -166,6 +174,8 @@ void lane_forces(SpringLane L, vec3 x, out vec3 f, out float energy, out float v
         f -= (k_r * dr) * shat;
         energy += 0.5 * k_r * dr * dr;
     }
+    // after the edit's handle_weight scaling, as the reference (which adds it after the volume term: the same sum)
+    if (L.k_d != 0.0) f += diff_force(x, dsum, L.dtarget, L.k_d, energy);
 }
 
 // the lane's fan volume share V_i (x 18) at x alone (no forces): the volume sums of a state not iterated on
@@ -193,7 +203,7 @@ float lane_step(SpringLane L) {
     if ((L.flags & uint(FLAG_STEP_LIMIT)) != 0u) {
         vec4 lamc = intBitsToFloat(point_texel(L.si, SPRING_POINT_LAM));
         float lam = dot(lamc, vec4(L.ks.x + L.ks.y, L.ks.z, L.ks.w, L.ks2.x)) + L.ks2.y * L.k_edit
-            + (L.vol_on ? L.k_v * VOLUME_LAMBDA : 0.0);
+            + (L.vol_on ? L.k_v * VOLUME_LAMBDA : 0.0) + L.k_d * DIFF_LAMBDA;
         if (lam > 0.0) h = min(h, semi ? sqrt(2.0 * STEP_SAFETY / lam) : STEP_SAFETY / lam);
     }
     return h;

@@ -4,7 +4,8 @@ F_i = k_d (m_i + R_i delta0_i - x_i): m_i the one-ring mean weighted by 1 / bind
 offset, R_i the point's frame rotation. Checked: the bind pose stays a fixed point, the term is zero on a rigid
 motion of the bind shape and its force is the gradient of its energy; a scaled armature deforms to the same shape;
 on RiggedFigure (the Khronos rig whose boxes the springs fold without it) k_d = 10 folds and strains no edge where
-LBS folds and strains none; the GPU spring stage refuses k_d > 0 (numpy reference only for now)."""
+LBS folds and strains none; the GPU spring stage's records carry k_d and the term's rest data
+(tests/gl/test_spring_differential_gpu.py compares the GPU with this reference)."""
 from __future__ import annotations
 
 import warnings
@@ -114,12 +115,35 @@ def test_riggedfigure_folds_nothing_lbs_keeps_flat():
                 assert measure(x) <= measure(lbs), t
 
 
-def test_gpu_spring_stage_refuses_the_differential_term(humanoid):
+def test_gpu_records_carry_the_differential_term(humanoid):
+    """fill_record puts k_d in DeformInstance k3.y (0 by default, or with its switch off); spring_arrays gives
+    every point its bind offset delta0 (SpringVertex.diff0) and every CSR slot its weight divided by its point's
+    sum, whose weighted mean of the bind positions plus delta0 is the point itself."""
     from engine.skinning.gpu import layouts as L
-    from engine.skinning.gpu.spring import fill_record
+    from engine.skinning.gpu.spring import fill_record, spring_arrays
 
     _, sp = humanoid
+    topo = sp.topology()
     rec = L.DEFORM_INSTANCE.zeros(1)[0]
-    with pytest.raises(ValueError, match="k_d = 10: the differential term runs on the numpy reference only"):
-        fill_record(rec, SpringParams().replace(k_d=K_D), sp.topology())
-    fill_record(rec, SpringParams(), sp.topology())  # the default (k_d = 0) is taken
+    fill_record(rec, SpringParams().replace(k_d=K_D), topo)
+    assert rec["k3"][1] == K_D
+    for p in (SpringParams(), SpringParams().replace(k_d=K_D, use_d=False)):
+        fill_record(rec, p, topo)
+        assert rec["k3"][1] == 0.0
+    _, vstatic, extra = spring_arrays(topo, sp.binding(), sp.bind_joints)
+    sv = np.ascontiguousarray(vstatic).view(L.SPRING_VERTEX.dtype).reshape(-1)
+    rest = SpringDeformer(topo, sp.binding(), sp.bind_joints, sp.parents, SpringParams()).rest
+    np.testing.assert_allclose(sv["diff0"][:, :3], rest.diff0, atol=1e-6)
+    x = np.asarray(topo.positions, np.float64)
+    count = np.asarray(topo.adj_count, np.int64)
+    rows = np.repeat(np.arange(count.shape[0]), count)  # the CSR slots of each point, in order
+    flat = np.asarray(topo.adj_offset, np.int64)[rows] + np.arange(rows.shape[0]) - np.repeat(np.cumsum(count) - count,
+                                                                                              count)
+    nbr = np.asarray(topo.adj_index, np.int64)[flat]
+    w = extra["diff_w"][flat].astype(np.float64)
+    total = np.bincount(rows, weights=w, minlength=x.shape[0])
+    assert np.all((np.abs(total - 1.0) < 1e-5) | (total == 0.0))
+    mean = np.stack([np.bincount(rows, weights=w * x[nbr, a], minlength=x.shape[0]) for a in range(3)], 1)
+    diag = float(np.linalg.norm(x.max(0) - x.min(0)))
+    has = total > 0.0
+    np.testing.assert_allclose(mean[has] + sv["diff0"][has, :3], x[has], atol=1e-5 * diag)

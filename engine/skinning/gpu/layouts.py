@@ -33,7 +33,7 @@ import functools
 import numpy as np
 
 from engine.gpu.layouts import LOCAL_SIZE, MAX_JOINTS, Std430Struct
-from engine.skinning.springs.params import STEP_SAFETY, VOLUME_LAMBDA
+from engine.skinning.springs.params import DIFF_LAMBDA, STEP_SAFETY, VOLUME_LAMBDA
 
 MAX_INFLUENCES = 4
 """Skin influences per vertex (glTF JOINTS_0/WEIGHTS_0)."""
@@ -70,7 +70,8 @@ DEFORM_INSTANCE = Std430Struct("DeformInstance", [
     ("energy_rtol", "float"),   # energy scheme: relative decrease that still counts as progress
     ("k", "vec4"),              # stiffness x k_s (edges), y k_l (lengths), z k_t (torsion), w k_b (bone)
     ("k2", "vec4"),             # x k_r (radial), y k_e (edits), zw unused
-    ("k3", "vec4"),             # x k_v (volume term; 0 where it does not act: springs.volume_acts), yzw unused
+    ("k3", "vec4"),             # x k_v (volume term; 0 where it does not act: springs.volume_acts), y k_d
+                                # (differential term), zw unused
 ])
 
 # ---- per-instance convergence state (written by the GPU only) -----------------------------------------
@@ -135,7 +136,7 @@ SPRING_INSTANCE = Std430Struct("SpringInstance", [
     ("step", "vec4"),          # dt, tiny, handle_weight, damping (DeformInstance fields)
     ("k", "vec4"),             # k_s, k_l, k_t, k_b
     ("k2", "vec4"),            # k_r, k_e, 0, 0
-    ("k3", "vec4"),            # k_v (0: no volume term), bone_base (its regions' first row of B_VOLUME), 0, 0
+    ("k3", "vec4"),            # k_v (0: no volume term), bone_base (its regions' first row of B_VOLUME), k_d, 0
 ])
 SPRING_POINT = Std430Struct("SpringPoint", [
     ("adj", "ivec4"),          # x first CSR slot (asset-local), y neighbours, z volume region (the point's bone,
@@ -147,7 +148,9 @@ SPRING_POINT = Std430Struct("SpringPoint", [
 ])
 SPRING_SLOT = Std430Struct("SpringSlot", [
     ("nbr", "ivec4"),          # x neighbour control point (asset-local), y the face's third corner m (face (i, x, m)
-                               # in winding order; -1 none: springs.slot_third_corners), zw 0
+                               # in winding order; -1 none: springs.slot_third_corners), z float bits of the
+                               # differential term's slot weight w_ij / sum_k w_ik (springs.diff_weights, normalised
+                               # per point: in [0, 1] whatever the units), w 0
     ("rest", "vec4"),          # rest_len, rest_dlen, rest_angle, w_t
 ])
 # The spring's per-frame state is images too (written by the spring stages with imageStore, so an iteration
@@ -159,6 +162,8 @@ SPRING_STATE = Std430Struct("SpringState", [
 SPRING_FRAME = Std430Struct("SpringFrame", [
     ("attach", "vec4"),        # xyz posed attachment a_i
     ("bone_ref", "vec4"),      # xyz bone reference direction
+    ("diff", "vec4"),          # xyz the differential term's target offset R_i delta0_i (springs.PoseFrame.diff;
+                               # written only when the instance's k_d != 0)
 ])
 # ---- surface normal stages (face normals per face work group, vertex normals per display work group): a head
 # per work group and the static topology as images; positions and faces stay SSBOs (pooled resources that
@@ -225,8 +230,11 @@ SPRING_VERTEX = Std430Struct("SpringVertex", [
     ("sdir", "vec4"),  # xyz bind unit scale vector s_dir (frame-mode bone reference), w r = bind |s|
     ("rest", "vec4"),  # x bone_angle (cone mode), y s_floor (|s| floor of denominators), zw unused
     ("lam", "vec4"),   # Gershgorin coefficients per unit stiffness (springs.lambda_columns), multiplying
-                       # x k_s + k_l, y k_t, z k_b, w k_r; lambda_i = dot(lam, those) + k_e K_i (step limiting)
+                       # x k_s + k_l, y k_t, z k_b, w k_r; lambda_i = dot(lam, those) + k_e K_i
+                       # (+ k_v VOLUME_LAMBDA where the volume term acts, + k_d DIFF_LAMBDA: step limiting)
     ("rigid", "vec4"),  # rigid point (springs.rigid_points): xyz bind offset from its joint, w bone + 1 (0: free)
+    ("diff0", "vec4"),  # xyz the differential term's bind offset delta0_i from the weighted one-ring mean
+                        # (springs.SpringRest.diff0), w 0
 ])
 
 # ---- surface-edit row per control point of the pool (records.edit_rows; spring and spring_frame read it) -----
@@ -370,6 +378,7 @@ CONSTANTS: dict[str, int | float] = {
     "FLAG_MOMENTUM": FLAG_MOMENTUM,
     "STEP_SAFETY": float(STEP_SAFETY),
     "VOLUME_LAMBDA": float(VOLUME_LAMBDA),
+    "DIFF_LAMBDA": float(DIFF_LAMBDA),
     "VOLUME_SCALE": float(VOLUME_SCALE),
     "REASON_MAX_ITERATIONS": REASON_MAX_ITERATIONS,
     "REASON_DISPLACEMENT": REASON_DISPLACEMENT,

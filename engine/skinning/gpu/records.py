@@ -184,12 +184,16 @@ def spring_points(topo: MeshTopology, vstatic: np.ndarray, volume: dict[str, np.
     return rec
 
 
-def spring_slots(topo: MeshTopology, rest: np.ndarray, third: np.ndarray | None = None) -> np.ndarray:
-    """(H,) SpringSlot records of the spring stage: neighbour (asset-local), the face's third corner (-1 none)
-    and rest values per CSR slot."""
+def spring_slots(topo: MeshTopology, rest: np.ndarray, third: np.ndarray | None = None,
+                 diff_w: np.ndarray | None = None) -> np.ndarray:
+    """(H,) SpringSlot records of the spring stage: neighbour (asset-local), the face's third corner (-1 none),
+    the differential term's normalised slot weight (float bits; ``gpu_spring.diff_slot_weights``, none: 0) and
+    rest values per CSR slot."""
     rec = L.SPRING_SLOT.zeros(int(topo.adj_index.shape[0]))
     rec["nbr"][:, 0] = topo.adj_index
     rec["nbr"][:, 1] = -1 if third is None else third
+    if diff_w is not None:
+        rec["nbr"][:, 2] = np.ascontiguousarray(diff_w, np.float32).view(np.int32)
     rec["rest"] = rest
     return rec
 
@@ -285,7 +289,7 @@ def make_asset(key: Hashable, topo: MeshTopology, binding: Binding | None, joint
                                                                weights=w)
     arrays["spoints"] = spring_points(topo, arrays["vstatic"], volume)
     arrays["vregion"] = volume["region"][:, 0].copy()  # per point its volume region (-1 none): volume_rows
-    arrays["sslots"] = spring_slots(topo, rest, volume["third"])
+    arrays["sslots"] = spring_slots(topo, rest, volume["third"], volume["diff_w"])
     arrays["irs"], d0 = gpu_spring.irs_arrays(topo, binding, bind_joints, irs_influence)
     arrays["scale"][:, 3] = d0
     arrays["map"] = topo.control_of_display.astype(np.int32)
@@ -410,6 +414,7 @@ def spring_instances(table: np.ndarray) -> np.ndarray:
     rec["k2"][:n] = table["k2"]
     rec["k3"][:n, 0] = table["k3"][:, 0]
     rec["k3"][:n, 1] = table["bone_base"]
+    rec["k3"][:n, 2] = table["k3"][:, 1]  # k_d
     return rec
 
 

@@ -63,12 +63,14 @@ def spring_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: 
     ``gpu_layouts.SPRING_VERTEX`` record of each control point as float32 rows: s_dir xyz, r | bone_angle,
     s_floor, joint-blend code (+-(other bone + 1), + parent end / - child end, 0 none), own blend weight |
     Gershgorin coefficients (``springs.lambda_columns``, the step-limiting lambda_i per unit
-    stiffness; the shader adds k_e K_i and k_v VOLUME_LAMBDA) | the rigid point's offset and bone + 1
-    (``springs.rigid_points``, from the skin's joints/weights when given; 0: free). Zeros without a binding (no
-    spring stage then).
+    stiffness; the shader adds k_e K_i, k_v VOLUME_LAMBDA and k_d DIFF_LAMBDA) | the rigid point's offset and
+    bone + 1 (``springs.rigid_points``, from the skin's joints/weights when given; 0: free) | the differential
+    term's bind offset delta0 (``SpringRest.diff0``), 0. Zeros without a binding (no spring stage then).
     The third value holds the volume term's records: "third" (H,) int32 per CSR slot (the face's third corner,
     -1 none), "region" (V,2) int32 (the point's region, -1 none; 1 for the first point of its region) and "vol"
-    (V,4) float32 (its region's V0_r, S0_r, the fixed-point scale VOLUME_SCALE / |V0_r|, its number of points N_r)."""
+    (V,4) float32 (its region's V0_r, S0_r, the fixed-point scale VOLUME_SCALE / |V0_r|, its number of points N_r);
+    and the differential term's "diff_w" (H,) float32 per CSR slot: ``SpringRest.diff_w`` divided by its point's
+    sum (`diff_slot_weights`)."""
     v = topology.n_control
     h = int(topology.adj_index.shape[0])
     rest = np.zeros((h, 4), np.float32)
@@ -77,6 +79,7 @@ def spring_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: 
     volume = {"third": np.full(h, -1, np.int32), "region": np.zeros((v, 2), np.int32),
               "vol": np.zeros((v, 4), np.float32)}
     volume["region"][:, 0] = -1
+    volume["diff_w"] = np.zeros(h, np.float32)
     if binding is None or v == 0:
         return rest, vstatic, volume
     r = build_rest(topology, binding, bind_joints, joints=joints, weights=weights)
@@ -98,6 +101,8 @@ def spring_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: 
     if r.rigid_bone.shape[0] == v:  # the rigid points (springs.rigid_points): offset and bone + 1
         rec["rigid"][:, :3] = r.rigid_offset
         rec["rigid"][:, 3] = r.rigid_bone + 1.0
+    rec["diff0"][:, :3] = r.diff0
+    volume["diff_w"][flat] = diff_slot_weights(r.rows, r.diff_w, v)
     volume["third"][flat] = r.vol_third
     region = r.vol_region
     volume["region"][:, 0] = region
@@ -111,6 +116,18 @@ def spring_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: 
         volume["vol"][on, 2] = L.VOLUME_SCALE / np.abs(v0)
         volume["vol"][on, 3] = np.bincount(region[on])[region[on]]  # N_r (the tiled kernel's volume estimate)
     return rest, vstatic, volume
+
+
+def diff_slot_weights(rows: np.ndarray, diff_w: np.ndarray, n: int) -> np.ndarray:
+    """(H,) the differential term's slot weights divided by their point's sum (0 for a point without weighted
+    neighbours): the shader's one-ring mean sum_j w_ij x_j / sum_j w_ij (``springs.ring_means``) from weights in
+    [0, 1], so 1 / length^2 of a mesh in small units neither overflows float32 nor loses precision there."""
+    w = np.asarray(diff_w, np.float64)
+    total = np.bincount(rows, weights=w, minlength=n)
+    den = total[rows]
+    out = np.zeros(w.shape[0])
+    np.divide(w, den, out=out, where=den > 0.0)
+    return out
 
 
 def fill_record(rec: np.ndarray, params: SpringParams, topology: MeshTopology, *,
@@ -148,17 +165,15 @@ def fill_record(rec: np.ndarray, params: SpringParams, topology: MeshTopology, *
     rec["handle_weight"] = p.handle_weight
     rec["damping"] = p.momentum if momentum else p.damping  # one slot: the explicit update has no damping
     rec["energy_rtol"] = p.energy_rtol
-    if p.stiffness("k_d"):
-        raise ValueError(f"SpringParams.k_d = {p.k_d:g}: the differential term runs on the numpy reference only "
-                         "(device cpu) for now; valid on the GPU: 0")
     rec["k"] = [p.stiffness("k_s"), p.stiffness("k_l"), p.stiffness("k_t"), p.stiffness("k_b")]
     # z: joint blending on; w: the start is the (blended) rigid skinning (rigid initial skinning, independent
     # mode: spring_frame.comp moves the skin stage's plain rigid output, as SpringDeformer.rigid / initial_positions)
     blend = 1.0 if p.joint_blend else 0.0
     rigid_start = 1.0 if (p.initial_skinning == "rigid" and p.mode == "independent") else 0.0
     rec["k2"] = [p.stiffness("k_r"), p.stiffness("k_e"), blend, rigid_start]
-    # the volume term (springs.volume_acts; regions an edit touches are switched off per frame in B_VOLUME)
-    rec["k3"] = [p.stiffness("k_v") if volume_acts(p) else 0.0, 0.0, 0.0, 0.0]
+    # the volume term (springs.volume_acts; regions an edit touches are switched off per frame in B_VOLUME) and
+    # the differential term (springs.spring_forces: k_d)
+    rec["k3"] = [p.stiffness("k_v") if volume_acts(p) else 0.0, p.stiffness("k_d"), 0.0, 0.0]
 
 
 def _influence(value: Any, nj: int, name: str) -> np.ndarray:

@@ -1,8 +1,8 @@
 """Spring deformer: the numpy reference of the research's spring-based skinning (ch. 4.2, eqs. 21-23, Algorithm 1,
 with the surface-edit force F_e of ch. 5.2). Every control point hangs from its attachment on a bone by a scale
 vector; per frame the points start at a skinning of the pose and iterate under edge, length, torsion, bone,
-radial, edit, volume and (opt-in, numpy only) differential springs towards equilibrium. The GPU spring stage
-(engine/skinning/gpu) computes the same steps in float32 (all but the differential term, which it refuses).
+radial, edit, volume and (opt-in) differential springs towards equilibrium. The GPU spring stage
+(engine/skinning/gpu) computes the same steps in float32.
 
 The forces, joint blending, step limiting and the GPU contract are described in docs/springs.md. Modules:
 params (parameters, ranges, constants), editterms (the edits as the solver sees them), rest (bind-time rest state

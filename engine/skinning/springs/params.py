@@ -124,7 +124,7 @@ class SpringParams:
     joint_blend (default on) turns attachments, bone references and the rigid start near an interior joint by a
     share of the rotation across it (see docs/springs.md); off gives the research's per-bone frames.
 
-    k_d (default 0: off; numpy reference only, the GPU spring stage refuses k_d > 0 for now) is the differential
+    k_d (default 0: off; both devices, the GPU's in shaders/deform/spring_differential.glsl) is the differential
     (bending) term: F_i = k_d (m_i + R_i delta0_i - x_i), m_i the mean of the one-ring weighted by 1 / bind edge
     length^2, delta0_i = x0_i - m0_i its bind value and R_i the point's frame rotation (`PoseFrame.rot`): it keeps
     each point's offset from its neighbours' mean as at bind, turned with its frame, which the edge and
@@ -160,7 +160,7 @@ class SpringParams:
     k_r: float = 1.0
     k_e: float = 1.0
     k_v: float = 3.0  # volume term: pressure per bone region restoring its skeleton-relative volume (0: off)
-    k_d: float = 0.0  # differential (bending) term, numpy reference only (0: off; see the class docstring)
+    k_d: float = 0.0  # differential (bending) term (0: off; see the class docstring)
     use_s: bool = True
     use_l: bool = True
     use_t: bool = True
