@@ -68,7 +68,8 @@ def _reference(arrays, params, posed, block):
 
 
 @pytest.mark.parametrize("iterations", [1, 7, 50])
-@pytest.mark.parametrize("kw", [{}, dict(integrator="explicit", acceleration="momentum")], ids=["default", "momentum"])
+@pytest.mark.parametrize("kw", [{}, dict(integrator="explicit", acceleration="momentum"), dict(k_d=5.0)],
+                         ids=["default", "momentum", "differential"])
 def test_tube_gpu_equals_tiled_reference(gl_ctx, resources, rig, iterations, kw):
     params = SpringParams(convergence="iterations", max_iterations=iterations, **kw)
     skin, posed = pose(rig, bend=0.9, twist=0.6)
