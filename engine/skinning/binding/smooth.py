@@ -10,7 +10,7 @@ import scipy.sparse.linalg as spla
 
 from engine.math.numerics import quiet_underflow
 from engine.skinning.binding.bones import _check_skeleton, _scale_of, joint_location_groups
-from engine.skinning.binding.project import _attach, make_binding
+from engine.skinning.binding.project import _attach, _check_allowed, make_binding
 from engine.skinning.binding.quality import DEFAULT_GAP_THRESHOLD, _edge_lengths, _edge_ratio
 from engine.skinning.types import Binding, Bones, MeshTopology, bone_endpoints
 
@@ -241,6 +241,40 @@ def _dilate(topology: MeshTopology, radius: np.ndarray) -> np.ndarray:
     return r >= 0
 
 
+_ALLOWED_SAMPLES = 33
+"""Positions per bone (t = 0, 1/32, ..., 1) searched for the nearest allowed attachment in tree coordinates."""
+
+
+def _keep_allowed(tree: _SkeletonTree, z: np.ndarray, allow: np.ndarray, prev: np.ndarray, bone: np.ndarray,
+                  t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(bone, t) with every point that smoothing reprojected onto a bone outside its `allow` row (other than its
+    `prev` bone) put at the nearest allowed attachment to its smoothed tree coordinates z (L1, the metric of
+    the smoothing; sampled along each allowed bone, the previous bone included)."""
+    bad = ~allow[np.arange(bone.shape[0]), bone] & (bone != prev)
+    if not bad.any():
+        return bone, t
+    rows = np.nonzero(bad)[0]
+    ok = allow[rows].copy()
+    ok[np.arange(rows.size), prev[rows]] = True
+    zr = z[rows]
+    best = np.full(rows.size, np.inf)
+    nb, nt = bone[rows].copy(), t[rows].copy()
+    grid = np.linspace(0.0, 1.0, _ALLOWED_SAMPLES)
+    for b in np.nonzero(ok.any(axis=0))[0]:  # per candidate bone (a few dozen), vectorised over points
+        m = np.nonzero(ok[:, b])[0]
+        zg = _tree_coords(tree, np.full(grid.shape[0], b, np.int64), grid)  # (G,S)
+        dist = np.abs(zr[m, None, :] - zg[None, :, :]).sum(axis=2)  # (M,G)
+        g = np.argmin(dist, axis=1)
+        d = dist[np.arange(m.size), g]
+        better = d < best[m]
+        best[m[better]] = d[better]
+        nb[m[better]] = b
+        nt[m[better]] = grid[g[better]]
+    bone, t = bone.copy(), t.copy()
+    bone[rows], t[rows] = nb, nt.astype(t.dtype)
+    return bone, t
+
+
 @quiet_underflow
 def smooth_binding(
     binding: Binding,
@@ -251,6 +285,7 @@ def smooth_binding(
     strength: float = 1.0,
     parents: np.ndarray | None = None,
     gap_threshold: float = DEFAULT_GAP_THRESHOLD,
+    allowed: np.ndarray | None = None,
 ) -> Binding:
     """Alternate Laplacian smoothing of the attachments with reprojection onto the skeleton until no gap
     is left (at most `passes` passes; the research keeps them below 10).
@@ -296,6 +331,7 @@ def smooth_binding(
     if parents is not None:
         bj, par = _check_skeleton(bj, parents)
     positions = topology.positions
+    allow = _check_allowed(allowed, v, binding.bones.count)
     p, c = bone_endpoints(binding.bones, bj.astype(np.float32))
     bone, t = binding.bone.astype(np.int32).copy(), binding.t.astype(np.float32).copy()
     e = topology.edges.astype(np.int64)
@@ -308,9 +344,16 @@ def smooth_binding(
         lap = sp.coo_matrix((np.r_[w, w], (np.r_[e[:, 0], e[:, 1]], np.r_[e[:, 1], e[:, 0]])), shape=(v, v)).tocsr()
         deg = np.asarray(lap.sum(axis=1)).ravel()
         tree = _skeleton_tree(binding.bones, bj, par, 1e-6 * _scale_of(bj, positions), gap_threshold * med)
-        for k in range(int(passes)):
+        kept = (bone.copy(), t.copy(), 0)
+        score = None
+        for k in range(int(passes) + 1):
             ratio = _edge_ratio(_attach(p, c, bone, t), e, le)
-            if not np.any(ratio > gap_threshold):
+            gaps = int(np.sum(ratio > gap_threshold))
+            if allow is not None:  # restricted passes can fail to close a gap: keep the best binding seen
+                now = (gaps, float(ratio.max()))
+                if score is None or now < score:
+                    score, kept = now, (bone.copy(), t.copy(), k)
+            if not gaps or k == int(passes):
                 break
             used += 1
             z = _tree_coords(tree, bone, t.astype(np.float64))
@@ -330,7 +373,12 @@ def smooth_binding(
             np.add.at(div, ge[:, 1], jump)
             mat = (sp.diags(deg[fi] * (1.0 + _SCREEN)) - lap[fi][:, fi]).tocsc()
             zf = z[fi] + strength * spla.splu(mat).solve(div[fi])
-            bone[fi], t[fi] = _reproject(tree, zf, bone[fi])
+            nb_, nt_ = _reproject(tree, zf, bone[fi])
+            if allow is not None:  # never onto a bone the point's weights do not move it with
+                nb_, nt_ = _keep_allowed(tree, zf, allow[fi], bone[fi], nb_, nt_)
+            bone[fi], t[fi] = nb_, nt_
+        if allow is not None:
+            bone, t, used = kept
     out = make_binding(positions, binding.bones, bone, t, bind_joints)
     out.quality = dict(binding.quality)
     out.quality["smooth_passes_used"] = used
