@@ -51,6 +51,8 @@ def bind(
 
     method: "planar" (joint dividers), "project" (direct projection) or "weights" (needs joints and weights,
     (D,4) per display vertex or (V,4) per control point; the representative display vertex is used).
+    joints and weights, given with any method, restrict every point to the bones whose joint carries a
+    meaningful share of its weight (`weight_support`), in the binding and in its smoothing.
     Then up to `smooth_passes` passes of smoothing and reprojection (`smooth_binding`; they stop once no
     gap is left). quality holds `binding_quality` of the final binding, the method, the passes asked for and
     used, and gaps / gap_max / gap_mean before smoothing.

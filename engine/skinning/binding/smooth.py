@@ -313,9 +313,20 @@ def smooth_binding(
     share a trunk segment of the tree, so moving between them there is not a detour through their joint
     (chest -> neck and chest -> shoulder of the humanoid run 12 degrees apart).
 
+    With the skin weights (allowed (V,B) bool, `weight_support`: the bones whose parent joint carries a
+    meaningful share of each point's weight) smoothing respects them: (a) only gaps between neighbours that
+    some bone may carry both are closed (where their weights share no carrying joint the jump is the weights'
+    own, as in LBS); (b) points whose allowed bones all belong to one joint (LBS moves them rigidly with it)
+    stay where they are (d = 0), so the region cannot spread over a whole coarse mesh and drag it along the
+    tree; (c) a point reprojected onto a bone outside its row goes to the nearest allowed attachment to its
+    smoothed z (L1, sampled along each allowed bone; its previous bone stays allowed); (d) the binding of
+    the pass with the fewest gaps (then the smallest largest ratio) is returned, so it is never worse than
+    the input.
+
     passes: integer in [0, 9]; strength in (0, 1]; parents (J,) joins bones at coincident joints (without
     it bones are joined by joint index only); gap_threshold > 0. quality is copied from `binding` and
-    `smooth_passes_used` (passes that found gaps) is added.
+    `smooth_passes_used` (passes that found gaps; with `allowed`, the passes behind the binding returned) is
+    added.
     """
     if not (0 <= int(passes) <= MAX_SMOOTH_PASSES) or int(passes) != passes:
         raise ValueError(f"passes must be an integer in [0, {MAX_SMOOTH_PASSES}], got {passes!r}")
@@ -344,6 +355,10 @@ def smooth_binding(
         lap = sp.coo_matrix((np.r_[w, w], (np.r_[e[:, 0], e[:, 1]], np.r_[e[:, 1], e[:, 0]])), shape=(v, v)).tocsr()
         deg = np.asarray(lap.sum(axis=1)).ravel()
         tree = _skeleton_tree(binding.bones, bj, par, 1e-6 * _scale_of(bj, positions), gap_threshold * med)
+        if allow is not None:  # points one joint carries alone: LBS moves them rigidly with it, smoothing leaves them
+            pjb = binding.bones.parent_joint.astype(np.int64)
+            carriers = (allow.astype(np.int64) @ (pjb[:, None] == np.arange(int(pjb.max()) + 1)[None, :])) > 0
+            decisive = carriers.sum(axis=1) == 1
         kept = (bone.copy(), t.copy(), 0)
         score = None
         for k in range(int(passes) + 1):
@@ -361,11 +376,22 @@ def smooth_binding(
             np.divide(np.abs(z[e[:, 0]] - z[e[:, 1]]).sum(axis=1), le, out=along, where=ok)
             ratio = np.maximum(ratio, along)
             gap = ok & (ratio > gap_threshold)
+            if allow is not None:
+                # only gaps smoothing may close: neighbours that some bone may carry both (where their
+                # weights share no joint the jump is the weights' own, as LBS's)
+                gap &= (allow[e[:, 0]] & allow[e[:, 1]]).any(axis=1)
+                if not gap.any():
+                    break
             need = np.ceil(_REGION_RINGS * (1.0 + k) * ratio[gap] / gap_threshold).astype(np.int64)
             seed = np.zeros(v, np.int64)
             np.maximum.at(seed, e[gap, 0], need)
             np.maximum.at(seed, e[gap, 1], need)
-            fi = np.nonzero(_dilate(topology, seed))[0]
+            region = _dilate(topology, seed)
+            if allow is not None:  # and points one joint carries alone stay where they are (d = 0)
+                region &= ~decisive
+            fi = np.nonzero(region)[0]
+            if fi.size == 0:
+                break
             ge = e[gap]
             jump = w[gap, None] * (z[ge[:, 0]] - z[ge[:, 1]])
             div = np.zeros_like(z)
