@@ -73,9 +73,9 @@ class SkinnedPrimitive:
         if key not in self._cache:
             from engine.skinning.binding.pipeline import bind
 
-            kw: dict[str, Any] = {}
-            if method == "weights":
-                kw = dict(joints=self.primitive.joints, weights=self.primitive.weights)
+            # the skin weights always: every method then binds each point only to bones whose joint carries a
+            # meaningful share of its weight (binding.weight_support), so the springs move it with LBS's joints
+            kw: dict[str, Any] = dict(joints=self.primitive.joints, weights=self.primitive.weights)
             self._cache[key] = bind(self.topology(), self.bind_joints, self.parents, method=method,
                                     smooth_passes=smooth_passes, **kw)
         return self._cache[key]

@@ -357,3 +357,63 @@ def test_smoothing_leaves_a_gap_free_binding_alone_and_validates():
         smooth_binding(proj, topo, bj, strength=1.5)
     with pytest.raises(ValueError, match=r"parents\[1\]"):
         smooth_binding(proj, topo, bj, parents=np.array([-1, 5, 1]))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# binding with the skin weights (issue 26): a point sits only on a bone its weights move it with
+
+
+def _child_weighted_tube():
+    """A straight tube along +Y over a chain 0 (y=0) -> 1 (y=1) -> 2 (y=2) whose points from y = 0.5 up to the
+    joint at y = 1 are weighted 100 % to the child joint 1 (the Fox's front legs: skin weighted to the forearm
+    above the elbow) and lie nearer the parent bone 0 -> 1 than any bone of joint 1."""
+    pos, tris = tube(41, 12, 2.0, 0.2)
+    topo = prepare_mesh(pos.astype(np.float32), tris.astype(np.uint32))
+    bj = np.stack([joint([0, 0, 0]), joint([0, 1, 0]), joint([0, 2, 0])]).astype(np.float32)
+    parents = np.array([-1, 0, 1])
+    y = pos[:, 1]
+    jn = np.zeros((pos.shape[0], 4), np.int64)
+    w = np.zeros((pos.shape[0], 4), np.float32)
+    jn[:, 0] = np.where(y < 0.5, 0, np.where(y < 1.5, 1, 2))
+    w[:, 0] = 1.0
+    return topo, bj, parents, jn, w, (y >= 0.5) & (y < 1.0)
+
+
+@pytest.mark.parametrize("method", ["planar", "project"])
+def test_points_weighted_to_a_child_joint_bind_to_its_bones_and_smoothing_keeps_them(method):
+    topo, bj, parents, jn, w, child = _child_weighted_tube()
+    pj = lambda b: b.bones.parent_joint[b.bone]  # noqa: E731 - the joint that carries each point
+    by_position = bind(topo, bj, parents, method=method, smooth_passes=0)
+    assert np.all(pj(by_position)[child] == 0)  # by position they sit on the parent bone 0 -> 1
+    for passes in (0, 6):
+        b = bind(topo, bj, parents, method=method, joints=jn, weights=w, smooth_passes=passes)
+        carrier = pj(b)
+        assert np.all(carrier == jn[:, 0]), passes  # every point on a bone of its weighted joint
+        np.testing.assert_allclose(b.attach + b.scale, topo.positions, atol=1e-6)
+        assert b.quality["gaps"] <= b.quality["gaps_before_smoothing"]
+    # smoothing alone, given the same support, never moves a point onto a bone its joint does not carry
+    from engine.skinning.binding import per_control
+    from engine.skinning.binding.project import weight_support
+
+    raw = bind(topo, bj, parents, method=method, joints=jn, weights=w, smooth_passes=0)
+    allowed = weight_support(per_control(topo, jn), per_control(topo, w), raw.bones)
+    sm = smooth_binding(raw, topo, bj, parents=parents, passes=6, allowed=allowed)
+    assert np.all(pj(sm) == jn[:, 0])
+    free = smooth_binding(raw, topo, bj, parents=parents, passes=6)  # unrestricted: the jump at y = 0.5 drags them
+    assert np.any(pj(free) != jn[:, 0])
+
+
+def test_weight_support_shares():
+    bones = Bones(parent_joint=np.array([0, 1, 2], np.int32), child_joint=np.array([1, 2, -1], np.int32),
+                  tip_local=np.zeros((3, 3), np.float32))
+    from engine.skinning.binding.project import weight_support
+
+    jn = np.array([[1, 0, 2, 0], [0, 1, 2, 0], [0, 1, 2, 0], [5, 6, 0, 0]])
+    w = np.array([[1, 0, 0, 0], [0.5, 0.3, 0.2, 0], [0.2, 0.2, 0.2, 0.4], [1, 0, 0, 0]], np.float32)
+    a = weight_support(jn, w, bones)
+    assert a[0].tolist() == [False, True, False]  # 100 % joint 1: only its own bone
+    assert a[1].tolist() == [True, True, False]  # joint 2 holds 0.2 < 0.25
+    assert a[2].tolist() == [True, False, False]  # joint 0: 0.2 + 0.4 (listed twice); 1 and 2 hold 0.2
+    assert a[3].tolist() == [True, True, True]  # joints 5, 6 carry no bone: any
+    with pytest.raises(ValueError, match="min_share"):
+        weight_support(jn, w, bones, 0.0)

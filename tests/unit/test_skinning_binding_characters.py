@@ -1,5 +1,8 @@
 """Binding quality on the project's generated characters (issue 3): no attachment gaps after the default
-smoothing, and smoothing strictly reduces the gap statistics where the planar binding leaves gaps.
+smoothing, and smoothing strictly reduces the gap statistics where the planar binding leaves gaps. These are
+claims on the binding by position (`bind` without skin weights); what the deformers use (`sp.binding()`) binds
+with the weights (issue 26): no point on a bone whose joint holds under a quarter of its weight, and its
+smoothing never leaves more gaps than it found.
 
 A gap is an edge whose attachment points lie more than 3x the edge length apart (`binding_quality`). The
 planar binding leaves them at branching joints: the plus's hub (concave corners between the arms) and the
@@ -33,7 +36,8 @@ class Character:
         self.names = [asset.nodes[j].name for j in self.sp.skin.joints]
         self.topo = self.sp.topology()
         self.raw = bind(self.topo, self.sp.bind_joints, self.sp.parents, smooth_passes=0)
-        self.default = self.sp.binding()  # what the deformers use: planar, 6 passes
+        self.default = bind(self.topo, self.sp.bind_joints, self.sp.parents)  # by position: planar, 6 passes
+        self.weighted = self.sp.binding()  # what the deformers use: the same with the skin weights
 
     def bone_names(self, binding) -> list[str]:
         b = binding.bones
@@ -118,6 +122,24 @@ def test_humanoid_smoothing_is_local_and_keeps_limbs_on_their_bones():
     crotch = (np.abs(pos[:, 0]) < 0.02) & (pos[:, 1] > 0.8) & (pos[:, 1] < 0.87)
     assert crotch.sum() > 5
     assert {names[k] for k in np.unique(sm.bone[crotch])} <= {"hips->thigh_L", "hips->thigh_R", "hips->spine"}
+
+
+def test_the_deformers_binding_respects_the_weights(character):
+    from engine.skinning.binding import per_control
+    from engine.skinning.binding.project import MIN_WEIGHT_SHARE
+
+    b, topo = character.weighted, character.topo
+    jn = per_control(topo, np.asarray(character.sp.primitive.joints)).astype(np.int64)
+    w = per_control(topo, np.asarray(character.sp.primitive.weights)).astype(np.float64)
+    w /= w.sum(axis=1, keepdims=True)
+    carrier = b.bones.parent_joint[b.bone]
+    share = np.where(jn == carrier[:, None], w, 0.0).sum(axis=1)
+    best = w.max(axis=1)  # every generated joint carries a bone: each point's heaviest joint is reachable
+    assert np.all(share >= np.minimum(MIN_WEIGHT_SHARE, best) - 1e-6)
+    q = b.quality
+    assert q["gaps"] <= q["gaps_before_smoothing"] and q["gap_max"] <= q["gap_max_before_smoothing"] + 1e-9
+    np.testing.assert_allclose(b.attach + b.scale, topo.positions, atol=1e-6)
+    assert b.t.min() >= 0.0 and b.t.max() <= 1.0
 
 
 def test_smoothing_respects_the_threshold_it_is_given():

@@ -20,6 +20,12 @@ Methods:
   skeleton (how much of each bone the path from the root covers) and reprojection walks the bone tree, so
   neighbours across a branching joint (crotch, armpits, the plus's hub) slide towards the shared joint
   instead of jumping between branches; only the neighbourhoods of gaps move. See its docstring.
+- Skin weights (`bind(..., joints=, weights=)`, what the deformers use; issue 26): `weight_support` keeps,
+  per point, the bones whose parent joint (the joint whose rotation carries the bone's points) holds at least
+  `MIN_WEIGHT_SHARE` = 1/4 of its weight (or the largest share any joint with a bone holds); the planar and
+  projection bindings choose among those only and smoothing never moves a point off them (see
+  `smooth_binding`). By position alone a point weighted 100 % to a forearm but lying nearer the upper-arm
+  bone would be carried by the shoulder, a joint LBS does not move it with.
 - `binding_quality`: gap statistics (a gap: neighbours whose attachments lie more than 3x their edge
   length apart). Default `bind` on the generated characters (before -> after smoothing, gaps / gap_max):
   cylinder 0 / 1.0 -> 0; box 0 / 1.0 -> 0; plus 204 / 12.0 -> 0 / 2.3 (1 pass); humanoid 625 / 36.1 ->
@@ -39,12 +45,14 @@ statistics), pipeline (`bind`, `per_control`).
 from engine.skinning.binding.bones import joint_location_groups, make_bones
 from engine.skinning.binding.pipeline import bind, per_control
 from engine.skinning.binding.project import (
+    MIN_WEIGHT_SHARE,
     bind_from_weights,
     bind_planar,
     bind_project,
     make_binding,
     nearest_bone,
     segment_projection,
+    weight_support,
 )
 from engine.skinning.binding.quality import DEFAULT_GAP_THRESHOLD, binding_quality
 from engine.skinning.binding.smooth import MAX_SMOOTH_PASSES, smooth_binding
@@ -57,6 +65,8 @@ __all__ = [
     "bind_planar",
     "bind_from_weights",
     "make_binding",
+    "weight_support",
+    "MIN_WEIGHT_SHARE",
     "smooth_binding",
     "binding_quality",
     "bind",

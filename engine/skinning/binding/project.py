@@ -8,7 +8,41 @@ from engine.math.numerics import quiet_underflow
 from engine.skinning.binding.bones import _CHUNK_ELEMENTS, _check_skeleton, _scale_of, joint_location_groups
 from engine.skinning.types import Binding, Bones, bone_endpoints
 
-__all__ = ["segment_projection", "nearest_bone", "bind_project", "bind_from_weights", "bind_planar", "make_binding"]
+__all__ = ["segment_projection", "nearest_bone", "bind_project", "bind_from_weights", "bind_planar", "make_binding",
+           "MIN_WEIGHT_SHARE", "weight_support"]
+
+MIN_WEIGHT_SHARE = 0.25
+"""A bone may carry a point when its parent joint (whose rotation moves the bone's points) holds at least this
+share of the point's skin weight (or the largest share any bone's joint holds, where that is less)."""
+
+
+def weight_support(
+    joints: np.ndarray, weights: np.ndarray, bones: Bones, min_share: float = MIN_WEIGHT_SHARE
+) -> np.ndarray:
+    """(V,B) bool: the bones whose parent joint carries a meaningful share of every point's skin weight.
+
+    joints, weights (V,K): the point's influences (weights normalised here; K any). Bone b may carry point i
+    when w_i(parent_joint[b]) >= min(min_share, max_b' w_i(parent_joint[b'])) and > 0: the springs carry a
+    point with its bone's parent joint (its rotation and the joint blend at the bone's ends), so a point on
+    such a bone moves with a joint LBS moves it with. A point none of whose joints carries a bone (weights only
+    on joints with no bone of their own) may use every bone.
+    """
+    jn = np.asarray(joints).astype(np.int64)
+    w = np.asarray(weights, np.float64)
+    if jn.ndim != 2 or w.shape != jn.shape:
+        raise ValueError(f"joints and weights must have one shape (V, K), got {jn.shape} and {w.shape}")
+    if not 0.0 < float(min_share) <= 1.0:
+        raise ValueError(f"min_share must be in (0, 1], got {min_share!r}")
+    w = np.where(np.isfinite(w) & (w > 0), w, 0.0)
+    w = w / np.maximum(w.sum(axis=1, keepdims=True), 1e-30)
+    carrier = np.asarray(bones.parent_joint, np.int64)
+    share = np.zeros((jn.shape[0], carrier.shape[0]))
+    for k in range(jn.shape[1]):  # K influences (4 in glTF): (V,B) per influence
+        share += np.where(jn[:, k, None] == carrier[None, :], w[:, k, None], 0.0)
+    best = share.max(axis=1, keepdims=True) if carrier.size else np.zeros((jn.shape[0], 1))
+    allowed = (share >= np.minimum(float(min_share), best) * (1.0 - 1e-6)) & (share > 0)
+    allowed[best[:, 0] <= 0] = True
+    return allowed
 
 
 @quiet_underflow
@@ -69,6 +103,15 @@ def nearest_bone(
     return bone, t, np.sqrt((diff * diff).sum(1)).astype(np.float32)
 
 
+def _check_allowed(allowed: np.ndarray | None, n: int, nb: int) -> np.ndarray | None:
+    if allowed is None:
+        return None
+    a = np.asarray(allowed, bool)
+    if a.shape != (n, nb):
+        raise ValueError(f"allowed must have shape ({n}, {nb}) (points x bones), got {a.shape}")
+    return a | ~a.any(axis=1, keepdims=True)  # a point allowing no bone may use any
+
+
 def _check_points(positions: np.ndarray) -> np.ndarray:
     pts = np.asarray(positions, np.float32)
     if pts.ndim != 2 or pts.shape[1] != 3:
@@ -77,11 +120,14 @@ def _check_points(positions: np.ndarray) -> np.ndarray:
 
 
 @quiet_underflow
-def bind_project(positions: np.ndarray, bones: Bones, bind_joints: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Direct binding (eq. 12): (bone (V,), t (V,)) of the closest projection onto any bone."""
+def bind_project(
+    positions: np.ndarray, bones: Bones, bind_joints: np.ndarray, *, allowed: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Direct binding (eq. 12): (bone (V,), t (V,)) of the closest projection onto any bone (of the point's
+    `allowed` (V,B) bones where given, e.g. `weight_support`)."""
     pts = _check_points(positions)
     p, c = bone_endpoints(bones, np.asarray(bind_joints, np.float32))
-    bone, t, _ = nearest_bone(pts, p, c)
+    bone, t, _ = nearest_bone(pts, p, c, _check_allowed(allowed, pts.shape[0], bones.count))
     return bone, t
 
 
@@ -203,6 +249,7 @@ def bind_planar(
     parents: np.ndarray,
     *,
     plane_normals: np.ndarray | dict | None = None,
+    allowed: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Planar binding with joint dividers (eq. 13): (bone (V,), t (V,)).
 
@@ -213,9 +260,12 @@ def bind_planar(
 
     plane_normals: per-joint override of the divider between the joint's incoming and outgoing bones, as a
     dict {joint: normal} or a (J,3) array with NaN rows for "automatic"; the orientation does not matter.
+    allowed: optional (V,B) bool (`weight_support`): only those bones count, both for membership and for the
+    closest-bone fallback, so a point sits on a bone its weights move it with, not on the nearest one.
     """
     pts = _check_points(positions)
     bj, par = _check_skeleton(bind_joints, parents)
+    allow = _check_allowed(allowed, pts.shape[0], bones.count)
     eps = 1e-6 * _scale_of(bj, pts)
     key, point, normal, member = _divider_planes(bones, bj, par, eps, plane_normals)
     nb = bones.count
@@ -234,6 +284,9 @@ def bind_planar(
         sdm = np.minimum.reduceat(np.where(member[None, :], sd, np.inf), starts, axis=1)
         inside = (sdm[:, 0::2] >= -tol) & (sdm[:, 1::2] >= -tol)
         tp, d2 = segment_projection(pts[s:e], pf, cf)
+        if allow is not None:
+            inside &= allow[s:e]
+            d2 = np.where(allow[s:e], d2, np.inf)
         k = np.argmin(np.where(inside, d2, np.inf), axis=1)
         none = ~inside.any(axis=1)
         k[none] = np.argmin(d2[none], axis=1)

@@ -10,7 +10,7 @@ import scipy.sparse.linalg as spla
 
 from engine.math.numerics import quiet_underflow
 from engine.skinning.binding.bones import _check_skeleton, _scale_of, joint_location_groups
-from engine.skinning.binding.project import _attach, make_binding
+from engine.skinning.binding.project import _attach, _check_allowed, make_binding
 from engine.skinning.binding.quality import DEFAULT_GAP_THRESHOLD, _edge_lengths, _edge_ratio
 from engine.skinning.types import Binding, Bones, MeshTopology, bone_endpoints
 
@@ -241,6 +241,40 @@ def _dilate(topology: MeshTopology, radius: np.ndarray) -> np.ndarray:
     return r >= 0
 
 
+_ALLOWED_SAMPLES = 33
+"""Positions per bone (t = 0, 1/32, ..., 1) searched for the nearest allowed attachment in tree coordinates."""
+
+
+def _keep_allowed(tree: _SkeletonTree, z: np.ndarray, allow: np.ndarray, prev: np.ndarray, bone: np.ndarray,
+                  t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(bone, t) with every point that smoothing reprojected onto a bone outside its `allow` row (other than its
+    `prev` bone) put at the nearest allowed attachment to its smoothed tree coordinates z (L1, the metric of
+    the smoothing; sampled along each allowed bone, the previous bone included)."""
+    bad = ~allow[np.arange(bone.shape[0]), bone] & (bone != prev)
+    if not bad.any():
+        return bone, t
+    rows = np.nonzero(bad)[0]
+    ok = allow[rows].copy()
+    ok[np.arange(rows.size), prev[rows]] = True
+    zr = z[rows]
+    best = np.full(rows.size, np.inf)
+    nb, nt = bone[rows].copy(), t[rows].copy()
+    grid = np.linspace(0.0, 1.0, _ALLOWED_SAMPLES)
+    for b in np.nonzero(ok.any(axis=0))[0]:  # per candidate bone (a few dozen), vectorised over points
+        m = np.nonzero(ok[:, b])[0]
+        zg = _tree_coords(tree, np.full(grid.shape[0], b, np.int64), grid)  # (G,S)
+        dist = np.abs(zr[m, None, :] - zg[None, :, :]).sum(axis=2)  # (M,G)
+        g = np.argmin(dist, axis=1)
+        d = dist[np.arange(m.size), g]
+        better = d < best[m]
+        best[m[better]] = d[better]
+        nb[m[better]] = b
+        nt[m[better]] = grid[g[better]]
+    bone, t = bone.copy(), t.copy()
+    bone[rows], t[rows] = nb, nt.astype(t.dtype)
+    return bone, t
+
+
 @quiet_underflow
 def smooth_binding(
     binding: Binding,
@@ -251,6 +285,7 @@ def smooth_binding(
     strength: float = 1.0,
     parents: np.ndarray | None = None,
     gap_threshold: float = DEFAULT_GAP_THRESHOLD,
+    allowed: np.ndarray | None = None,
 ) -> Binding:
     """Alternate Laplacian smoothing of the attachments with reprojection onto the skeleton until no gap
     is left (at most `passes` passes; the research keeps them below 10).
@@ -278,9 +313,20 @@ def smooth_binding(
     share a trunk segment of the tree, so moving between them there is not a detour through their joint
     (chest -> neck and chest -> shoulder of the humanoid run 12 degrees apart).
 
+    With the skin weights (allowed (V,B) bool, `weight_support`: the bones whose parent joint carries a
+    meaningful share of each point's weight) smoothing respects them: (a) only gaps between neighbours that
+    some bone may carry both are closed (where their weights share no carrying joint the jump is the weights'
+    own, as in LBS); (b) points whose allowed bones all belong to one joint (LBS moves them rigidly with it)
+    stay where they are (d = 0), so the region cannot spread over a whole coarse mesh and drag it along the
+    tree; (c) a point reprojected onto a bone outside its row goes to the nearest allowed attachment to its
+    smoothed z (L1, sampled along each allowed bone; its previous bone stays allowed); (d) the binding of
+    the pass with the fewest gaps (then the smallest largest ratio) is returned, so it is never worse than
+    the input.
+
     passes: integer in [0, 9]; strength in (0, 1]; parents (J,) joins bones at coincident joints (without
     it bones are joined by joint index only); gap_threshold > 0. quality is copied from `binding` and
-    `smooth_passes_used` (passes that found gaps) is added.
+    `smooth_passes_used` (passes that found gaps; with `allowed`, the passes behind the binding returned) is
+    added.
     """
     if not (0 <= int(passes) <= MAX_SMOOTH_PASSES) or int(passes) != passes:
         raise ValueError(f"passes must be an integer in [0, {MAX_SMOOTH_PASSES}], got {passes!r}")
@@ -296,6 +342,7 @@ def smooth_binding(
     if parents is not None:
         bj, par = _check_skeleton(bj, parents)
     positions = topology.positions
+    allow = _check_allowed(allowed, v, binding.bones.count)
     p, c = bone_endpoints(binding.bones, bj.astype(np.float32))
     bone, t = binding.bone.astype(np.int32).copy(), binding.t.astype(np.float32).copy()
     e = topology.edges.astype(np.int64)
@@ -308,9 +355,20 @@ def smooth_binding(
         lap = sp.coo_matrix((np.r_[w, w], (np.r_[e[:, 0], e[:, 1]], np.r_[e[:, 1], e[:, 0]])), shape=(v, v)).tocsr()
         deg = np.asarray(lap.sum(axis=1)).ravel()
         tree = _skeleton_tree(binding.bones, bj, par, 1e-6 * _scale_of(bj, positions), gap_threshold * med)
-        for k in range(int(passes)):
+        if allow is not None:  # points one joint carries alone: LBS moves them rigidly with it, smoothing leaves them
+            pjb = binding.bones.parent_joint.astype(np.int64)
+            carriers = (allow.astype(np.int64) @ (pjb[:, None] == np.arange(int(pjb.max()) + 1)[None, :])) > 0
+            decisive = carriers.sum(axis=1) == 1
+        kept = (bone.copy(), t.copy(), 0)
+        score = None
+        for k in range(int(passes) + 1):
             ratio = _edge_ratio(_attach(p, c, bone, t), e, le)
-            if not np.any(ratio > gap_threshold):
+            gaps = int(np.sum(ratio > gap_threshold))
+            if allow is not None:  # restricted passes can fail to close a gap: keep the best binding seen
+                now = (gaps, float(ratio.max()))
+                if score is None or now < score:
+                    score, kept = now, (bone.copy(), t.copy(), k)
+            if not gaps or k == int(passes):
                 break
             used += 1
             z = _tree_coords(tree, bone, t.astype(np.float64))
@@ -318,11 +376,22 @@ def smooth_binding(
             np.divide(np.abs(z[e[:, 0]] - z[e[:, 1]]).sum(axis=1), le, out=along, where=ok)
             ratio = np.maximum(ratio, along)
             gap = ok & (ratio > gap_threshold)
+            if allow is not None:
+                # only gaps smoothing may close: neighbours that some bone may carry both (where their
+                # weights share no joint the jump is the weights' own, as LBS's)
+                gap &= (allow[e[:, 0]] & allow[e[:, 1]]).any(axis=1)
+                if not gap.any():
+                    break
             need = np.ceil(_REGION_RINGS * (1.0 + k) * ratio[gap] / gap_threshold).astype(np.int64)
             seed = np.zeros(v, np.int64)
             np.maximum.at(seed, e[gap, 0], need)
             np.maximum.at(seed, e[gap, 1], need)
-            fi = np.nonzero(_dilate(topology, seed))[0]
+            region = _dilate(topology, seed)
+            if allow is not None:  # and points one joint carries alone stay where they are (d = 0)
+                region &= ~decisive
+            fi = np.nonzero(region)[0]
+            if fi.size == 0:
+                break
             ge = e[gap]
             jump = w[gap, None] * (z[ge[:, 0]] - z[ge[:, 1]])
             div = np.zeros_like(z)
@@ -330,7 +399,12 @@ def smooth_binding(
             np.add.at(div, ge[:, 1], jump)
             mat = (sp.diags(deg[fi] * (1.0 + _SCREEN)) - lap[fi][:, fi]).tocsc()
             zf = z[fi] + strength * spla.splu(mat).solve(div[fi])
-            bone[fi], t[fi] = _reproject(tree, zf, bone[fi])
+            nb_, nt_ = _reproject(tree, zf, bone[fi])
+            if allow is not None:  # never onto a bone the point's weights do not move it with
+                nb_, nt_ = _keep_allowed(tree, zf, allow[fi], bone[fi], nb_, nt_)
+            bone[fi], t[fi] = nb_, nt_
+        if allow is not None:
+            bone, t, used = kept
     out = make_binding(positions, binding.bones, bone, t, bind_joints)
     out.quality = dict(binding.quality)
     out.quality["smooth_passes_used"] = used
