@@ -259,7 +259,8 @@ class Batch:
             mk("n_" + r, nbytes=n_dyn * 48)  # normal transform: 3 vec4 columns per control point
         if self.has_spring:
             mk("status", nbytes=max(1, len(self.instances)) * L.DEFORM_STATUS.size)
-            mk("spring_loop", np.zeros(2 + max(1, len(self.instances)), np.int32))  # dispatch index, ticket, one per instance
+            # the dispatch index, its ticket, and one ticket per instance (spring_iterate.glsl)
+            mk("spring_loop", np.zeros(2 + max(1, len(self.instances)), np.int32))
             mk("partials", nbytes=max(1, g) * 4)
             mk("edit", nbytes=n_dyn * R.EDIT_ROW_BYTES)
             mk("spring_vel", np.zeros((n_dyn, 4), np.float32))  # last frame's velocities (dependent mode)
