@@ -248,30 +248,33 @@ def _time_interleaved(graphs: dict, reps: int) -> dict:
     return {key: Spread.of(v) for key, v in samples.items()}
 
 
-def _springs_rows(ctx, res, quick: bool, synthetic: bool, reps: int) -> None:
-    """``--springs``: the spring stage alone, short enough for a lent GPU's minutes: per mesh (box, humanoid) the
-    GPU ms at I = 1 and 50 (two graphs interleaved), then N humanoids x 50 iterations in one graph."""
+def _spring_graph(ctx, res, rig: tuple, iterations: int, n: int = 1):
+    """A DeformerGraph of ``n`` instances of ``rig`` on the springs (scheme "iterations", ``iterations`` a frame),
+    posed by :func:`_pose`."""
     from engine.skinning.gpu.graph import DeformerGraph
     from engine.skinning.springs import SpringParams
 
-    def graph_of(rig, iterations: int, n: int = 1) -> DeformerGraph:
-        topo, binding, jn, w, ib, par, bj = rig
-        skin_mats, posed = _pose(bj, ib)
-        graph = DeformerGraph(ctx, res)
-        params = SpringParams(convergence="iterations", max_iterations=iterations)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            hs = [graph.add_mesh(topo, binding, jn, w, ib, par, method="spring", spring=params, asset_key="a")
-                  for _ in range(n)]
-        for h in hs:
-            graph.set_pose(h, skin_mats, posed)
-        return graph
+    topo, binding, jn, w, ib, par, bj = rig
+    skin_mats, posed = _pose(bj, ib)
+    graph = DeformerGraph(ctx, res)
+    params = SpringParams(convergence="iterations", max_iterations=iterations)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        hs = [graph.add_mesh(topo, binding, jn, w, ib, par, method="spring", spring=params, asset_key="a")
+              for _ in range(n)]
+    for h in hs:
+        graph.set_pose(h, skin_mats, posed)
+    return graph
 
+
+def _springs_rows(ctx, res, quick: bool, synthetic: bool, reps: int) -> None:
+    """``--springs``: the spring stage alone, short enough for a lent GPU's minutes: per mesh (box, humanoid) the
+    GPU ms at I = 1 and 50 (two graphs interleaved), then N humanoids x 50 iterations in one graph."""
     print("Spring stage GPU ms, scheme 'iterations', check every iteration")
     print(f"{'mesh':<22}{'points':>9}{'I=1':>9}{'I=50':>9}{'spread':>8}{'us/iteration':>14}")
     for name in ("box", "humanoid"):
         label, rig = _rig(name, quick, synthetic)
-        graphs = {it: (graph_of(rig, it), "spring") for it in (1, 50)}
+        graphs = {it: (_spring_graph(ctx, res, rig, it), "spring") for it in (1, 50)}
         t = _time_interleaved(graphs, reps)
         for graph, _ in graphs.values():
             graph.release()
@@ -280,7 +283,7 @@ def _springs_rows(ctx, res, quick: bool, synthetic: bool, reps: int) -> None:
               f"{per_it:>14.1f}")
         if name == "humanoid":
             for n in ((2, 8) if quick else (8, 64)):
-                graph = graph_of(rig, 50, n)
+                graph = _spring_graph(ctx, res, rig, 50, n)
                 tn = _time_graph(graph, max(3, reps // 2))
                 graph.release()
                 print(f"{f'{n} x {label}':<22}{n * rig[0].n_control:>9}{'':>9}{tn.median:>9.3f}{tn.pct:>7.0f}%"
@@ -507,14 +510,7 @@ def main(argv: list[str] | None = None) -> int:
     skin_mats, posed = _pose(bj, ib)
     counts = (1, 8) if args.quick else (1, 8, 32, 64)
     for n in counts:
-        graph = DeformerGraph(ctx, res)
-        params = SpringParams(convergence="iterations", max_iterations=50)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            hs = [graph.add_mesh(topo, binding, jn, w, ib, par, method="spring", spring=params, asset_key="h")
-                  for _ in range(n)]
-        for h in hs:
-            graph.set_pose(h, skin_mats, posed)
+        graph = _spring_graph(ctx, res, (topo, binding, jn, w, ib, par, bj), 50, n)
         t = _time_graph(graph, max(3, reps // 2))
         graph.release()
         print(f"{n:>4}{n * topo.n_control:>13}{t.median:>14.3f}{t.pct:>7.0f}%{t.median / n:>13.3f}")
