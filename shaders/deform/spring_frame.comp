@@ -21,6 +21,10 @@
 // x_0 is the stage's last output carried by the motion of the point's (joint-blended) frame since last frame
 // (reference springs.carry; last frame's frames from last frame's bone records): a + F F_prev^T (x_prev - a_prev)
 // with F = B R; points an edit holds keep the usual start (reference SpringDeformer.initial_positions).
+// Frame start (work group 0, before anything else): every instance's convergence state cleared and the loop state of
+// the iteration dispatches (spring_iterate.glsl) set to dispatch u_start (-1 when the volume pre-pass runs first)
+// with no ticket taken (the dispatch's and every instance's). No pass of this frame reads either before the
+// barrier after this one (stages.spring), so this needs no dispatch of its own.
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "deform_common.glsl"
@@ -64,6 +68,31 @@ layout(std430, binding = B_BONES_PREV) readonly buffer BonesPrev { DeformBone bo
 // SpringEdit rows (generated/deform_layouts.glsl): q.y 1 = held (an edit's static set)
 layout(std430, binding = B_EDIT) readonly buffer Edit { SpringEdit edit[]; };
 layout(rgba32f, binding = I_SPRING_FRAME) writeonly uniform image2D frame;  // SpringFrame
+layout(std430, binding = B_STATUS) writeonly buffer Status { DeformStatus status[]; };
+layout(std430, binding = B_SPRING_LOOP) writeonly buffer Loop { int loop_state[]; };
+
+uniform int u_n_instances;
+uniform int u_start;
+
+// Work group 0: the frame start of the convergence and loop state (stages.spring).
+void reset_loop() {
+    uint lid = gl_LocalInvocationID.x;
+    for (int k = int(lid); k < u_n_instances; k += LOCAL_SIZE) {
+        status[k].iterations = 0;
+        status[k].converged = 0;
+        status[k].reason = 0;
+        status[k].max_disp_bits = 0u;
+        status[k].max_force_bits = 0u;
+        status[k].energy = 0.0;
+        status[k].prev_energy = 0.0;
+        status[k].last_disp = 0.0;
+        loop_state[2 + k] = 0;  // the instance's ticket (spring_iterate.glsl)
+    }
+    if (lid == 0u) {
+        loop_state[0] = u_start;
+        loop_state[1] = 0;
+    }
+}
 layout(rgba32f, binding = I_SPRING_RING) writeonly uniform image2D s0;      // SpringState ring: x_0 -> third
 
 // The attachment of control point sidx on bone records b and the turn B about its joint (reference
@@ -88,6 +117,7 @@ void vertex_frame(DeformBone b, mat3 other_rot, int sidx, bool blend, out vec3 a
 
 void main() {
     uint g = gl_WorkGroupID.x;
+    if (g == 0u) reset_loop();
     DeformInstance inst = instances[instance_of_group(g)];
     int i = local_index(inst, g);
     if (i >= inst.n_control) return;

@@ -1,7 +1,7 @@
 // The iteration loop of spring.comp without a pass of its own (stages.spring, research ch. 5): every dispatch of
 // the frame runs the same program over every control work group with nothing uploaded between them.
 //
-// * Loop state (B_SPRING_LOOP, reset by converge.comp): [0] the index n of the dispatch now running (-1: the
+// * Loop state (B_SPRING_LOOP, reset by spring_frame.comp): [0] the index n of the dispatch now running (-1: the
 //   volume pre-pass), [1] the dispatch's ticket counter, [2 + k] instance k's ticket counter. Each group reads n at
 //   entry. When dispatch n records a check (u_record), every group of an active instance takes its instance's
 //   ticket after its own status maxima, partials and volume sums are written; the instance's last group has seen

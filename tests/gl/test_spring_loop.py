@@ -1,11 +1,13 @@
 """The spring iteration loop without a pass of its own (issue: the spring deformer at GPU speed, step 1).
 
-One frame of the spring stage issues the frame pass, the reset, the volume pre-pass (with the volume term), one
-dispatch per iteration and the resolve: no convergence dispatches, no command barriers, and nothing bound or
-uploaded between the iterations (two GL calls per iteration: the dispatch and its memory barrier), whatever
-``check_every`` is. The GPU still equals the numpy reference (engine.skinning.springs) at I = 1, 7 and 50, and
-the volume sums added per work group and region (``volume_reduce = "group"``) give exactly the per-point
-atomics' result (fixed-point sums).
+One frame of the spring stage issues the frame pass (whose work group 0 also resets the convergence and loop
+state), the volume pre-pass (with the volume term), one dispatch per iteration and the resolve: no convergence
+dispatches, no command barriers, and nothing bound or uploaded between the iterations (two GL calls per iteration:
+the dispatch and its memory barrier), whatever ``check_every`` is. Within a frame no buffer or image is bound
+twice to one point, every frame binds afresh (other stages change the bindings between frames), and uniforms
+that did not change are not sent again. The GPU still equals the numpy reference (engine.skinning.springs) at
+I = 1, 7 and 50, and the volume sums added per work group and region (``volume_reduce = "group"``) give exactly
+the per-point atomics' result (fixed-point sums).
 """
 from __future__ import annotations
 
@@ -62,10 +64,11 @@ def test_one_frame_dispatches_and_barriers(gl_ctx, resources, rig, k_v):
         for every in (1, 7, 50):
             n = _frame_counts(gl_ctx, resources, rig, SpringParams(convergence="iterations", max_iterations=it,
                                                                    k_v=k_v), every)
-            # frame, reset, the pre-pass, one dispatch per iteration, resolve
-            assert n.dispatches == 3 + pre + it, (it, every, n)
+            # frame (which also resets the convergence and loop state: no reset pass since issue 24's GL-call
+            # cut), the pre-pass, one dispatch per iteration, resolve
+            assert n.dispatches == 2 + pre + it, (it, every, n)
             assert n.command_barriers == 0, (it, every, n)
-            # one barrier per iteration dispatch and the reset's (+ the volume upload's)
+            # one barrier per iteration dispatch and the frame pass's (+ the volume upload's)
             assert n.barriers == 1 + pre + it + pre, (it, every, n)
             counts[it, every] = n.calls
     for every in (1, 7, 50):
@@ -135,3 +138,61 @@ def test_volume_sums_per_group_equal_per_point(gl_ctx, resources, rig, iteration
 def test_volume_reduce_option_refuses_unknown_values(gl_ctx, resources, rig):
     with pytest.raises(ValueError, match=r"volume_reduce = 'atomic' .*; valid: 'auto', 'group', 'point'"):
         _graph(gl_ctx, resources, rig, SpringParams(), 1, volume_reduce="atomic")
+
+
+def _bindings(monkeypatch, graph):
+    """(SSBO binds, image binds, uniform writes) of one frame's spring stage, each bind as (point, object)."""
+    import moderngl
+
+    from engine.skinning.gpu import stages
+
+    log = {"ssbo": [], "image": [], "uniform": 0}
+    inside = [False]
+    ssbo, image, value = moderngl.Buffer.bind_to_storage_buffer, moderngl.Texture.bind_to_image, moderngl.Uniform.value
+
+    def bind_ssbo(self, binding=0, *args, **kwargs):
+        if inside[0]:
+            log["ssbo"].append((binding, id(self)))
+        return ssbo(self, binding, *args, **kwargs)
+
+    def bind_image(self, unit, *args, **kwargs):
+        if inside[0]:
+            log["image"].append((unit, id(self)))
+        return image(self, unit, *args, **kwargs)
+
+    def set_value(self, v):
+        log["uniform"] += int(inside[0])
+        value.fset(self, v)
+
+    run = stages._RUN[SpringContext]
+
+    def spring_run(c):
+        inside[0] = True
+        try:
+            run(c)
+        finally:
+            inside[0] = False
+
+    monkeypatch.setattr(moderngl.Buffer, "bind_to_storage_buffer", bind_ssbo)
+    monkeypatch.setattr(moderngl.Texture, "bind_to_image", bind_image)
+    monkeypatch.setattr(moderngl.Uniform, "value", property(value.fget, set_value))
+    monkeypatch.setitem(stages._RUN, SpringContext, spring_run)
+    graph.run()
+    monkeypatch.undo()
+    return log
+
+
+def test_each_binding_once_per_frame_and_unchanged_uniforms_not_resent(gl_ctx, resources, rig, monkeypatch):
+    params = SpringParams(convergence="iterations", max_iterations=7, k_v=1.0)
+    graph, _, _ = _graph(gl_ctx, resources, rig, params, 1)
+    try:
+        graph.run()  # first frame: programs compiled, uniforms sent
+        frames = [_bindings(monkeypatch, graph) for _ in range(2)]
+    finally:
+        graph.release()
+    for log in frames:
+        for kind in ("ssbo", "image"):
+            assert len(set(log[kind])) == len(log[kind]), (kind, log[kind])  # no point bound twice to one object
+        assert len(log["ssbo"]) >= 10 and len(log["image"]) >= 6  # every frame binds what it uses afresh
+        assert log["uniform"] == 0  # same counts and options: nothing re-sent
+    assert frames[0]["ssbo"] == frames[1]["ssbo"] and frames[0]["image"] == frames[1]["image"]

@@ -7,8 +7,9 @@ the shaders through defines).
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import moderngl
@@ -61,3 +62,48 @@ def bind_all(pairs: tuple[tuple[moderngl.Buffer, str], ...]) -> None:
     """Bind (buffer, binding point) pairs."""
     for buf, point in pairs:
         bind_ssbo(buf, point)
+
+
+@dataclass
+class Bound:
+    """What one run of a stage has bound so far: binding the same buffer (image, with the same access) to the same
+    point again within the run is skipped. Make a new one at the start of every run: other stages and the renderer
+    change the GL bindings between runs. Objects are compared by identity (a different object is always bound)."""
+
+    ssbos: dict[int, moderngl.Buffer] = field(default_factory=dict)
+    images: dict[int, tuple[moderngl.Texture, bool, bool]] = field(default_factory=dict)
+
+    def ssbo(self, buf: moderngl.Buffer, point: str) -> None:
+        """Bind ``buf`` to the SSBO binding point ``point`` unless this run already did."""
+        at = L.BINDINGS[point]
+        if self.ssbos.get(at) is not buf:
+            buf.bind_to_storage_buffer(at)
+            self.ssbos[at] = buf
+
+    def all(self, pairs: tuple[tuple[moderngl.Buffer, str], ...]) -> None:
+        """Bind (buffer, binding point) pairs (:meth:`ssbo`)."""
+        for buf, point in pairs:
+            self.ssbo(buf, point)
+
+    def image(self, tex: moderngl.Texture, unit: str, *, read: bool = True, write: bool = False) -> None:
+        """Bind ``tex`` to the image unit ``unit`` with this access unless this run already did."""
+        at = L.IMAGE_BINDINGS[unit]
+        last = self.images.get(at)
+        if last is None or last[0] is not tex or last[1:] != (read, write):
+            tex.bind_to_image(at, read=read, write=write)
+            self.images[at] = (tex, read, write)
+
+
+#: the last value written to each uniform of each program (set_uniform_changed); uniform values are program
+#: state, kept by GL across frames and untouched by other stages' bindings
+_UNIFORM_VALUES: weakref.WeakKeyDictionary[moderngl.ComputeShader, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def set_uniform_changed(cs: moderngl.ComputeShader, name: str, value: Any) -> None:
+    """:func:`set_uniform` only when ``value`` differs from the last value this function wrote to ``cs``'s
+    uniform (a per-frame constant is uploaded once). Only for uniforms that are written through this function."""
+    last = _UNIFORM_VALUES.setdefault(cs, {})
+    if name in last and last[name] == value:
+        return
+    set_uniform(cs, name, value)
+    last[name] = value

@@ -8,9 +8,10 @@ Per frame, over the whole control pool:
    x_0 from the stage's last output (its target) carried by the motion of each point's joint-blended frame since
    the last frame (frames of the bone records of that frame: ``bones_prev``, copied from ``bones`` at the end of
    the stage);
-2. **reset** (``converge.comp``, one work group): convergence state cleared, the loop state (B_SPRING_LOOP) at
-   the first dispatch;
-3. **iterations** (``spring.comp`` with ``spring_iterate.glsl``): with the volume term, first a pre-pass
+   work group 0 of the same dispatch clears every instance's convergence state and sets the loop state
+   (B_SPRING_LOOP) at the first dispatch (no reset pass of its own: nothing reads either before the barrier that
+   follows the frame pass);
+2. **iterations** (``spring.comp`` with ``spring_iterate.glsl``): with the volume term, first a pre-pass
    (dispatch index -1) that only sums every bone region's volume at x_0 into sum slot 0; then ``dispatches``
    dispatches, dispatch n using the sums of x_{n-1} (x_0 for n = 0), adding x_n's (n >= 1) into slot n % 3 and
    clearing slot (n + 1) % 3 for the next (reference: springs.SpringDeformer.iterate, one iteration's lag).
@@ -20,7 +21,7 @@ Per frame, over the whole control pool:
    partials) and advances the index; groups of a stopped instance exit at entry. One dispatch and one memory
    barrier per iteration, no command barrier; the CPU never waits. The volume sums go out once per work group
    and region from shared memory, or once per point (the node's ``volume_reduce``, :func:`volume_reduce`);
-4. **resolve** (``resolve.comp``, one dispatch): each instance's accepted state (by its GPU-side iteration
+3. **resolve** (``resolve.comp``, one dispatch): each instance's accepted state (by its GPU-side iteration
    count) into the stage's target (+ velocities for the next frame).
 
 Spring state (SpringState images, layouts "spring stage images"): a ring of three images stacked in one
@@ -43,7 +44,7 @@ from engine.skinning.gpu.plan import (
     SHADER_IMAGE_ACCESS_BARRIER_BIT,
     SHADER_STORAGE_BARRIER_BIT,
 )
-from engine.skinning.gpu.stages.base import StageContext, bind_all, bind_image, bind_ssbo, set_uniform
+from engine.skinning.gpu.stages.base import Bound, StageContext, set_uniform_changed
 from engine.skinning.springs.tiles import BOUNDARY_STEP
 
 #: static-pool SSBOs the frame pass binds, with their binding points
@@ -106,26 +107,24 @@ def dispatch_count(params: Iterable[Any]) -> int:
     return n
 
 
-def run_frame(c: SpringContext) -> None:
-    """Pass 1: posed attachments, bone references and x_0 (into the ring's third image)."""
+def run_frame(c: SpringContext, bound: Bound) -> None:
+    """Pass 1: posed attachments, bone references and x_0 (into the ring's third image); its work group 0 also
+    clears every instance's convergence state and sets the loop state at the first dispatch."""
     cs = c.program("spring_frame", None)
-    bind_all(((c.instances, "B_INSTANCES"), (c.groups, "B_GROUPS"), (c.bones, "B_BONES"),
-              (c.buffers.velocities, "B_VEL")) + c.static)
-    bind_image(c.images.frame, "I_SPRING_FRAME", read=False, write=True)
-    bind_image(c.images.ring, "I_SPRING_RING", read=False, write=True)
-    bind_ssbo(c.source, "B_SKINNED")
-    bind_all(((c.target, "B_WARM"), (c.bones_prev, "B_BONES_PREV"), (c.buffers.edit, "B_EDIT")))
+    bound.all(((c.instances, "B_INSTANCES"), (c.groups, "B_GROUPS"), (c.bones, "B_BONES"),
+               (c.buffers.velocities, "B_VEL")) + c.static)
+    # the frame and ring images read-write in every pass (each pass declares the access it uses): bound once
+    bound.image(c.images.frame, "I_SPRING_FRAME", read=True, write=True)
+    bound.image(c.images.ring, "I_SPRING_RING", read=True, write=True)
+    bound.ssbo(c.source, "B_SKINNED")
+    bound.all(((c.target, "B_WARM"), (c.bones_prev, "B_BONES_PREV"), (c.buffers.edit, "B_EDIT")))
+    # the frame start of the convergence and loop state (work group 0): the loop at the first dispatch (-1: the
+    # volume pre-pass); the barrier below orders it before the first iteration dispatch
+    bound.all(((c.buffers.status, "B_STATUS"), (c.buffers.loop, "B_SPRING_LOOP")))
+    # uniforms are program state: sent when they change, not every frame
+    set_uniform_changed(cs, "u_n_instances", c.n_instances)
+    set_uniform_changed(cs, "u_start", -1 if pre_pass(c) else 0)
     cs.run(c.n_groups)
-
-
-def reset(c: SpringContext) -> None:
-    """Pass 2: every instance's convergence state cleared, the loop state at the first dispatch (-1: the volume
-    pre-pass)."""
-    conv = c.program("converge", None)
-    bind_all(((c.buffers.status, "B_STATUS"), (c.buffers.loop, "B_SPRING_LOOP")))
-    set_uniform(conv, "u_n_instances", c.n_instances)
-    set_uniform(conv, "u_start", -1 if pre_pass(c) else 0)
-    conv.run(1)
     c.gl.memory_barrier(SHADER_STORAGE_BARRIER_BIT | SHADER_IMAGE_ACCESS_BARRIER_BIT)
 
 
@@ -163,8 +162,8 @@ def dispatches(c: SpringContext) -> int:
     return -(-c.dispatches // k)
 
 
-def iterate(c: SpringContext) -> None:
-    """Pass 3: the iteration dispatches (the pre-pass first with the volume term). Everything is bound and set
+def iterate(c: SpringContext, bound: Bound) -> None:
+    """Pass 2: the iteration dispatches (the pre-pass first with the volume term). Everything is bound and set
     once; each dispatch reads its index from the loop state and the last work group of each checks convergence
     every ``check_every`` dispatches and after the last (spring_iterate.glsl)."""
     k = iterations_per_dispatch(c)
@@ -174,31 +173,31 @@ def iterate(c: SpringContext) -> None:
         defines["BOUNDARY_STEP"] = BOUNDARY_STEP
     spring = c.program("spring_tiled" if k > 1 else "spring", defines)
     im, b = c.images, c.buffers
-    bind_all(((c.instances, "B_INSTANCES"), (c.groups, "B_GROUPS"), (b.status, "B_STATUS"),
-              (b.partials, "B_PARTIALS"), (b.loop, "B_SPRING_LOOP"), (b.edit, "B_EDIT"), (b.volume, "B_VOLUME")))
+    bound.all(((c.instances, "B_INSTANCES"), (c.groups, "B_GROUPS"), (b.status, "B_STATUS"),
+               (b.partials, "B_PARTIALS"), (b.loop, "B_SPRING_LOOP"), (b.edit, "B_EDIT"), (b.volume, "B_VOLUME")))
     for tex, unit in ((im.heads, "I_SPRING_HEADS"), (im.instances, "I_SPRING_INSTANCES"),
-                      (im.points, "I_SPRING_POINTS"), (im.slots, "I_SPRING_SLOTS"), (im.frame, "I_SPRING_FRAME")):
-        bind_image(tex, unit)
-    bind_image(im.ring, "I_SPRING_RING", read=True, write=True)
-    set_uniform(spring, "u_n_instances", c.n_instances)
+                      (im.points, "I_SPRING_POINTS"), (im.slots, "I_SPRING_SLOTS")):
+        bound.image(tex, unit)
+    bound.image(im.frame, "I_SPRING_FRAME", read=True, write=True)
+    bound.image(im.ring, "I_SPRING_RING", read=True, write=True)
+    set_uniform_changed(spring, "u_n_instances", c.n_instances)
     n = dispatches(c)
-    set_uniform(spring, "u_dispatches", n * k)
+    set_uniform_changed(spring, "u_dispatches", n * k)
     # checks after whole dispatches: every ceil(check_every / K)-th
     every = max(1, int(c.node.options.get("check_every", 1)))
-    set_uniform(spring, "u_check_every", k * -(-every // k))
+    set_uniform_changed(spring, "u_check_every", k * -(-every // k))
     for _ in range(n + int(pre_pass(c))):
         spring.run(c.n_groups)
         c.gl.memory_barrier(SHADER_STORAGE_BARRIER_BIT | SHADER_IMAGE_ACCESS_BARRIER_BIT)
 
 
-def resolve(c: SpringContext) -> None:
-    """Pass 4: the accepted state of each instance -> target (+ velocities for the next frame)."""
+def resolve(c: SpringContext, bound: Bound) -> None:
+    """Pass 3: the accepted state of each instance -> target (+ velocities for the next frame)."""
     k = iterations_per_dispatch(c)
     res = c.program("resolve", {"ITERATIONS_PER_DISPATCH": k} if k > 1 else None)
-    bind_image(c.images.frame, "I_SPRING_FRAME")  # attach.w: the pose unit (the state is in bind units)
-    bind_image(c.images.ring, "I_SPRING_RING")
-    bind_ssbo(c.target, "B_DST")
-    bind_ssbo(c.buffers.velocities, "B_VEL")
+    bound.image(c.images.frame, "I_SPRING_FRAME", read=True, write=True)  # attach.w: the pose unit
+    bound.image(c.images.ring, "I_SPRING_RING", read=True, write=True)
+    bound.all(((c.buffers.status, "B_STATUS"), (c.target, "B_DST"), (c.buffers.velocities, "B_VEL")))
     res.run(c.n_groups)
 
 
@@ -207,9 +206,9 @@ def run(c: SpringContext) -> None:
     if c.volume is not None:  # zeroed sums and this frame's edited-region flags (after the last frame's atomics)
         c.gl.memory_barrier(BUFFER_UPDATE_BARRIER_BIT)
         c.buffers.volume.write(c.volume.tobytes())
-    run_frame(c)
-    reset(c)
-    iterate(c)
-    resolve(c)
+    bound = Bound()  # what this run has bound: each buffer / image once per binding point
+    run_frame(c, bound)
+    iterate(c, bound)
+    resolve(c, bound)
     if c.warm:  # the bone records of this frame for next frame's warm start (after spring_frame read the old)
         c.gl.copy_buffer(c.bones_prev, c.bones)
