@@ -11,7 +11,7 @@ import numpy as np
 
 from engine.skinning.edits import SurfaceEdit
 from engine.skinning.metrics import region_dihedral_change
-from tests.unit.test_edit_spread import ScaledTube, _forearm
+from tests.unit.test_edit_spread import ScaledTube, settled_forearm
 
 HEIGHTS = (0.05, 0.1, 0.2, 0.3, 0.6, 1.0, 2.4)
 
@@ -37,7 +37,6 @@ def _before(ch, samples, profile) -> SurfaceEdit:
 
 
 def main() -> None:
-    from engine import Session
     from engine.authoring.surface import surface_edit
     from engine.skinning.edits import Profile
 
@@ -48,14 +47,7 @@ def main() -> None:
             edit, x, plain = tube.bulge(h, spread=spread)
             row.append(region_dihedral_change(x, plain, tube.topology.triangles, edit.passive))
         print(f"tube r={tube.radius:g}  h={h:.2f}r  before {row[0]:5.1f}  after {row[1]:5.1f}", flush=True)
-    with Session(device="cpu", render=False, deformer="spring") as s:
-        ch = s.spawn("humanoid", clip="idle", time=0.0, speed=0.0)
-        key = ch.skinned_primitives[0]
-        s.settle()
-        topo = ch.topology(key)
-        cod = np.asarray(topo.display_of_control)
-        plain = np.asarray(ch.vertices()[key], np.float64)[cod]
-        samples, radius = _forearm(ch, key)
+    with settled_forearm() as (s, ch, key, topo, cod, plain, samples, radius):
         for h in HEIGHTS:
             row = []
             for spread in (False, True):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -160,9 +161,10 @@ def _forearm(ch, key):
     return SurfaceSamples(ch.entity, key, np.array(faces), np.full((len(faces), 3), 1.0 / 3.0)), radius
 
 
-def test_bulge_of_a_fifth_radius_and_of_80_mm_has_no_fold_on_the_forearm():
-    """0.2 radius (the issue's test) and 80 mm (the issue's crumple in the editor, about 2.3 radii) on the
-    humanoid's forearm, default region (4 rings)."""
+@contextmanager
+def settled_forearm():
+    """(session, humanoid, primitive key, topology, display_of_control, settled control points, forearm samples,
+    forearm radius): the idle humanoid on the numpy springs, settled (also tests/helpers/edit_folds.py)."""
     from engine import Session
 
     with Session(device="cpu", render=False, deformer="spring") as s:
@@ -173,6 +175,13 @@ def test_bulge_of_a_fifth_radius_and_of_80_mm_has_no_fold_on_the_forearm():
         cod = np.asarray(topo.display_of_control)
         plain = np.asarray(ch.vertices()[key], np.float64)[cod]
         samples, radius = _forearm(ch, key)
+        yield s, ch, key, topo, cod, plain, samples, radius
+
+
+def test_bulge_of_a_fifth_radius_and_of_80_mm_has_no_fold_on_the_forearm():
+    """0.2 radius (the issue's test) and 80 mm (the issue's crumple in the editor, about 2.3 radii) on the
+    humanoid's forearm, default region (4 rings)."""
+    with settled_forearm() as (s, ch, key, topo, cod, plain, samples, radius):
         assert 0.02 < radius < 0.05
         for height in (0.2 * radius, 0.08):
             edit = surface_edit(ch, samples, profile=Profile("bulge", height))
