@@ -91,7 +91,8 @@ def device_line(ctx: Any | None, repetitions: str) -> str:
 class GLCalls:
     """GL calls counted from Python: ``dispatches`` (``ComputeShader.run`` / ``run_indirect``), ``barriers``
     (``memory_barrier``), ``command_barriers`` (those with GL_COMMAND_BARRIER_BIT) and ``calls`` (every counted
-    moderngl call: the dispatches and barriers, image / SSBO bindings, uniform writes, buffer writes and copies),
+    moderngl call: the dispatches and barriers, image / SSBO bindings (a multi-bind of a range of points is one
+    call: engine.gpu.glfunc.MultiBind), uniform writes, buffer writes and copies),
     ``seconds``: wall time inside the stage (Python and driver; on llvmpipe a dispatch runs inside its call)."""
 
     dispatches: int = 0
@@ -112,6 +113,7 @@ def count_stage_calls(context_type: type) -> Iterator[GLCalls]:
     ``SpringContext``) inside the ``with`` block; calls outside that stage are not counted."""
     import moderngl
 
+    from engine.gpu.glfunc import MultiBind
     from engine.skinning.gpu import stages
     from engine.skinning.gpu.plan import COMMAND_BARRIER_BIT
 
@@ -139,6 +141,8 @@ def count_stage_calls(context_type: type) -> Iterator[GLCalls]:
     for cls_name, names in _COUNTED.items():
         for name in names:
             wrap(getattr(moderngl, cls_name), name)
+    for name in ("storage_buffers", "image_textures"):  # GL 4.4 multi-bind: one GL call for a range of points
+        wrap(MultiBind, name)
     value = moderngl.Uniform.value  # a property: count its setter (one glProgramUniform)
 
     def set_value(self: Any, v: Any) -> None:

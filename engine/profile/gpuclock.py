@@ -18,6 +18,8 @@ import ctypes
 import time
 from typing import Any
 
+from engine.gpu.glfunc import gl_function
+
 __all__ = ["GpuClock"]
 
 GL_TIMESTAMP = 0x8E28
@@ -36,19 +38,12 @@ _SIGNATURES: dict[str, tuple[Any, ...]] = {
 
 
 def _entry_points(ctx: Any) -> dict[str, Any] | None:
-    inner = getattr(getattr(ctx, "mglo", None), "_context", None)
-    loader = getattr(inner, "load_opengl_function", None) or getattr(inner, "load", None)
-    if loader is None:
-        return None
     out = {}
     for name, args in _SIGNATURES.items():
-        try:
-            address = loader(name)
-        except (AttributeError, OSError, TypeError, ValueError):
+        fn = gl_function(ctx, name, *args)
+        if fn is None:
             return None
-        if not address:
-            return None
-        out[name] = ctypes.CFUNCTYPE(None, *args)(address)
+        out[name] = fn
     return out
 
 

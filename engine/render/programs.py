@@ -9,13 +9,13 @@ uniform helpers and ``glFlush`` (moderngl exposes none) the passes use.
 """
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import moderngl
 import numpy as np
 
+from engine.gpu.glfunc import gl_function
 from engine.gpu.layouts import GLSL_CONSTANTS, SILHOUETTE_DEFINES, pack_mat4
 from engine.gpu.resources import GpuResources
 from engine.gpu.shaderlib import ProgramCache, uniform
@@ -61,24 +61,10 @@ def set_uniform(prog: moderngl.Program | moderngl.ComputeShader, name: str, valu
         uniform(prog, name).value = value
 
 
-def _gl_function(ctx: moderngl.Context, name: str, *argtypes):
-    """A GL entry point (returning void) from the context's own loader, or None where the loader does
-    not provide it."""
-    loader = getattr(getattr(ctx, "mglo", None), "_context", None)
-    load = getattr(loader, "load_opengl_function", None) or getattr(loader, "load", None)
-    if load is None:
-        return None
-    try:
-        addr = load(name)
-    except (AttributeError, OSError, TypeError, ValueError):
-        return None
-    return ctypes.CFUNCTYPE(None, *argtypes)(addr) if addr else None
-
-
 def gl_flush_function(ctx: moderngl.Context) -> Callable[[], None] | None:
     """``glFlush`` of the context's own GL loader (moderngl exposes no flush), or None where the loader
     does not provide it. A flush only submits the queued commands; nothing waits."""
-    return _gl_function(ctx, "glFlush")
+    return gl_function(ctx, "glFlush")
 
 
 class ProgramVariants:

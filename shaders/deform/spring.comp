@@ -85,6 +85,9 @@ void step_group(int g) {  // one iteration of work group g (main: spring_iterate
         lane_update(L, x, vel, f, lane_step(L), energy, xn, vn);
         ring_store(dst_ring, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_X), vec4(xn, 1.0));
         ring_store(dst_ring, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_V), vec4(vn, 0.0));
+#if RESOLVE_IN_LOOP
+        if (u_last != 0) output_state(di, xn, vn);
+#endif
         disp = length(xn - x);
         fmag = length(f);
         // non-finite values poison the maxima (NaN bits compare above +inf) so the check sees divergence

@@ -21,6 +21,10 @@
 //   from image (n - 1) mod 3 (2 for n <= 0) and writes x_{n+1} to image n % 3; resolve.comp reads an
 //   instance's accepted state after `iterations` steps from image (iterations - 1) mod 3; x_{n-1} stays intact
 //   while dispatch n runs (the energy scheme may still reject x_n).
+// * RESOLVE_IN_LOOP (stages.spring: every scheme but energy and force): the last dispatch of the frame is also the
+//   stage's resolve (spring_resolve.glsl), no pass of its own: each lane writes the state it computed to the
+//   target, the groups of an instance stopped earlier copy their accepted state, and the group that checks an
+//   instance whose check accepts an older state copies that instead.
 // The check is engine.skinning.springs.SpringDeformer.iterate's schemes (iterations, displacement, force,
 // energy; divergence), unchanged from the former converge pass.
 #include "deform_common.glsl"
@@ -47,6 +51,14 @@ shared float sh_esum[LOCAL_SIZE];  // the last group of an instance: its energy 
 #ifndef VOLUME_REDUCE
 #define VOLUME_REDUCE 1
 #endif
+#ifndef RESOLVE_IN_LOOP
+#define RESOLVE_IN_LOOP 0  // 1: the last dispatch writes the stage's output (no resolve pass; stages.spring)
+#endif
+#if RESOLVE_IN_LOOP
+#include "spring_resolve.glsl"
+shared int sh_accepted;  // the instance's accepted iteration count after the last dispatch's check
+#endif
+int u_last;       // 1: the frame's last dispatch, resolving (RESOLVE_IN_LOOP): every lane writes its output
 #define VOLUME_TABLE 128
 shared int sh_vol_row[VOLUME_TABLE];  // per region (bone of the instance): its B_VOLUME index this dispatch
 shared int sh_vol_sum[VOLUME_TABLE];  // and the group's fixed-point sum
@@ -149,6 +161,7 @@ void main() {
     u_iteration = n0;
     u_block = n0 < 0 ? -1 : n0 / ITERATIONS_PER_DISPATCH;
     u_record = (n >= 0 && ((n + 1) % u_check_every == 0 || n + 1 == u_dispatches)) ? 1 : 0;
+    u_last = (RESOLVE_IN_LOOP != 0 && n >= 0 && n + 1 == u_dispatches) ? 1 : 0;
     int rows = imageSize(ring).y / 3;
     src_ring = ivec2(0, (u_block <= 0 ? 2 : (u_block - 1) % 3) * rows);
     dst_ring = ivec2(0, max(u_block, 0) % 3 * rows);
@@ -159,6 +172,13 @@ void main() {
         step_group(g);
         if (VOLUME_REDUCE != 0) volume_flush(lid);
     }
+#if RESOLVE_IN_LOOP
+    else if (u_last != 0) {  // a stopped instance's groups: its accepted state is final, each lane copies its own
+        DeformInstance inst = instances[k];
+        int i = local_index(inst, uint(g));
+        if (i < inst.n_control) resolve_point(inst.dyn_base + i, status[k].iterations);
+    }
+#endif
     memoryBarrierBuffer();  // this group's maxima, partials and volume sums before its tickets
     barrier();
     if (running && u_record != 0) {
@@ -179,7 +199,22 @@ void main() {
                 check(k, n + 1, sh_esum[0]);
                 loop_state[2 + k] = 0;  // for the next recording dispatch
                 memoryBarrierBuffer();  // the instance's status before the dispatch's ticket
+#if RESOLVE_IN_LOOP
+                sh_accepted = status[k].iterations;
+#endif
             }
+#if RESOLVE_IN_LOOP
+            // the lanes wrote this dispatch's state as the output; where the check accepts an older one
+            // (divergence, an iteration cap below the frame's), this group copies the whole instance's from the
+            // ring (written by earlier dispatches: visible after their barriers)
+            if (u_last != 0) {
+                barrier();
+                int it = sh_accepted;
+                if (accepted_block(it) != u_block) {
+                    for (int i = lid; i < inst.n_control; i += LOCAL_SIZE) resolve_point(inst.dyn_base + i, it);
+                }
+            }
+#endif
         }
     }
     if (lid == 0) sh_last = int(atomicAdd(loop_state[1], 1) == int(gl_NumWorkGroups.x) - 1);

@@ -172,6 +172,9 @@ void step_group(int g) {  // K iterations of work group g (main: spring_iterate.
     if (valid) {
         ring_store(dst_ring, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_X), vec4(x, 1.0));
         ring_store(dst_ring, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_V), vec4(vel, 0.0));
+#if RESOLVE_IN_LOOP
+        if (u_last != 0) output_state(di, x, vel);
+#endif
     }
     // non-finite values poison the maxima (NaN bits compare above +inf) so the check sees divergence
     if (isnan(disp) || isinf(disp)) disp = uintBitsToFloat(0x7fc00000u);

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from bench.common import count_stage_calls
+from engine.gpu.glfunc import MultiBind, multi_bind
 from engine.skinning import meshprep as M
 from engine.skinning.gpu.graph import DeformerGraph
 from engine.skinning.gpu.plan import default_config
@@ -65,8 +66,9 @@ def test_one_frame_dispatches_and_barriers(gl_ctx, resources, rig, k_v):
             n = _frame_counts(gl_ctx, resources, rig, SpringParams(convergence="iterations", max_iterations=it,
                                                                    k_v=k_v), every)
             # frame (which also resets the convergence and loop state: no reset pass since issue 24's GL-call
-            # cut), the pre-pass, one dispatch per iteration, resolve
-            assert n.dispatches == 2 + pre + it, (it, every, n)
+            # cut), the pre-pass, one dispatch per iteration, the last of which resolves (no resolve pass for the
+            # "iterations" scheme)
+            assert n.dispatches == 1 + pre + it, (it, every, n)
             assert n.command_barriers == 0, (it, every, n)
             # one barrier per iteration dispatch and the frame pass's (+ the volume upload's)
             assert n.barriers == 1 + pre + it + pre, (it, every, n)
@@ -164,6 +166,15 @@ def _bindings(monkeypatch, graph):
         log["uniform"] += int(inside[0])
         value.fset(self, v)
 
+    multi = {"ssbo": MultiBind.storage_buffers, "image": MultiBind.image_textures}
+
+    def multi_bind_of(kind):
+        def bind_range(self, first, objects):
+            if inside[0]:
+                log[kind].extend((first + i, id(o)) for i, o in enumerate(objects) if o is not None)
+            return multi[kind](self, first, objects)
+        return bind_range
+
     run = stages._RUN[SpringContext]
 
     def spring_run(c):
@@ -176,6 +187,8 @@ def _bindings(monkeypatch, graph):
     monkeypatch.setattr(moderngl.Buffer, "bind_to_storage_buffer", bind_ssbo)
     monkeypatch.setattr(moderngl.Texture, "bind_to_image", bind_image)
     monkeypatch.setattr(moderngl.Uniform, "value", property(value.fget, set_value))
+    monkeypatch.setattr(MultiBind, "storage_buffers", multi_bind_of("ssbo"))
+    monkeypatch.setattr(MultiBind, "image_textures", multi_bind_of("image"))
     monkeypatch.setitem(stages._RUN, SpringContext, spring_run)
     graph.run()
     monkeypatch.undo()
@@ -196,3 +209,64 @@ def test_each_binding_once_per_frame_and_unchanged_uniforms_not_resent(gl_ctx, r
         assert len(log["ssbo"]) >= 10 and len(log["image"]) >= 6  # every frame binds what it uses afresh
         assert log["uniform"] == 0  # same counts and options: nothing re-sent
     assert frames[0]["ssbo"] == frames[1]["ssbo"] and frames[0]["image"] == frames[1]["image"]
+
+
+def test_multi_bind_and_one_by_one_bindings_give_the_same_frames(gl_ctx, resources, rig, monkeypatch):
+    """The spring stage binds its buffers and images with two GL 4.4 multi-bind calls (engine.gpu.glfunc); where a
+    context lacks them it binds one by one: both give the same frames bit for bit, over frames with the warm start
+    and the volume term."""
+    from engine.skinning.gpu.stages import spring as spring_stage
+
+    params = SpringParams(convergence="displacement", max_iterations=20, k_v=1.0)
+    outs = {}
+    for mode in ("multi", "single"):
+        if mode == "single":
+            class NoMultiBind:
+                available = False
+            monkeypatch.setattr(spring_stage, "multi_bind", lambda ctx: NoMultiBind())
+        graph, h, _ = _graph(gl_ctx, resources, rig, params, 1)
+        try:
+            frames = []
+            for _ in range(3):
+                graph.run()
+                frames.append(graph.download_control(h, "deformed"))
+            outs[mode] = np.stack(frames)
+        finally:
+            graph.release()
+    assert multi_bind(gl_ctx).available  # GL 4.5 here: the first run did use multi-bind
+    np.testing.assert_array_equal(outs["multi"], outs["single"])
+
+
+@pytest.mark.parametrize("k", [1, 5])
+def test_an_instance_capped_below_the_frame_resolves_its_own_cap(gl_ctx, resources, rig, k):
+    """Two instances in one batch, iteration caps 7 and 30, checked only after the frame's last dispatch: the
+    capped one keeps running (its lanes idle past 7) into the last dispatch, whose check accepts its state after 7
+    iterations, an older ring image than the one that dispatch wrote; the group that checks it copies that state
+    (spring_iterate.glsl, RESOLVE_IN_LOOP). Both equal the reference at their own caps."""
+    cfg = default_config("spring").to_dict()
+    cfg["nodes"][1]["options"].update(check_every=50, iterations_per_dispatch=k)
+    graph = DeformerGraph(gl_ctx, resources)
+    caps = (7, 30)
+    try:
+        handles = [graph.add_mesh(rig.topology, rig.binding, rig.joints, rig.weights, rig.inverse_bind,
+                                  rig.parents, config=cfg,
+                                  spring=SpringParams(convergence="iterations", max_iterations=cap, k_v=0.0))
+                   for cap in caps]
+        skin, posed = pose(rig)
+        for h in handles:
+            graph.set_pose(h, skin, posed)
+        graph.run()
+        diag = M.bbox_diagonal(rig.topology.positions)
+        for h, cap in zip(handles, caps):
+            params = SpringParams(convergence="iterations", max_iterations=cap, k_v=0.0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # K > 1: the tiled reference (springs.tiles)
+                ref, stats = SpringDeformer(rig.topology, rig.binding, rig.bind_joints, rig.parents,
+                                            params).solve(posed, block=k if k > 1 else None)
+            assert graph.spring_status(h)["iterations"] == stats.iterations == cap
+            np.testing.assert_allclose(graph.download_control(h, "deformed"), ref, atol=TOL * diag, rtol=0)
+        # the capped instance is not the other's state: the copy took its own cap's image
+        assert np.abs(graph.download_control(handles[0], "deformed")
+                      - graph.download_control(handles[1], "deformed")).max() > 10 * TOL * diag
+    finally:
+        graph.release()

@@ -57,6 +57,7 @@ from typing import Any
 import moderngl
 import numpy as np
 
+from engine.gpu.glfunc import gl_function
 from engine.gpu.layouts import MAX_JOINTS
 from engine.gpu.resources import GpuResources
 from engine.gpu.shaderlib import ProgramCache
@@ -94,17 +95,9 @@ _SPEC_MAX_ALIGNMENT = 256  # the largest value the GL spec allows for the SSBO o
 def ssbo_offset_alignment(ctx: moderngl.Context) -> int:
     """GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT of the context in bytes (moderngl's ``ctx.info`` lacks it; read
     with glGetIntegerv through the context's own loader), or 256 (the spec's largest) where it cannot be read."""
-    loader = getattr(getattr(ctx, "mglo", None), "_context", None)
-    load = getattr(loader, "load_opengl_function", None) or getattr(loader, "load", None)
-    if load is None:
+    fn = gl_function(ctx, "glGetIntegerv", ctypes.c_uint, ctypes.POINTER(ctypes.c_int))
+    if fn is None:
         return _SPEC_MAX_ALIGNMENT
-    try:
-        addr = load("glGetIntegerv")
-    except (AttributeError, OSError, TypeError, ValueError):
-        return _SPEC_MAX_ALIGNMENT
-    if not addr:
-        return _SPEC_MAX_ALIGNMENT
-    fn = ctypes.CFUNCTYPE(None, ctypes.c_uint, ctypes.POINTER(ctypes.c_int))(addr)
     out = ctypes.c_int(0)
     fn(GL_SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT, ctypes.byref(out))
     return int(out.value) if out.value > 0 else _SPEC_MAX_ALIGNMENT

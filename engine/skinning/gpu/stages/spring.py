@@ -21,8 +21,15 @@ Per frame, over the whole control pool:
    partials) and advances the index; groups of a stopped instance exit at entry. One dispatch and one memory
    barrier per iteration, no command barrier; the CPU never waits. The volume sums go out once per work group
    and region from shared memory, or once per point (the node's ``volume_reduce``, :func:`volume_reduce`);
-3. **resolve** (``resolve.comp``, one dispatch): each instance's accepted state (by its GPU-side iteration
-   count) into the stage's target (+ velocities for the next frame).
+3. **resolve**: each instance's accepted state (by its GPU-side iteration count) into the stage's target (+
+   velocities for the next frame). For the schemes whose accepted state is the last one computed (all but energy
+   and force, :func:`resolve_in_loop`) the last iteration dispatch does it (spring_resolve.glsl): each lane writes
+   the state it computed, a stopped instance's groups copy theirs, and where the last check accepts an older
+   state (divergence, a smaller iteration cap) the group that ran it copies the instance's; otherwise
+   ``resolve.comp`` runs as a pass of its own.
+
+Every buffer and image of the three passes is bound once at the stage's start, with two GL 4.4 multi-bind calls
+where the context has them (:meth:`Bound.preload`, engine.gpu.glfunc.MultiBind), else one call per binding point.
 
 Spring state (SpringState images, layouts "spring stage images"): a ring of three images stacked in one
 texture (image r from row r * height / 3: the shaders pick one by an offset, no branch) bound once per frame;
@@ -39,6 +46,7 @@ from typing import Any
 import moderngl
 import numpy as np
 
+from engine.gpu.glfunc import multi_bind
 from engine.skinning.gpu.plan import (
     BUFFER_UPDATE_BARRIER_BIT,
     SHADER_IMAGE_ACCESS_BARRIER_BIT,
@@ -107,20 +115,43 @@ def dispatch_count(params: Iterable[Any]) -> int:
     return n
 
 
+def frame_ssbos(c: SpringContext) -> tuple[tuple[moderngl.Buffer, str], ...]:
+    """The frame pass's SSBOs with their binding points."""
+    return ((c.instances, "B_INSTANCES"), (c.groups, "B_GROUPS"), (c.bones, "B_BONES"),
+            (c.buffers.velocities, "B_VEL"), *c.static, (c.source, "B_SKINNED"), (c.target, "B_WARM"),
+            (c.bones_prev, "B_BONES_PREV"), (c.buffers.edit, "B_EDIT"),
+            # the frame start of the convergence and loop state (work group 0)
+            (c.buffers.status, "B_STATUS"), (c.buffers.loop, "B_SPRING_LOOP"))
+
+
+def iterate_ssbos(c: SpringContext) -> tuple[tuple[moderngl.Buffer, str], ...]:
+    """The iteration dispatches' SSBOs (with the output's where the last dispatch resolves)."""
+    b = c.buffers
+    out = ((c.instances, "B_INSTANCES"), (c.groups, "B_GROUPS"), (b.status, "B_STATUS"), (b.partials, "B_PARTIALS"),
+           (b.loop, "B_SPRING_LOOP"), (b.edit, "B_EDIT"), (b.volume, "B_VOLUME"))
+    return out + resolve_ssbos(c) if resolve_in_loop(c) else out
+
+
+def resolve_ssbos(c: SpringContext) -> tuple[tuple[moderngl.Buffer, str], ...]:
+    """The output's SSBOs (resolve.comp, or the last iteration dispatch)."""
+    return ((c.buffers.status, "B_STATUS"), (c.target, "B_DST"), (c.buffers.velocities, "B_VEL"))
+
+
+def stage_images(c: SpringContext) -> tuple[tuple[moderngl.Texture, str], ...]:
+    """Every image of the stage with its unit (the frame and ring images are read and written)."""
+    im = c.images
+    return ((im.heads, "I_SPRING_HEADS"), (im.instances, "I_SPRING_INSTANCES"), (im.points, "I_SPRING_POINTS"),
+            (im.slots, "I_SPRING_SLOTS"), (im.frame, "I_SPRING_FRAME"), (im.ring, "I_SPRING_RING"))
+
+
 def run_frame(c: SpringContext, bound: Bound) -> None:
     """Pass 1: posed attachments, bone references and x_0 (into the ring's third image); its work group 0 also
     clears every instance's convergence state and sets the loop state at the first dispatch."""
     cs = c.program("spring_frame", None)
-    bound.all(((c.instances, "B_INSTANCES"), (c.groups, "B_GROUPS"), (c.bones, "B_BONES"),
-               (c.buffers.velocities, "B_VEL")) + c.static)
+    bound.all(frame_ssbos(c))
     # the frame and ring images read-write in every pass (each pass declares the access it uses): bound once
     bound.image(c.images.frame, "I_SPRING_FRAME", read=True, write=True)
     bound.image(c.images.ring, "I_SPRING_RING", read=True, write=True)
-    bound.ssbo(c.source, "B_SKINNED")
-    bound.all(((c.target, "B_WARM"), (c.bones_prev, "B_BONES_PREV"), (c.buffers.edit, "B_EDIT")))
-    # the frame start of the convergence and loop state (work group 0): the loop at the first dispatch (-1: the
-    # volume pre-pass); the barrier below orders it before the first iteration dispatch
-    bound.all(((c.buffers.status, "B_STATUS"), (c.buffers.loop, "B_SPRING_LOOP")))
     # uniforms are program state: sent when they change, not every frame
     set_uniform_changed(cs, "u_n_instances", c.n_instances)
     set_uniform_changed(cs, "u_start", -1 if pre_pass(c) else 0)
@@ -162,24 +193,30 @@ def dispatches(c: SpringContext) -> int:
     return -(-c.dispatches // k)
 
 
+def resolve_in_loop(c: SpringContext) -> bool:
+    """Whether the last iteration dispatch writes the stage's output (spring_iterate.glsl RESOLVE_IN_LOOP): every
+    scheme whose accepted state is, but for divergence or a smaller iteration cap, the last one computed (not
+    :data:`ONE_PER_DISPATCH`'s: the energy scheme accepts one state behind, the force scheme stops before a step),
+    and only when the frame iterates at all; otherwise resolve.comp runs after the iterations."""
+    return c.tiled_ok and dispatches(c) > 0
+
+
 def iterate(c: SpringContext, bound: Bound) -> None:
     """Pass 2: the iteration dispatches (the pre-pass first with the volume term). Everything is bound and set
     once; each dispatch reads its index from the loop state and the last work group of each checks convergence
-    every ``check_every`` dispatches and after the last (spring_iterate.glsl)."""
+    every ``check_every`` dispatches and after the last (spring_iterate.glsl), which also resolves
+    (:func:`resolve_in_loop`)."""
     k = iterations_per_dispatch(c)
-    defines: dict[str, object] = {"VOLUME_REDUCE": int(volume_reduce(c))}
+    defines: dict[str, object] = {"VOLUME_REDUCE": int(volume_reduce(c)), "RESOLVE_IN_LOOP": int(resolve_in_loop(c))}
     if k > 1:
         defines["ITERATIONS_PER_DISPATCH"] = k
         defines["BOUNDARY_STEP"] = BOUNDARY_STEP
     spring = c.program("spring_tiled" if k > 1 else "spring", defines)
-    im, b = c.images, c.buffers
-    bound.all(((c.instances, "B_INSTANCES"), (c.groups, "B_GROUPS"), (b.status, "B_STATUS"),
-               (b.partials, "B_PARTIALS"), (b.loop, "B_SPRING_LOOP"), (b.edit, "B_EDIT"), (b.volume, "B_VOLUME")))
-    for tex, unit in ((im.heads, "I_SPRING_HEADS"), (im.instances, "I_SPRING_INSTANCES"),
-                      (im.points, "I_SPRING_POINTS"), (im.slots, "I_SPRING_SLOTS")):
+    bound.all(iterate_ssbos(c))
+    for tex, unit in stage_images(c)[:4]:
         bound.image(tex, unit)
-    bound.image(im.frame, "I_SPRING_FRAME", read=True, write=True)
-    bound.image(im.ring, "I_SPRING_RING", read=True, write=True)
+    bound.image(c.images.frame, "I_SPRING_FRAME", read=True, write=True)
+    bound.image(c.images.ring, "I_SPRING_RING", read=True, write=True)
     set_uniform_changed(spring, "u_n_instances", c.n_instances)
     n = dispatches(c)
     set_uniform_changed(spring, "u_dispatches", n * k)
@@ -192,12 +229,13 @@ def iterate(c: SpringContext, bound: Bound) -> None:
 
 
 def resolve(c: SpringContext, bound: Bound) -> None:
-    """Pass 3: the accepted state of each instance -> target (+ velocities for the next frame)."""
+    """Pass 3 where the iterations do not resolve (:func:`resolve_in_loop`): the accepted state of each instance
+    -> target (+ velocities for the next frame)."""
     k = iterations_per_dispatch(c)
     res = c.program("resolve", {"ITERATIONS_PER_DISPATCH": k} if k > 1 else None)
     bound.image(c.images.frame, "I_SPRING_FRAME", read=True, write=True)  # attach.w: the pose unit
     bound.image(c.images.ring, "I_SPRING_RING", read=True, write=True)
-    bound.all(((c.buffers.status, "B_STATUS"), (c.target, "B_DST"), (c.buffers.velocities, "B_VEL")))
+    bound.all(resolve_ssbos(c))
     res.run(c.n_groups)
 
 
@@ -207,8 +245,11 @@ def run(c: SpringContext) -> None:
         c.gl.memory_barrier(BUFFER_UPDATE_BARRIER_BIT)
         c.buffers.volume.write(c.volume.tobytes())
     bound = Bound()  # what this run has bound: each buffer / image once per binding point
+    # every pass's buffers and images at once (two GL calls with GL 4.4 multi-bind; no pass binds one point twice)
+    bound.preload(multi_bind(c.gl), frame_ssbos(c) + iterate_ssbos(c) + resolve_ssbos(c), stage_images(c))
     run_frame(c, bound)
     iterate(c, bound)
-    resolve(c, bound)
+    if not resolve_in_loop(c):
+        resolve(c, bound)
     if c.warm:  # the bone records of this frame for next frame's warm start (after spring_frame read the old)
         c.gl.copy_buffer(c.bones_prev, c.bones)
