@@ -46,8 +46,8 @@ from typing import NamedTuple
 import moderngl
 import numpy as np
 
+from engine.gpu.glfunc import gl_function
 from engine.gpu.shaderlib import uniform
-from engine.render.programs import _gl_function
 
 __all__ = ["Rect", "DrawCommand", "DrawList", "UICache", "intersect", "merge_overlapping", "disjoint_cover",
            "dirty_rects", "tile_cover", "subtract", "TILE"]
@@ -268,8 +268,8 @@ class UICache:
         self.width = self.height = 0
         self.lists: list[DrawList] = []
         self._valid = False
-        self._blit = _gl_function(ctx, "glBlitFramebuffer", *([ctypes.c_int] * 8), ctypes.c_uint, ctypes.c_uint)
-        self._bind = _gl_function(ctx, "glBindFramebuffer", ctypes.c_uint, ctypes.c_uint)
+        self._blit = gl_function(ctx, "glBlitFramebuffer", *([ctypes.c_int] * 8), ctypes.c_uint, ctypes.c_uint)
+        self._bind = gl_function(ctx, "glBindFramebuffer", ctypes.c_uint, ctypes.c_uint)
         #: opaque backdrops are copied (glBlitFramebuffer) rather than blended; off (or no such GL entry
         #: point): everything is blended, the reference the copy is tested against
         self.blit = self._blit is not None and self._bind is not None
