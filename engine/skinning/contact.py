@@ -23,7 +23,9 @@ pose where nothing meets costs one pass and leaves the springs' result unchanged
    inside of an elbow.
 
 Everything is measured in the mesh's own unit, the mean bind edge length e (`mean_edge_length`), so no number
-is tuned to one tube:
+is tuned to one tube. Positions and attachments handed in must be in the bind mesh's units: for a mesh given in
+other units than its joints are posed in (a mesh under a scaled armature) `SpringDeformer.solve` runs the passes
+in bind units, before its result is scaled back by the pose unit (`springs.pose_unit`; the GPU stage alike):
 
 * thickness h = `SpringParams.contact_thickness` x e: the gap kept between two facing sheets;
 * reach = max(CONTACT_REACH, contact_thickness + CONTACT_LATERAL) x e: the search radius (and the hashed grid's
@@ -82,16 +84,16 @@ CONTACT_SPREAD = 12
 """Edge steps over which the volume the contact passes took is given back (`restore_volume`): the flesh pushed in
 comes back out as a bulge within about this many rings of the dent."""
 CONTACT_ROUNDS = 2
+"""Rounds of `restore_volume`'s hand-out (the second evens out the ridges the first leaves nearest the dent)."""
 RESTORE_FADE = 1e-3
 """The restore's dent direction fades out below this share of the thickness (`restore_volume`)."""
-"""Rounds of `restore_volume`'s hand-out (the second evens out the ridges the first leaves nearest the dent)."""
 
 
 @dataclass(frozen=True)
 class ContactRest:
     """What the contact term needs from the bind pose: bind points (V,3), the mesh's edges (E,2) (the neighbours
     the smoothed passes average over), per point the number of those edges (V,) and the area proxy (V,) of
-    `point_areas`, and the lengths (scene units) of the module docstring: mean edge length, thickness, reach,
+    `point_areas`, and the lengths (bind units) of the module docstring: mean edge length, thickness, reach,
     lateral offset and exclusion distance; passes per phase."""
 
     bind: np.ndarray

@@ -23,6 +23,14 @@ TURNS: dict[str, tuple[tuple[float, float, float], float]] = {
     "forearm_L": ((0, 0, 1), 110.0), "forearm_R": ((0, 0, 1), -110.0), "shin_L": ((1, 0, 0), 100.0),
     "shin_R": ((1, 0, 0), 120.0), "upper_arm_L": ((1, 0, 0), 40.0)}
 
+#: a deep bend where the springs' inner sides meet and the contact term acts: elbows and knees at 150 deg
+DEEP: dict[str, tuple[tuple[float, float, float], float]] = {
+    **TURNS, "forearm_L": ((0, 0, 1), 150.0), "forearm_R": ((0, 0, 1), -150.0), "shin_L": ((1, 0, 0), 150.0),
+    "shin_R": ((1, 0, 0), 150.0)}
+#: SpringParams of the contact tests at DEEP: contact on, fewer iterations and passes than the defaults (the
+#: result does not depend on the units at any count; these keep the tests short)
+CONTACT_PARAMS: dict[str, object] = {"contact": True, "max_iterations": 20, "contact_passes": 3}
+
 
 def _world(asset: Asset) -> np.ndarray:
     rig = Rig.from_asset(asset)

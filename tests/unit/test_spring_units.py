@@ -1,18 +1,24 @@
 """Issue 26, item 1: nothing in the springs depends on the asset's units or on where a scale sits in the node
 hierarchy. The humanoid with its armature under a root scaled 100x (offsets 0.01x) and 0.01x (offsets 100x),
 with the mesh in world units or in the armature's own units (a Blender export), deforms to the original's
-shape within 1e-5 of the bounding-box diagonal (numpy reference; the GPU: tests/gl/test_spring_real_rigs.py)."""
+shape within 1e-5 of the bounding-box diagonal (numpy reference; the GPU: tests/gl/test_spring_real_rigs.py):
+the springs at the elbows-110 pose, the springs with the contact term at a deep bend where its passes move
+points (`DEEP`), and the standalone rigid and IRS deformers."""
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
 
+import engine.skinning.contact as contact_mod
 from engine.anim.rig import Rig
 from engine.assets.gltf import load
 from engine.assets.library import source_path
+from engine.skinning.config import DeformerConfig
 from engine.skinning.instances import skinned_primitives
-from engine.skinning.springs import pose_unit, to_pose_unit
-from tests.helpers.scaled_rig import TURNS, posed_globals, scaled_copy
+from engine.skinning.springs import SpringParams, pose_unit, to_pose_unit
+from tests.helpers.scaled_rig import CONTACT_PARAMS, DEEP, TURNS, posed_globals, scaled_copy
 
 TOL = 1e-5
 
@@ -43,6 +49,45 @@ def test_pose_unit_is_the_root_scale_between_bind_and_pose():
 def test_scaled_armature_deforms_to_the_same_shape(humanoid, k, space):
     base, ref = humanoid
     out = _deform(scaled_copy(base, k, space))
+    diag = float(np.linalg.norm(ref.max(0) - ref.min(0)))
+    assert np.isfinite(out).all()
+    assert float(np.abs(out - ref).max()) <= TOL * diag
+
+
+@pytest.fixture(scope="module")
+def humanoid_contact():
+    base = load(source_path("humanoid"))
+    return base, _deform_contact(base)
+
+
+def _deform_contact(asset):
+    """The springs with the contact term at the deep pose, and how many contact passes moved points."""
+    moved: list[int] = []
+    resolve = contact_mod.resolve_contacts
+
+    def counting(*args, **kw):
+        y, n = resolve(*args, **kw)
+        moved.append(n)
+        return y, n
+
+    cfg = dataclasses.replace(DeformerConfig(), spring=SpringParams(**CONTACT_PARAMS))
+    sp = skinned_primitives(asset, Rig.from_asset(asset))[0]
+    contact_mod.resolve_contacts = counting  # the solver imports it at the call
+    try:
+        out = sp.deform(posed_globals(asset, DEEP), "spring", config=cfg)
+    finally:
+        contact_mod.resolve_contacts = resolve
+    return out, moved
+
+
+@pytest.mark.parametrize("k", [100.0, 0.01])
+def test_scaled_armature_with_contact_deforms_to_the_same_shape(humanoid_contact, k):
+    """The contact term runs in bind units like the springs (its thickness, reach and grid are measured on the
+    bind mesh): before, on the scene-unit result its gap scaled with the pose's unit (100x: no pair found, 0.018
+    of the diagonal off; 0.01x: every point within reach of every other)."""
+    base, (ref, moved_ref) = humanoid_contact
+    out, moved = _deform_contact(scaled_copy(base, k, "armature"))
+    assert moved_ref == moved and moved[0] > 0  # the passes acted, as many on the original as on the variant
     diag = float(np.linalg.norm(ref.max(0) - ref.min(0)))
     assert np.isfinite(out).all()
     assert float(np.abs(out - ref).max()) <= TOL * diag

@@ -392,8 +392,9 @@ class SpringDeformer:
 
         The solve runs in bind units: the pose is divided by `pose_unit` (1 unless the mesh is given in other
         units than its joints are posed in, a mesh under a scaled armature) and the result multiplied back, so
-        the rest state, step limits and tolerances, all measured on the bind mesh, hold in any unit system; the
-        edit targets and `initial` (scene units) are divided alike. The state carried to the next frame stays in
+        the rest state, step limits and tolerances, all measured on the bind mesh, hold in any unit system (the
+        contact term's lengths too: it runs before the scaling back); the edit targets and `initial` (scene units)
+        are divided alike. The state carried to the next frame stays in
         bind units."""
         world = np.asarray(posed_joints, np.float64)
         unit = pose_unit(self.bind_joints, self.parents, world)
@@ -415,13 +416,13 @@ class SpringDeformer:
             vel = self.state.velocities
         x, vel_out, stats = self.iterate(x0, fr, vel=vel, edit=terms, block=block)
         carried = x
-        x = x * unit
-        if self.params.contact:  # the optional contact term after the iterations (contact.py), in scene units
-            # as the GPU graph's contact stage, which reads the spring stage's output
-            x = self.contact(x, fr if unit == 1.0 else self.frame(world))
+        if self.params.contact:  # the optional contact term after the iterations (contact.py), in bind units too:
+            # its lengths are measured on the bind mesh (as the GPU graph's contact stage, spring_frame's units)
+            x = self.contact(x, fr)
             # as the GPU graph: the frame-dependent loop feeds back the contact's output, a warm start carries
             # the spring stage's own
-            carried = x / unit if self.params.mode == "dependent" else carried
+            carried = x if self.params.mode == "dependent" else carried
+        x = x * unit
         stats.warm = warm
         self.state = SpringState(positions=carried, velocities=vel_out, frame=fr, joints=posed,
                                  frames=self.state.frames + 1, last=stats)
@@ -430,7 +431,8 @@ class SpringDeformer:
 
     def contact(self, x: np.ndarray, frame: PoseFrame) -> np.ndarray:
         """The contact term's passes (engine.skinning.contact) over positions x (V,3) in `frame`, with this
-        deformer's contact parameters (whether or not `params.contact` is on)."""
+        deformer's contact parameters (whether or not `params.contact` is on). x and the frame in bind units
+        (`solve` passes its own; the contact lengths are measured on the bind mesh)."""
         from engine.skinning.contact import contact_rest, resolve_contacts
 
         p = self.params
