@@ -15,6 +15,10 @@
 // the spring stage's result, the total displacement of the passes; sum w over every facing pair within reach,
 // pushing or not: the reference's facing_share) and copies its position through; contact_smooth.comp does the
 // rest. Points of instances that sit it out write zeros (their restore offsets are exactly zero).
+// Units (reference SpringDeformer.solve): the pass runs in bind units, where its lengths (params) are measured:
+// positions are divided by the pose unit u (SpringFrame attach.w, spring_frame.comp; 1 unless the mesh is given
+// in other units than its joints are posed in) as they are read, the attachments are SpringFrame's own (bind
+// units), pushes and dents stay in bind units and are multiplied by u as they are added to the positions.
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "deform_common.glsl"
@@ -40,11 +44,8 @@ uniform uint u_table;
 // grid index of pass flag f (contact_grid.comp: start[h] = grid[T + h], flags from grid[2T + 1])
 uint flag_index(int f) { return 2u * u_table + 1u + uint(f); }
 
-// the attachment in scene units: SpringFrame holds it in bind units with the pose unit u in w (spring_frame.comp)
-vec3 attach_of(int p) {
-    vec4 f = imageLoad(frame, record_texel(p, SPRING_FRAME_TEXELS, SPRING_FRAME_ATTACH));
-    return f.xyz * f.w;
-}
+// the attachment in bind units (xyz) and the pose unit u (w): SpringFrame attach (spring_frame.comp)
+vec4 attach_of(int p) { return imageLoad(frame, record_texel(p, SPRING_FRAME_TEXELS, SPRING_FRAME_ATTACH)); }
 
 vec3 unit_or_zero(vec3 v) { float n = length(v); return n > 0.0 ? v / n : vec3(0.0); }
 
@@ -55,7 +56,9 @@ void main() {
     int i = local_index(inst, g);
     if (i >= inst.n_control) return;
     int p = inst.dyn_base + i;
-    vec3 xi = src[p].xyz;
+    vec4 fi = attach_of(p);
+    float u = fi.w;  // one per instance (every bone record of an instance holds it): j's too
+    vec3 xi = src[p].xyz / u;
     vec4 geom = params[2 * k];     // reach, thickness, lateral, exclude
     vec4 more = params[2 * k + 1];  // edge, passes, on, 0
     bool restore = u_pass == 2 * u_passes;
@@ -65,17 +68,17 @@ void main() {
     bool takes_part = live && (restore || (smoothed ? u_pass : u_pass - u_passes) < int(more.y));
     if (restore && !takes_part) {
         push_out[p] = vec4(0.0);
-        dst[p] = vec4(xi, 1.0);
+        dst[p] = vec4(src[p].xyz, 1.0);
         return;
     }
     if (!takes_part) {
         if (live && i == 0) atomicOr(grid[flag_index(flag + 1)], 1u);  // sitting out: the next pass still runs
         if (smoothed) push_out[p] = vec4(0.0);
-        dst[p] = vec4(xi, 1.0);  // a smoothed pass's smoothing (if it runs) rewrites it with src + 0
+        dst[p] = vec4(src[p].xyz, 1.0);  // a smoothed pass's smoothing (if it runs) rewrites it with src + 0
         return;
     }
     float reach = geom.x, thick = geom.y, lat2 = geom.z * geom.z, excl = geom.w, e = more.x;
-    vec3 ai = attach_of(p);
+    vec3 ai = fi.xyz;
     vec3 ni = unit_or_zero(xi - ai);
     vec3 bi = bind_pos[inst.static_base + i].xyz;
     ivec3 c = contact_cell(xi, reach);
@@ -91,7 +94,7 @@ void main() {
             int q = entries[s];
             int j = q - inst.dyn_base;
             if (j == i || j < 0 || j >= inst.n_control) continue;  // itself, or a point of another instance
-            vec3 xj = src[q].xyz;
+            vec3 xj = src[q].xyz / u;  // as contact_grid.comp computes q's cell
             vec3 d = xi - xj;
             float dist = length(d);
             float w = clamp((reach - dist) / e, 0.0, 1.0);
@@ -99,7 +102,7 @@ void main() {
             if (contact_cell(xj, reach) != cc) continue;  // another cell hashed into the same bucket
             w *= clamp((length(bi - bind_pos[inst.static_base + j].xyz) - excl) / e, 0.0, 1.0);
             if (w <= 0.0) continue;
-            vec3 aj = attach_of(q);
+            vec3 aj = attach_of(q).xyz;
             vec3 nj = unit_or_zero(xj - aj);
             w *= clamp(-2.0 * dot(ni, nj), 0.0, 1.0);
             w *= clamp(min(dot(xj - ai, ni), dot(xi - aj, nj)) / e, 0.0, 1.0);
@@ -115,11 +118,11 @@ void main() {
         }
     }
     if (restore) {
-        push_out[p] = vec4(xi - origin[p].xyz, 1.0 - min(fsum, 1.0));
-        dst[p] = vec4(xi, 1.0);
+        push_out[p] = vec4(xi - origin[p].xyz / u, 1.0 - min(fsum, 1.0));
+        dst[p] = vec4(src[p].xyz, 1.0);
         return;
     }
     vec3 push = acc / max(wsum, 1.0);
-    if (smoothed) push_out[p] = vec4(push, 0.0); else dst[p] = vec4(xi + push, 1.0);
+    if (smoothed) push_out[p] = vec4(push, 0.0); else dst[p] = vec4(src[p].xyz + push * u, 1.0);
     if (wsum > 0.0) atomicOr(grid[flag_index(flag + 1)], 1u);
 }

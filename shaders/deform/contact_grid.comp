@@ -16,9 +16,12 @@
 // contact.comp then walks the buckets of the 27 cells around each point. An instance whose last pass moved no point
 // (moved[k * (2 P + 1) + u_pass] == 0) or that sits this pass out (contact.comp) is left out: every later pass
 // would leave it as it is (the reference stops).
+// Units: cells are of the points in bind units, x / u (u: the pose unit in SpringFrame attach.w, spring_frame.comp),
+// where the reach is measured (contact.comp divides alike).
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "deform_common.glsl"
+#include "deform_images.glsl"
 
 layout(std430, binding = B_SRC) readonly buffer Src { vec4 src[]; };
 layout(std430, binding = B_CONTACT_PARAMS) readonly buffer Params { vec4 params[]; };  // 2 per instance
@@ -26,6 +29,7 @@ layout(std430, binding = B_CONTACT_PARAMS) readonly buffer Params { vec4 params[
 layout(std430, binding = B_CONTACT_GRID) buffer Grid { uint grid[]; };
 layout(std430, binding = B_CONTACT_ENTRIES) writeonly buffer Entries { int entries[]; };
 layout(std430, binding = B_INDIRECT) writeonly buffer Indirect { uint indirect[]; };  // 2 x (x, y, z)
+layout(rgba32f, binding = I_SPRING_FRAME) readonly uniform image2D frame;  // SpringFrame (this frame's): u in w
 
 uniform int u_mode;
 uniform uint u_table;
@@ -99,7 +103,8 @@ void main() {
     vec4 geom = params[2 * k];
     if (i >= inst.n_control || !takes_part(k)) return;
     int p = inst.dyn_base + i;
-    uint h = contact_bucket(contact_cell(src[p].xyz, geom.x), k, u_table);
+    float u = imageLoad(frame, record_texel(p, SPRING_FRAME_TEXELS, SPRING_FRAME_ATTACH)).w;
+    uint h = contact_bucket(contact_cell(src[p].xyz / u, geom.x), k, u_table);
     if (u_mode == 1) {
         atomicAdd(grid[h], 1u);
     } else {

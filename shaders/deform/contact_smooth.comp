@@ -17,6 +17,8 @@
 //   then R rounds of K steps: w smoothed; at the round's end q = c w degree, w = q / z / degree, and after the
 //                last round dst = src + q / A n.
 // n = unit(x - a) (a: the posed attachment of this frame's SpringFrame); points without edges or area move by 0.
+// Units: as contact.comp, in bind units (pushes and dents are; positions x / u, u: SpringFrame attach.w), the
+// moves multiplied by u as they are added to the scene-unit positions.
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "deform_common.glsl"
@@ -61,12 +63,15 @@ void main() {
     vec4 mean = adj.y > 0 ? sum / float(adj.y) : own;
     if (u_restore == 0) {
         push[u_write + p] = vec4(mean.xyz, 0.0);
-        if (u_last != 0) dst[p] = vec4(src[p].xyz + mean.xyz, 1.0);
+        if (u_last != 0) {
+            float u = imageLoad(frame, record_texel(p, SPRING_FRAME_TEXELS, SPRING_FRAME_ATTACH)).w;
+            dst[p] = vec4(src[p].xyz + mean.xyz * u, 1.0);  // as contact.comp's plain pass
+        }
         return;
     }
-    vec3 x = src[p].xyz;
     vec4 f = imageLoad(frame, record_texel(p, SPRING_FRAME_TEXELS, SPRING_FRAME_ATTACH));
-    vec3 n = unit_or_zero(x - f.xyz * f.w);  // the attachment in scene units (contact.comp's attach_of)
+    vec3 x = src[p].xyz / f.w;  // bind units, as the attachment f.xyz (contact.comp)
+    vec3 n = unit_or_zero(x - f.xyz);
     float deg = float(adj.y);
     int k = u_spread;
     vec4 stat;
@@ -102,7 +107,7 @@ void main() {
         } else if ((u_step + 1) % k == 0 && r >= 0) {
             float q = stat.y * out_rec.w * deg;
             out_rec.w = stat.z > 0.0 ? q / stat.z * inv_deg : 0.0;
-            if (r == u_rounds - 1) dst[p] = vec4(x + (ok ? q / stat.w : 0.0) * n, 1.0);
+            if (r == u_rounds - 1) dst[p] = vec4(src[p].xyz + (ok ? q / stat.w : 0.0) * f.w * n, 1.0);
         }
     }
     push[u_write + p] = out_rec;

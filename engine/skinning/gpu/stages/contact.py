@@ -27,7 +27,10 @@ Positions ping-pong between the target and a scratch buffer so that the last pas
 first reads the source. The posed attachments come from the spring stage's frame image (this frame's), the
 bind positions from the static pool. Per-instance lengths (mean bind edge length, thickness, reach, lateral
 offset, exclusion) are two vec4 per instance (:func:`instance_params`), written at layout and on
-``set_spring``.
+``set_spring``. They are measured on the bind mesh, so the stage runs in bind units, as the reference's
+``SpringDeformer.solve`` does: the shaders divide the positions they read by the pose unit u (the frame image's
+attach.w, where spring_frame.comp keeps it; 1 unless the mesh is given in other units than its joints are posed
+in), use the frame's bind-unit attachments, and add their pushes times u to the scene-unit positions.
 """
 from __future__ import annotations
 
@@ -78,7 +81,7 @@ def pass_count(params: Iterable[Any]) -> int:
 
 def instance_params(instances: Iterable[Any]) -> np.ndarray:
     """(2 N, 4) float32: per instance (reach, thickness, lateral, exclude) and (mean edge, passes, on, 0) in
-    scene units, from its SpringParams and its asset's bind mesh (engine.skinning.contact.contact_rest)."""
+    bind units, from its SpringParams and its asset's bind mesh (engine.skinning.contact.contact_rest)."""
     rows = []
     cache: dict[tuple[int, float, int], Any] = {}
     for inst in instances:
