@@ -14,8 +14,11 @@ Design notes
   are blended as dual quaternions (so pure rigid poses are exact DQS; scaled joints do not shear the
   rotation blend). Before blending, every influence's quaternion is flipped into the hemisphere of the
   vertex's largest-weight joint (antipodality: q and -q are the same rotation).
-- rigid: attachment skinning with bone length changes: a' = p' + t (c' - p'), v' = a' + R(p) s, with R(p) the
-  rotation part (polar decomposition) of the parent joint's bind->pose transform posed @ inv(bind).
+- rigid: attachment skinning with bone length changes: a' = p' + t (c' - p'), v' = a' + u R(p) s, with R(p) the
+  rotation part (polar decomposition) of the parent joint's bind->pose transform posed @ inv(bind) and u the
+  pose's scene units per bind unit (`springs.pose_unit`: the skeleton root's uniform scale between bind and pose;
+  1 unless the mesh is given in other units than its joints are posed in, a mesh in the units of a scaled
+  armature, whose bind-unit s would otherwise sit on scene-unit attachments and collapse onto the bones).
 - IRS (eqs. 14-18): on top of `rigid`, the scale vector is rotated by an increment that takes up to half of
   each joint's bend near that joint. The bend of joint j is the world-space relative rotation
   D = R(j) R(q)^T between the bone leaving j and the bone arriving at j (q: the parent joint of the arriving
@@ -28,7 +31,7 @@ Design notes
   point on the posed skeleton and d0 the point's distance to the skeleton at bind, which keeps the
   distance from the skeleton at bind (and keeps the bind pose a fixed point). Inside sharp bends that step
   can push a point towards the other bone; per point it is kept only where the distance to the skeleton
-  ends closer to d0 than before.
+  ends closer to d0 than before. d0 is measured at bind, so it is scaled by u like s.
 """
 from __future__ import annotations
 
@@ -300,8 +303,19 @@ def _check_binding(binding: Binding, bind_joints: np.ndarray, posed_joints: np.n
         )
 
 
-def _rigid_parts(binding: Binding, bind_joints: np.ndarray, posed_joints: np.ndarray):
-    """(a' (V,3), s' (V,3), joint rotations (J,3,3) float64, posed endpoints P', C')."""
+def _pose_unit(bind_joints: np.ndarray, posed_joints: np.ndarray, parents: np.ndarray | None) -> float:
+    """The pose's scene units per bind unit (`springs.pose_unit`: its skeleton root's uniform scale between bind
+    and pose; the GPU pose upload puts the same value in the bone records); parents None: joint 0 is the root."""
+    from engine.skinning.springs.frames import pose_unit
+
+    nj = np.asarray(bind_joints).shape[0]
+    par = np.full(nj, -1) if parents is None else np.asarray(parents)
+    return pose_unit(bind_joints, par, posed_joints)
+
+
+def _rigid_parts(binding: Binding, bind_joints: np.ndarray, posed_joints: np.ndarray,
+                 parents: np.ndarray | None = None):
+    """(a' (V,3), s' = u R s (V,3), joint rotations (J,3,3) float64, posed endpoints P', C', pose unit u)."""
     _check_binding(binding, bind_joints, posed_joints)
     rot = joint_rotations(bind_joints, posed_joints)
     pp, cp = bone_endpoints(binding.bones, np.asarray(posed_joints, np.float32))
@@ -311,13 +325,18 @@ def _rigid_parts(binding: Binding, bind_joints: np.ndarray, posed_joints: np.nda
     a = pb + t * (np.take(cp, b, axis=0) - pb)
     rb = np.take(rot.astype(np.float32)[binding.bones.parent_joint], b, axis=0)  # (V,3,3)
     s = np.einsum("vij,vj->vi", rb, binding.scale)
-    return a, s, rot, pp, cp
+    unit = _pose_unit(bind_joints, posed_joints, parents)
+    if unit != 1.0:  # bind-unit offsets on scene-unit attachments (module docstring); float32 as the GPU's
+        s = s * np.float32(unit)
+    return a, s, rot, pp, cp, unit
 
 
 @quiet_underflow
-def rigid(binding: Binding, bind_joints: np.ndarray, posed_joints: np.ndarray) -> np.ndarray:
-    """Rigid attachment skinning: v' = p' + t (c' - p') + R(p) s, (V,3) float32."""
-    a, s, _, _, _ = _rigid_parts(binding, bind_joints, posed_joints)
+def rigid(binding: Binding, bind_joints: np.ndarray, posed_joints: np.ndarray,
+          parents: np.ndarray | None = None) -> np.ndarray:
+    """Rigid attachment skinning: v' = p' + t (c' - p') + u R(p) s, (V,3) float32; u: the pose unit of the
+    skeleton with these parents (J,) (module docstring; None: joint 0 is taken for the root)."""
+    a, s, _, _, _, _ = _rigid_parts(binding, bind_joints, posed_joints, parents)
     return (a + s).astype(np.float32)
 
 
@@ -423,7 +442,7 @@ def irs(
         raise ValueError(f"influence must be a pair (p_i, c_i), got {influence!r}") from None
     p_inf = _influence(pi_val, nj, "influence p_i")
     c_inf = _influence(ci_val, nj, "influence c_i")
-    a, s, rot, pp, cp = _rigid_parts(binding, bind_joints, posed_joints)
+    a, s, rot, pp, cp, unit = _rigid_parts(binding, bind_joints, posed_joints, parents)
     bones = binding.bones
     start_ref, end_ref = _bend_refs(bones, bind_joints, parents)
 
@@ -465,6 +484,8 @@ def irs(
         pb, cb = bone_endpoints(bones, bf)
         bind_pos = binding.attach + binding.scale
         _, _, d0 = nearest_bone(bind_pos, pb, cb)
+        if unit != 1.0:  # the bind distance in the pose's units, as s
+            d0 = d0 * np.float32(unit)
         kb, kt, d = nearest_bone(v2, pp, cp)
         pk = np.take(pp, kb, axis=0)
         vs = pk + kt[:, None] * (np.take(cp, kb, axis=0) - pk)
@@ -501,7 +522,8 @@ def skin_control_points(
 
     lbs/dqs need joints and weights ((D,K) per display vertex: the representative display vertex of each
     control point is used; or (V,K)); skin_mats = posed_joints @ inverse_bind (default inv(bind_joints)).
-    rigid needs binding; irs needs binding and parents (options: influence, length_correction, blend).
+    rigid needs binding (and takes parents: the root whose pose unit scales the offsets); irs needs binding and
+    parents (options: influence, length_correction, blend).
     """
     if method not in SKINNING_METHODS:
         raise ValueError(f"method must be one of {SKINNING_METHODS}, got {method!r}")
@@ -522,7 +544,7 @@ def skin_control_points(
     if method == "rigid":
         if options:
             raise ValueError(f"unexpected options for 'rigid': {sorted(options)}")
-        return rigid(binding, bind_joints, posed_joints)
+        return rigid(binding, bind_joints, posed_joints, parents)
     if parents is None:
         raise ValueError("method 'irs' needs parents")
     return irs(binding, bind_joints, posed_joints, parents, **options)
