@@ -7,6 +7,11 @@
 // SKIN_NORMALS = 1 (option normals = "skinned", LBS/DQS in bind mode): also write the normal transform N of
 // the control point (3 vec4 columns at B_NMAT): LBS cof(B) of the blended 3x3 B (skinning.lbs_normals); DQS
 // R(blended rotation) cof(blended stretch) (skinning.dqs_normals). The copy stage applies it to bind normals.
+// Units (rigid/IRS in bind mode): the bind-unit scale vector is scaled by the pose unit u (DeformBone.c.w;
+// reference skinning._rigid_parts), the IRS length correction's bind distance d0 too; not where a spring node
+// reads the target (SKIN_SPRING_START) and the instance starts from the rigid skinning (DeformInstance k2.w > 0):
+// spring_frame.comp moves that output, a' + R s, to its start in bind units. In differential mode s is last
+// frame's offset, already in the scene's units.
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "deform_common.glsl"
@@ -125,6 +130,12 @@ void main() {
     float t = attach[sidx].w;
     vec3 a = posed_attach(b, t);
     vec3 s = mat3(b.rot) * source_scale(b, sidx, v);
+#if SKIN_DIFFERENTIAL
+    float u = 1.0;
+#else
+    float u = (b.c.w > 0.0 && !(SKIN_SPRING_START != 0 && inst.k2.w > 0.0)) ? b.c.w : 1.0;
+    s *= u;
+#endif
 #if METHOD == METHOD_IRS
     // eqs. 14-17: rotate s by up to half of each joint's bend near that joint
     float pw = irs[sidx].x, cw = irs[sidx].y, tot = pw + cw;
@@ -155,7 +166,7 @@ void main() {
         if (d2 < best) { best = d2; vs = q; }
     }
     float dist = sqrt(best);
-    float ratio = dist > 0.0 ? scale[sidx].w / dist : 1.0;
+    float ratio = dist > 0.0 ? scale[sidx].w * u / dist : 1.0;
     r = vs + ratio * (r - vs);
 #endif
 #else
