@@ -152,7 +152,7 @@ class SkinnedPrimitive:
             if offset is not None:
                 binding = morph_binding(binding, offset)
         if method == "rigid":
-            return rigid(binding, self.bind_joints, posed)
+            return rigid(binding, self.bind_joints, posed, self.parents)
         if method == "irs":
             return irs(binding, self.bind_joints, posed, self.parents,
                        influence=(cfg.irs.parent_influence, cfg.irs.child_influence),

@@ -8,10 +8,9 @@
 // the control point (3 vec4 columns at B_NMAT): LBS cof(B) of the blended 3x3 B (skinning.lbs_normals); DQS
 // R(blended rotation) cof(blended stretch) (skinning.dqs_normals). The copy stage applies it to bind normals.
 // Units (rigid/IRS in bind mode): the bind-unit scale vector is scaled by the pose unit u (DeformBone.c.w;
-// reference skinning._rigid_parts), the IRS length correction's bind distance d0 too; not where a spring node
-// reads the target (SKIN_SPRING_START) and the instance starts from the rigid skinning (DeformInstance k2.w > 0):
-// spring_frame.comp moves that output, a' + R s, to its start in bind units. In differential mode s is last
-// frame's offset, already in the scene's units.
+// reference skinning._rigid_parts), the IRS length correction's bind distance d0 too (a spring node's rigid
+// start does not read this output: spring_frame.comp computes it). In differential mode s is last frame's
+// offset, already in the scene's units.
 layout(local_size_x = LOCAL_SIZE) in;
 
 #include "deform_common.glsl"
@@ -133,7 +132,7 @@ void main() {
 #if SKIN_DIFFERENTIAL
     float u = 1.0;
 #else
-    float u = (b.c.w > 0.0 && !(SKIN_SPRING_START != 0 && inst.k2.w > 0.0)) ? b.c.w : 1.0;
+    float u = b.c.w > 0.0 ? b.c.w : 1.0;
     s *= u;
 #endif
 #if METHOD == METHOD_IRS

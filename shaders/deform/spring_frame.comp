@@ -7,8 +7,8 @@
 // interior joint J (SpringVertex.rest.z = +-(other bone + 1), + the parent end of its bone, - the child end; 0
 // none; rest.w its own weight w) turns its attachment, frame and bone reference about J by the share 1 - w of
 // the rotation from its bone to the other one. inst.k2.w > 0 (rigid initial skinning, independent mode): the
-// start is the (blended) rigid skinning a + B R s with s = r * s_dir (reference SpringDeformer.rigid): the skin
-// stage's plain rigid output a_b + R s moved by (a / u - a_b) + (B - I) R s.
+// start is the (blended) rigid skinning a + B R s with s = r * s_dir (reference SpringDeformer.rigid), computed
+// here from the bone records (the skin stage's output is not read for it).
 // Rigid points (SpringVertex.rigid.w = bone + 1, reference springs.rigid_points / pose_frame): x_0 is their
 // joint's rigid motion P' + R (bind offset) and SpringFrame bone_ref.w = 1 holds them there (spring.comp).
 // Differential term (DeformInstance k3.y = k_d != 0): SpringFrame.diff = B R delta0 (SpringVertex.diff0; reference
@@ -152,10 +152,11 @@ void main() {
     vec3 v0 = (inst.flags & uint(FLAG_KEEP_VELOCITY)) != 0u ? vel_final[didx].xyz : vec3(0.0);
     vec3 x0;
     if (inst.k2.w > 0.0) {
-        // the skin stage's rigid output a_b + R s (bind-unit s) moved to the blended start in bind units,
-        // a / u + B R s; a graph file's other skin method feeding the springs gets the same shift, as before
+        // the blended rigid start in bind units, a / u + B R s (reference SpringDeformer.rigid), computed here
+        // rather than moved from the skin stage's a_b + R s: that difference cancels the scene-unit attachments
+        // against each other and loses about two digits when the pose unit u is 100
         vec3 rs = mat3(b.rot_now) * (vstatic[sidx].sdir.w * vstatic[sidx].sdir.xyz);
-        x0 = skinned[didx].xyz + (a / u - (b.p.xyz + attach[sidx].w * (b.c.xyz - b.p.xyz))) + (turn * rs - rs);
+        x0 = a / u + turn * rs;
     } else {
         x0 = skinned[didx].xyz / u;
     }

@@ -29,14 +29,12 @@ def _skin(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: moderngl
     src, static = batch.control(node.inputs["source"])
     target = node.outputs["target"]
     skinned = node.options.get("normals", "surface") == "skinned"
-    # a spring node reads the target: its rigid start takes the bind-unit offsets (stages.skin, SKIN_SPRING_START)
-    spring_start = any(n.stage == "spring" and n.inputs.get("source") == target for n in batch.config.nodes)
     return S.SkinContext(
         node=node, program=program, instances=batch.buffers["instances"], groups=batch.buffers["groups"],
         source=src, source_static=static, target=batch.control(target)[0], joints=batch.buffers["joints"],
         bones=batch.buffers["bones"], static=_static(batch, S.skin_reads(node.options.get("method", "lbs"))),
         normal_mats=batch.normal_mats(target) if skinned else None, n_groups=batch.total_groups,
-        influence_sets=batch.influence_sets, spring_start=spring_start)
+        influence_sets=batch.influence_sets)
 
 
 def _skin_copy(batch: Batch, node: NodeConfig, program: S.ProgramSource, gl: moderngl.Context

@@ -7,9 +7,8 @@ that the copy stage applies to the bind normals. Reference: engine.skinning.skin
 
 Units (rigid and IRS in bind mode): the bind-unit scale vector s is scaled by the pose unit u (the bone
 records' c.w, ``springs.pose_unit``; 1 unless the mesh is given in other units than its joints are posed in), so
-a' + u R s is in the scene's units as the reference's. Except where a spring node reads the target and the
-instance starts from the rigid skinning (``SKIN_SPRING_START`` and DeformInstance k2.w): spring_frame.comp
-moves that output, a' + R s, to its start in bind units, a / u + B R s.
+a' + u R s is in the scene's units as the reference's (a spring node's rigid start does not read it:
+spring_frame.comp computes a / u + B R s from the bone records).
 """
 from __future__ import annotations
 
@@ -32,7 +31,6 @@ class SkinContext(PooledSourceContext):
     normal_mats: moderngl.Buffer | None   # normal transforms of the target (skinned normals)
     n_groups: int
     influence_sets: int = 1               # vec4 sets of joint ids / weights per control point (4 slots each)
-    spring_start: bool = False            # a spring node reads the target (module docstring, units)
 
 
 def run(c: SkinContext) -> None:
@@ -45,7 +43,6 @@ def run(c: SkinContext) -> None:
         "IRS_LENGTH_CORRECTION": int(bool(o.get("length_correction", False))),
         "SKIN_NORMALS": int(c.normal_mats is not None),
         "INFLUENCE_SETS": int(c.influence_sets),
-        "SKIN_SPRING_START": int(c.spring_start),
     })
     bind_all(((c.instances, "B_INSTANCES"), (c.groups, "B_GROUPS"), (c.source, "B_SRC"), (c.target, "B_DST"),
               (c.joints, "B_JOINTS"), (c.bones, "B_BONES")) + c.static)
