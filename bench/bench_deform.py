@@ -217,8 +217,9 @@ def _tiles_table(ctx, res, rigs: list[tuple[str, tuple]], reps: int) -> None:
                   f"{times[k, it].median:>9.3f}{times[k, it].pct:>7.0f}%{Spread.of(cpu[k, it]).median:>8.3f}"
                   f"{dist:>10.1e}")
             graph.release()
-    print("dispatches / GL calls: the spring stage's per frame (frame, reset, volume pre-pass, ceil(I / K) "
-          "iteration dispatches, resolve); CPU ms: wall time inside the stage's Python (on llvmpipe it includes "
+    print("dispatches / GL calls: the spring stage's per frame (frame pass, volume pre-pass, ceil(I / K) "
+          "iteration dispatches, the last of which resolves; a resolve pass for the energy and force schemes); "
+          "CPU ms: wall time inside the stage's Python (on llvmpipe it includes "
           "the dispatches' execution); vs K=1: max |x_K - x_1| / bbox diagonal")
     print()
 
