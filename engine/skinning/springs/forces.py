@@ -11,7 +11,7 @@ import numpy as np
 from engine.skinning.springs.editterms import EditTerms
 from engine.skinning.springs.limits import step_sizes
 from engine.skinning.springs.params import SpringParams
-from engine.skinning.springs.rest import SpringRest, fan_volumes, ring_means, volume_points
+from engine.skinning.springs.rest import SpringRest, diff_share, fan_volumes, ring_means, volume_points
 from engine.skinning.springs.tiles import Halo
 from engine.skinning.springs.vec import _SIN_EPS, _angle, _dot, _norm, _unit
 
@@ -29,9 +29,9 @@ def spring_forces(x: np.ndarray, attach: np.ndarray, bone_ref: np.ndarray, rest:
     (one-off evaluations): no volume term. The lag lets the GPU sum a region over every work group in the same
     dispatch that uses the last sum (spring.comp; a pre-pass sums x_0).
 
-    diff: the differential term's targets R_i delta0_i (V,3) (`PoseFrame.diff`), for k_d: F_i = k_d (m_i +
-    R_i delta0_i - x_i), m_i the one-ring mean weighted by rest.diff_w (`ring_means`); energy 0.5 k_d |.|^2 per
-    vertex. None: no differential term.
+    diff: the differential term's targets R_i delta0_i (V,3) (`PoseFrame.diff`), for k_d: F_i = k_d c_i (m_i +
+    R_i delta0_i - x_i), m_i the one-ring mean weighted by rest.diff_w (`ring_means`), c_i the point's share
+    rest.diff_scale (`diff_scales`); energy 0.5 k_d c_i |.|^2 per vertex. None: no differential term.
 
     halo: a tiled block's frozen halo (springs.tiles): each slot's neighbour (and face corner) outside the point's
     tile is taken at the block start instead of from x (the same forces otherwise)."""
@@ -110,8 +110,9 @@ def spring_forces(x: np.ndarray, attach: np.ndarray, bone_ref: np.ndarray, rest:
     k_d = params.stiffness("k_d")
     if k_d and diff is not None and rest.diff_w.shape[0] == rows.shape[0]:
         d = ring_means(x, rest, None if halo is None else xc) + np.asarray(diff, np.float64) - x
-        force += k_d * d
-        energy += 0.5 * k_d * float(np.einsum("ij,ij->", d, d))
+        share = diff_share(rest)
+        force += k_d * share[:, None] * d
+        energy += 0.5 * k_d * float(np.einsum("i,ij,ij->", share, d, d))
     if edit is not None and k_e and edit.any_held:
         force[edit.held] = 0.0  # the ROI boundary is held: no force moves it (edits.py, "the sets")
     if rest.held is not None:

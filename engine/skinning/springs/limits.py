@@ -21,7 +21,7 @@ from engine.skinning.springs.params import (
     VOLUME_LAMBDA,
     SpringParams,
 )
-from engine.skinning.springs.rest import SpringRest, lambda_columns, volume_points
+from engine.skinning.springs.rest import SpringRest, diff_share, lambda_columns, volume_points
 
 __all__ = ["lambda_per_vertex", "step_sizes", "safe_range", "FLOAT32_STEP", "spring_ranges", "check_spring_ranges",
            "spring_advice"]
@@ -40,7 +40,7 @@ def _lambda_coefficients(rest: SpringRest, edit: EditTerms | None) -> dict[str, 
                   else np.zeros(rest.n_vertices))
     out["k_v"] = VOLUME_LAMBDA * (rest.vol_region >= 0) if rest.vol_region.shape[0] == rest.n_vertices \
         else np.zeros(rest.n_vertices)
-    out["k_d"] = np.full(rest.n_vertices, DIFF_LAMBDA)
+    out["k_d"] = DIFF_LAMBDA * diff_share(rest)
     return out
 
 
@@ -51,7 +51,7 @@ def lambda_per_vertex(rest: SpringRest, params: SpringParams, edit: EditTerms | 
     k = np.array([sum(params.stiffness(p) for p in group) for group in LAMBDA_COLUMNS])
     lam = np.einsum("vc,c->v", cols, k)  # no BLAS (see _dot)
     lam = lam + params.stiffness("k_v") * VOLUME_LAMBDA * volume_points(rest, params, edit)
-    lam = lam + params.stiffness("k_d") * DIFF_LAMBDA
+    lam = lam + params.stiffness("k_d") * DIFF_LAMBDA * diff_share(rest)
     k_e = params.stiffness("k_e")
     if edit is not None and k_e:
         lam = lam + k_e * np.asarray(edit.stiffness, np.float64)

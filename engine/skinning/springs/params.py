@@ -16,7 +16,8 @@ from engine.skinning.contact import CONTACT_MAX_PASSES
 __all__ = [
     "INTEGRATORS", "ACCELERATIONS", "CONVERGENCE_SCHEMES", "MODES", "INITIAL_SKINNING", "BONE_MODES", "S_FLOOR",
     "STEP_SAFETY", "JOINT_BLEND", "WARM_LIMIT", "LAMBDA_COLUMNS", "STIFFNESSES", "VOLUME_LAMBDA", "VOLUME_MIN_RATIO",
-    "VOLUME_MIN_POINTS", "RIGID_WEIGHT", "DIFF_LAMBDA", "SpringParams",
+    "VOLUME_MIN_POINTS", "RIGID_WEIGHT", "DIFF_LAMBDA", "DIFF_FULL",
+    "SpringParams",
 ]
 
 INTEGRATORS = ("explicit", "semi_implicit")
@@ -83,6 +84,11 @@ with weights summing to about one: 1 + 1)."""
 DIFF_LAMBDA = 2.0
 """Step-limiting coefficient of the differential term per unit k_d (its force k_d (m_i + R_i delta0_i - x_i)
 has -1 on the diagonal and neighbour weights summing to 1 off it: 1 + 1)."""
+DIFF_FULL = 1.0
+"""The differential term acts fully (k_d) at a point whose mean bind edge length h_i is at least DIFF_FULL times its
+bind distance r_i from its bone, and with k_d (h_i / (DIFF_FULL r_i))^2 below (`rest.diff_scales`): an edge as long
+as the limb's radius is where one face spans the cross-section (a cylinder of six sides or fewer). Measured in
+docs/springs.md ("The differential term's share")."""
 VOLUME_MIN_RATIO = 1e-3
 VOLUME_MIN_POINTS = 24
 """A bone region's volume term needs at least this many points of its shell (a closed sleeve of three rings of
@@ -160,7 +166,7 @@ class SpringParams:
     k_r: float = 1.0
     k_e: float = 1.0
     k_v: float = 3.0  # volume term: pressure per bone region restoring its skeleton-relative volume (0: off)
-    k_d: float = 0.0  # differential (bending) term (0: off; see the class docstring)
+    k_d: float = 10.0  # differential (bending) term, times each point's share rest.diff_scales (0: off)
     use_s: bool = True
     use_l: bool = True
     use_t: bool = True

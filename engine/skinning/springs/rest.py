@@ -16,6 +16,7 @@ from scipy.sparse.csgraph import connected_components
 
 from engine.skinning.springs.editterms import EditTerms
 from engine.skinning.springs.params import (
+    DIFF_FULL,
     JOINT_BLEND,
     RIGID_WEIGHT,
     S_FLOOR,
@@ -29,7 +30,7 @@ from engine.skinning.types import Binding, MeshTopology, bone_endpoints
 __all__ = [
     "SpringRest", "csr_slots", "build_rest", "slot_third_corners", "fan_volumes", "region_volumes", "volume_rest",
     "mesh_islands", "joint_blend_weights", "lambda_columns", "volume_acts", "edited_regions", "volume_points",
-    "rigid_points", "diff_weights", "ring_means",
+    "rigid_points", "diff_weights", "diff_scales", "diff_share", "ring_means",
 ]
 
 
@@ -58,6 +59,7 @@ class SpringRest:
     rigid_bone  (V,) rigid points (`rigid_points`): the bone whose parent joint carries the point rigidly, -1 free
     rigid_offset (V,3) rigid points: bind position minus that joint's bind position
     diff_w     (H,)  differential term: slot weight 1 / rest_len^2 (`diff_weights`; 0 for a zero-length edge)
+    diff_scale (V,)  differential term: the share of k_d acting on the point (`diff_scales`)
     diff0      (V,3) differential term: bind x_i minus the weighted mean of its one-ring (`ring_means`)
     """
 
@@ -84,6 +86,7 @@ class SpringRest:
     rigid_bone: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     rigid_offset: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     diff_w: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    diff_scale: np.ndarray = field(default_factory=lambda: np.zeros(0))
     diff0: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
 
     @property
@@ -139,6 +142,7 @@ def build_rest(topology: MeshTopology, binding: Binding, bind_joints: np.ndarray
     rest.lam_cols = lambda_columns(rest)
     rest.diff_w = diff_weights(rest.rest_len)
     rest.diff0 = x - ring_means(x, rest)
+    rest.diff_scale = diff_scales(rest)
     rest.blend_other, rest.blend_end, rest.blend_w = joint_blend_weights(binding, bind_joints, r,
                                                                          mesh_islands(topology))
     volume_rest(rest, topology, binding)
@@ -156,6 +160,27 @@ def diff_weights(rest_len: np.ndarray) -> np.ndarray:
     ok = rest_len > 0.0
     out[ok] = 1.0 / (rest_len[ok] * rest_len[ok])
     return out
+
+
+def diff_scales(rest: SpringRest) -> np.ndarray:
+    """(V,) per point the share of k_d the differential term applies: min(1, (h_i / (DIFF_FULL r_i))^2), h_i the
+    mean bind length of its edges, r_i its bind distance |s_i| from its bone (1 on the bone and for a point without
+    edges). Where one edge spans the limb's radius (coarse game rigs) a quad folds along its diagonal without
+    changing a length, and the term acts fully; where the limb is sampled finely the scale vectors already place
+    every point and the term would only resist smooth bends and twists (docs/springs.md, "The differential term's
+    share")."""
+    n = rest.n_vertices
+    count = np.bincount(rest.rows, minlength=n).astype(np.float64)
+    h = np.bincount(rest.rows, weights=rest.rest_len, minlength=n) / np.maximum(count, 1.0)
+    out = np.ones(n)
+    ok = (rest.r > rest.tiny) & (count > 0)
+    out[ok] = np.minimum(1.0, (h[ok] / (DIFF_FULL * rest.r[ok])) ** 2)
+    return out
+
+
+def diff_share(rest: SpringRest) -> np.ndarray:
+    """(V,) rest.diff_scale, or ones where the rest state has none (one built by hand)."""
+    return rest.diff_scale if rest.diff_scale.shape[0] == rest.n_vertices else np.ones(rest.n_vertices)
 
 
 def ring_means(x: np.ndarray, rest: SpringRest, neighbours: np.ndarray | None = None) -> np.ndarray:
