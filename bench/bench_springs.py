@@ -19,6 +19,9 @@ times of their clips: intersecting face pairs, share of interior edges whose dih
 than LBS on all three; then the same for keyed extremes (`EXTREMES`: a clip's pose with every joint's rotation
 from rest taken 1.6 times as far).
 
+``--sampling`` prints how finely each mesh samples its limbs (h_i / r_i) and the differential term's share there
+(issue 26, docs/springs.md "The differential term's share").
+
 ``--rigs-where`` prints where the springs fold on the same rig poses (issue 26's diagnosis): per row the edges
 past 45 deg with LBS and with the springs, how many of the springs' folded edges were nearly flat at bind (< 10 deg:
 a quad folding along its diagonal), how many of the folded edges' points are bound against their skin weights
@@ -302,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="print the quality table of LBS, DQS and springs on N generated tubes (default 12)")
     ap.add_argument("--rigs", action="store_true", help="print issue 26's LBS vs springs table on the Khronos rigs")
     ap.add_argument("--rigs-where", action="store_true", help="print where the springs fold on the --rigs poses")
+    ap.add_argument("--sampling", action="store_true",
+                    help="print how finely the family and the Khronos rigs sample their limbs (h / r) and the "
+                         "differential term's share there")
     ap.add_argument("--spring", default="", metavar="KEY=VALUE,...",
                     help="spring parameters for --rigs, --rigs-where and --family (e.g. k_d=10)")
     ap.add_argument("--accel", type=int, nargs="?", const=4, default=None, metavar="N",
@@ -344,6 +350,8 @@ def main(argv: list[str] | None = None) -> int:
         print(rigs_table(config=config))
     elif args.rigs_where:
         print(rigs_where(config=config))
+    elif args.sampling:
+        print(sampling_table())
     elif args.accel is not None:
         print(accel_table(args.accel, _floats(args.momentum)))
     elif args.family is not None:
@@ -476,6 +484,40 @@ def rigs_table(root: str = "../shared/gltf-samples", config=None) -> str:
         lines.append(f"| {label} | {a['intersecting_pairs']:.0f} / {b['intersecting_pairs']:.0f} | "
                      f"{100 * a['dihedral_change_45']:.2f} / {100 * b['dihedral_change_45']:.2f} | "
                      f"{100 * a['strain_30']:.2f} / {100 * b['strain_30']:.2f} | {'yes' if not worse else 'no'} |")
+    return "\n".join(lines)
+
+
+def sampling_table(root: str = "../shared/gltf-samples") -> str:
+    """The ``--sampling`` table: per mesh (the 12 family tubes, the rigs of `RIGS`) its control points, the median,
+    10th and 90th percentiles of h_i / r_i (a point's mean bind edge length over its bind distance from its bone)
+    and of the differential term's share c_i (``springs.diff_scales``)."""
+    import warnings
+
+    from engine.assets.gen.family import tube_family
+    from engine.scene import load_asset
+    from engine.skinning.family import MemberRig
+    from engine.skinning.springs.rest import build_rest
+
+    def row(name: str, rest) -> str:
+        n = rest.n_vertices
+        count = np.bincount(rest.rows, minlength=n)
+        h = np.bincount(rest.rows, weights=rest.rest_len, minlength=n) / np.maximum(count, 1)
+        ratio = h[rest.r > rest.tiny] / rest.r[rest.r > rest.tiny]
+        q = np.percentile(ratio, [50, 10, 90])
+        c = np.percentile(rest.diff_scale, [50, 10, 90])
+        return (f"| {name} | {n} | {q[0]:.3f} | {q[1]:.3f} | {q[2]:.3f} | {c[0]:.2f} | {c[1]:.2f} | "
+                f"{c[2]:.2f} |")
+
+    lines = ["| mesh | points | h / r median | 10th percentile | 90th percentile | share median | 10th | 90th |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for m in tube_family(12):
+        rig = MemberRig(m)
+        lines.append(row(m.name, build_rest(rig.topology, rig.binding, m.bind_joints)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for name in dict.fromkeys(n for n, _, _ in RIGS):
+            sp = load_asset(f"{root}/{name}").skinned[0]
+            lines.append(row(name[:-4], build_rest(sp.topology(), sp.binding(), sp.bind_joints)))
     return "\n".join(lines)
 
 

@@ -45,7 +45,7 @@ struct SpringLane {
     vec4 ks;        // k_s, k_l, k_t, k_b
     vec2 ks2;       // k_r, k_e
     float k_v;
-    float k_d;      // the differential term (spring_differential.glsl)
+    float k_d;      // the differential term (spring_differential.glsl): k_d times the point's share
     vec3 dtarget;   // its turned bind offset R_i delta0_i (SpringFrame.diff)
     ivec4 r;        // SpringPoint adj: slot offset, count, region (-1 none), first point of its region
     int vbase;      // B_VOLUME row of the point's region
@@ -73,7 +73,12 @@ SpringLane lane_setup(ivec4 head, int k, ivec4 run, int di, int si) {
     vec4 ks3 = intBitsToFloat(inst_texel(k, SPRING_INSTANCE_K3));
     L.k_v = ks3.x;
     L.k_d = ks3.z;
-    L.dtarget = L.k_d != 0.0 ? frame_texel(di, SPRING_FRAME_DIFF) : vec3(0.0);
+    L.dtarget = vec3(0.0);
+    if (L.k_d != 0.0) {  // SpringFrame.diff: R_i delta0_i and the point's share of k_d (springs.diff_scales)
+        vec4 dt = imageLoad(frame, record_texel(di, SPRING_FRAME_TEXELS, SPRING_FRAME_DIFF));
+        L.dtarget = dt.xyz;
+        L.k_d *= dt.w;
+    }
     L.r = point_texel(si, SPRING_POINT_ADJ);
     L.vbase = (int(ks3.y) + L.r.z) * 4;  // B_VOLUME row of the point's region (r.z: -1 for none)
     L.vol_on = L.k_v != 0.0 && L.r.z >= 0 && volume_sums[max(L.vbase, 0) + 3] == 0;

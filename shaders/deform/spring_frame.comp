@@ -11,7 +11,7 @@
 // here from the bone records (the skin stage's output is not read for it).
 // Rigid points (SpringVertex.rigid.w = bone + 1, reference springs.rigid_points / pose_frame): x_0 is their
 // joint's rigid motion P' + R (bind offset) and SpringFrame bone_ref.w = 1 holds them there (spring.comp).
-// Differential term (DeformInstance k3.y = k_d != 0): SpringFrame.diff = B R delta0 (SpringVertex.diff0; reference
+// Differential term (DeformInstance k3.y = k_d != 0): SpringFrame.diff = (B R delta0, the share c_i) (SpringVertex.diff0; reference
 // springs.PoseFrame.diff), in bind units like the state (a rotation of a bind-unit offset).
 // Units (reference springs.pose_unit, SpringDeformer.solve): DeformBone.c.w holds the pose's scene units per bind
 // unit u (1 unless the mesh is given in other units than its joints are posed in); the stage solves in bind
@@ -147,7 +147,7 @@ void main() {
     imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_BONE_REF), vec4(ref, rigid ? 1.0 : 0.0));
     if (inst.k3.y != 0.0) {  // the differential term's target offset R_i delta0_i, R_i = B R (springs.PoseFrame.diff)
         vec3 off = turn * (mat3(b.rot_now) * vstatic[sidx].diff0.xyz);
-        imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_DIFF), vec4(off, 0.0));
+        imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_DIFF), vec4(off, vstatic[sidx].diff0.w));
     }
     vec3 v0 = (inst.flags & uint(FLAG_KEEP_VELOCITY)) != 0u ? vel_final[didx].xyz : vec3(0.0);
     vec3 x0;

@@ -1,8 +1,10 @@
 """The springs' differential (bending) term, `SpringParams.k_d` (issue 26: never worse than LBS where LBS is right).
 
-F_i = k_d (m_i + R_i delta0_i - x_i): m_i the one-ring mean weighted by 1 / bind edge length^2, delta0_i its bind
-offset, R_i the point's frame rotation. Checked: the bind pose stays a fixed point, the term is zero on a rigid
-motion of the bind shape and its force is the gradient of its energy; a scaled armature deforms to the same shape;
+F_i = k_d c_i (m_i + R_i delta0_i - x_i): m_i the one-ring mean weighted by 1 / bind edge length^2, delta0_i its
+bind offset, R_i the point's frame rotation, c_i its share min(1, (h_i / r_i)^2) (`diff_scales`). Checked: the
+share is geometric (fine tubes small, a six-sided tube and points on the bone 1, the same in any unit); the bind
+pose stays a fixed point, the term is zero on a rigid motion of the bind shape and its force is the gradient of its
+energy; a scaled armature deforms to the same shape;
 on RiggedFigure (the Khronos rig whose boxes the springs fold without it) k_d = 10 folds and strains no edge where
 LBS folds and strains none; the GPU spring stage's records carry k_d and the term's rest data
 (tests/gl/test_spring_differential_gpu.py compares the GPU with this reference)."""
@@ -20,7 +22,7 @@ from engine.skinning.config import DeformerConfig
 from engine.skinning.instances import skinned_primitives
 from engine.skinning.metrics import dihedral_change_share, intersecting_pairs, strain_share
 from engine.skinning.springs import SpringDeformer, SpringParams, spring_forces
-from engine.skinning.springs.rest import ring_means
+from engine.skinning.springs.rest import diff_scales, diff_share, ring_means
 from tests.conftest import shared_dir
 from tests.helpers.scaled_rig import TURNS, posed_globals, scaled_copy
 
@@ -76,7 +78,9 @@ def test_force_is_the_energys_gradient_descent(humanoid):
     p = _only_diff()
     f, e = spring_forces(x, fr.attach, fr.bone_ref, d.rest, p, diff=fr.diff)
     # the force is k_d times the residual; a small step along it lowers the energy
-    np.testing.assert_allclose(f, K_D * (ring_means(x, d.rest) + fr.diff - x), rtol=1e-12, atol=1e-15)
+    share = diff_share(d.rest)[:, None]
+    assert share.min() < 0.1 and share.max() == 1.0  # the humanoid has fine and coarse parts
+    np.testing.assert_allclose(f, K_D * share * (ring_means(x, d.rest) + fr.diff - x), rtol=1e-12, atol=1e-15)
     _, e2 = spring_forces(x + 1e-3 * f, fr.attach, fr.bone_ref, d.rest, p, diff=fr.diff)
     assert e2 < e
 
@@ -120,9 +124,9 @@ def test_riggedfigure_folds_nothing_lbs_keeps_flat():
 
 
 def test_gpu_records_carry_the_differential_term(humanoid):
-    """fill_record puts k_d in DeformInstance k3.y (0 by default, or with its switch off); spring_arrays gives
-    every point its bind offset delta0 (SpringVertex.diff0) and every CSR slot its weight divided by its point's
-    sum, whose weighted mean of the bind positions plus delta0 is the point itself."""
+    """fill_record puts k_d in DeformInstance k3.y (0 when it is 0 or its switch off); spring_arrays gives every
+    point its bind offset delta0 and its share (SpringVertex.diff0 xyz, w) and every CSR slot its weight divided by
+    its point's sum, whose weighted mean of the bind positions plus delta0 is the point itself."""
     from engine.skinning.gpu import layouts as L
     from engine.skinning.gpu.spring import fill_record, spring_arrays
 
@@ -131,13 +135,14 @@ def test_gpu_records_carry_the_differential_term(humanoid):
     rec = L.DEFORM_INSTANCE.zeros(1)[0]
     fill_record(rec, SpringParams().replace(k_d=K_D), topo)
     assert rec["k3"][1] == K_D
-    for p in (SpringParams(), SpringParams().replace(k_d=K_D, use_d=False)):
+    for p in (SpringParams(k_d=0.0), SpringParams().replace(k_d=K_D, use_d=False)):
         fill_record(rec, p, topo)
         assert rec["k3"][1] == 0.0
     _, vstatic, extra = spring_arrays(topo, sp.binding(), sp.bind_joints)
     sv = np.ascontiguousarray(vstatic).view(L.SPRING_VERTEX.dtype).reshape(-1)
     rest = SpringDeformer(topo, sp.binding(), sp.bind_joints, sp.parents, SpringParams()).rest
     np.testing.assert_allclose(sv["diff0"][:, :3], rest.diff0, atol=1e-6)
+    np.testing.assert_allclose(sv["diff0"][:, 3], rest.diff_scale, rtol=1e-6)
     x = np.asarray(topo.positions, np.float64)
     count = np.asarray(topo.adj_count, np.int64)
     rows = np.repeat(np.arange(count.shape[0]), count)  # the CSR slots of each point, in order
@@ -151,3 +156,31 @@ def test_gpu_records_carry_the_differential_term(humanoid):
     diag = float(np.linalg.norm(x.max(0) - x.min(0)))
     has = total > 0.0
     np.testing.assert_allclose(mean[has] + sv["diff0"][has, :3], x[has], atol=1e-5 * diag)
+
+
+def test_the_share_is_geometric_and_free_of_units():
+    """c_i = min(1, (h_i / r_i)^2): a finely sampled tube (issue 13's, h / r 0.225) gets 0.05 everywhere, a
+    six-sided one (edges as long as the radius) 1; scaling the mesh and its joints by 100 changes no share; a point
+    on its bone (r_i = 0) gets 1."""
+    from engine.assets.gen.family import tube_family
+    from engine.skinning.family import MemberRig
+    from engine.skinning.springs.rest import build_rest
+    from tests.helpers.tube_rig import tube
+
+    m = tube_family(1)[0]
+    rig = MemberRig(m)
+    fine = build_rest(rig.topology, rig.binding, m.bind_joints)
+    n = fine.n_vertices
+    h = np.bincount(fine.rows, weights=fine.rest_len, minlength=n) / np.bincount(fine.rows, minlength=n)
+    np.testing.assert_allclose(fine.diff_scale, np.minimum(1.0, (h / fine.r) ** 2), rtol=1e-12)
+    assert 0.04 < np.median(fine.diff_scale) < 0.06
+    coarse = tube(rings=8, segments=6)
+    c = build_rest(coarse.topology, coarse.binding, coarse.bind_joints)
+    assert np.all(c.diff_scale > 0.9) and np.median(c.diff_scale) == 1.0
+    big = tube(rings=8, segments=6, length=100.0, radius=12.0)
+    np.testing.assert_allclose(build_rest(big.topology, big.binding, big.bind_joints).diff_scale, c.diff_scale,
+                               rtol=1e-9)
+    on_bone = c.r.copy()
+    on_bone[0] = 0.0
+    c.r = on_bone
+    assert diff_scales(c)[0] == 1.0

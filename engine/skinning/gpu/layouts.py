@@ -234,7 +234,7 @@ SPRING_VERTEX = Std430Struct("SpringVertex", [
                        # (+ k_v VOLUME_LAMBDA where the volume term acts, + k_d DIFF_LAMBDA: step limiting)
     ("rigid", "vec4"),  # rigid point (springs.rigid_points): xyz bind offset from its joint, w bone + 1 (0: free)
     ("diff0", "vec4"),  # xyz the differential term's bind offset delta0_i from the weighted one-ring mean
-                        # (springs.SpringRest.diff0), w 0
+                        # (springs.SpringRest.diff0), w its share of k_d (springs.diff_scales)
 ])
 
 # ---- surface-edit row per control point of the pool (records.edit_rows; spring and spring_frame read it) -----

@@ -22,7 +22,7 @@ from engine.skinning.gpu import layouts as L
 from engine.skinning.skinning import bend_refs as _bend_refs
 from engine.skinning.skinning import dual_quat_parts, irs_weights
 from engine.skinning.springs.params import SpringParams
-from engine.skinning.springs.rest import build_rest, volume_acts
+from engine.skinning.springs.rest import build_rest, diff_share, volume_acts
 from engine.skinning.types import Binding, MeshTopology, bone_endpoints
 
 
@@ -65,7 +65,7 @@ def spring_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: 
     Gershgorin coefficients (``springs.lambda_columns``, the step-limiting lambda_i per unit
     stiffness; the shader adds k_e K_i, k_v VOLUME_LAMBDA and k_d DIFF_LAMBDA) | the rigid point's offset and
     bone + 1 (``springs.rigid_points``, from the skin's joints/weights when given; 0: free) | the differential
-    term's bind offset delta0 (``SpringRest.diff0``), 0. Zeros without a binding (no spring stage then).
+    term's bind offset delta0 (``SpringRest.diff0``) and the point's share of k_d (``springs.diff_scales``). Zeros without a binding (no spring stage then).
     The third value holds the volume term's records: "third" (H,) int32 per CSR slot (the face's third corner,
     -1 none), "region" (V,2) int32 (the point's region, -1 none; 1 for the first point of its region) and "vol"
     (V,4) float32 (its region's V0_r, S0_r, the fixed-point scale VOLUME_SCALE / |V0_r|, its number of points N_r);
@@ -102,6 +102,7 @@ def spring_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: 
         rec["rigid"][:, :3] = r.rigid_offset
         rec["rigid"][:, 3] = r.rigid_bone + 1.0
     rec["diff0"][:, :3] = r.diff0
+    rec["diff0"][:, 3] = diff_share(r)
     volume["diff_w"][flat] = diff_slot_weights(r.rows, r.diff_w, v)
     volume["third"][flat] = r.vol_third
     region = r.vol_region
