@@ -65,7 +65,8 @@ def spring_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: 
     Gershgorin coefficients (``springs.lambda_columns``, the step-limiting lambda_i per unit
     stiffness; the shader adds k_e K_i, k_v VOLUME_LAMBDA and k_d DIFF_LAMBDA) | the rigid point's offset and
     bone + 1 (``springs.rigid_points``, from the skin's joints/weights when given; 0: free) | the differential
-    term's bind offset delta0 (``SpringRest.diff0``) and the point's share of k_d (``springs.diff_scales``). Zeros without a binding (no spring stage then).
+    term's bind offset delta0 (``SpringRest.diff0``) and the point's share of k_d (``springs.diff_scales``).
+    Zeros without a binding (no spring stage then).
     The third value holds the volume term's records: "third" (H,) int32 per CSR slot (the face's third corner,
     -1 none), "region" (V,2) int32 (the point's region, -1 none; 1 for the first point of its region) and "vol"
     (V,4) float32 (its region's V0_r, S0_r, the fixed-point scale VOLUME_SCALE / |V0_r|, its number of points N_r);

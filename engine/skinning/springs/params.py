@@ -130,12 +130,14 @@ class SpringParams:
     joint_blend (default on) turns attachments, bone references and the rigid start near an interior joint by a
     share of the rotation across it (see docs/springs.md); off gives the research's per-bone frames.
 
-    k_d (default 0: off; both devices, the GPU's in shaders/deform/spring_differential.glsl) is the differential
-    (bending) term: F_i = k_d (m_i + R_i delta0_i - x_i), m_i the mean of the one-ring weighted by 1 / bind edge
-    length^2, delta0_i = x0_i - m0_i its bind value and R_i the point's frame rotation (`PoseFrame.rot`): it keeps
-    each point's offset from its neighbours' mean as at bind, turned with its frame, which the edge and
-    scale-vector springs alone do not (a flat quad folds along its diagonal without changing any edge length; see
-    docs/springs.md, "Why the springs fold the Khronos rigs").
+    k_d (default 10; 0: off; both devices, the GPU's in shaders/deform/spring_differential.glsl) is the
+    differential (bending) term: F_i = k_d c_i (m_i + R_i delta0_i - x_i), m_i the mean of the one-ring weighted by
+    1 / bind edge length^2, delta0_i = x0_i - m0_i its bind value, R_i the point's frame rotation (`PoseFrame.rot`)
+    and c_i = min(1, (h_i / (DIFF_FULL r_i))^2) its share (`rest.diff_scales`: full where one edge spans the limb's
+    radius, fading where the limb is sampled finely): it keeps each point's offset from its neighbours' mean as at
+    bind, turned with its frame, which the edge and scale-vector springs alone do not (a flat quad folds along its
+    diagonal without changing any edge length; see docs/springs.md, "Why the springs fold the Khronos rigs" and
+    "The differential term's share").
 
     contact (default off) pushes facing sheets of the surface apart after the iterations (contact.py): the gap
     contact_thickness x the mean bind edge length, contact_passes Jacobi passes, then the volume the passes took
