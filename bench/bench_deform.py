@@ -373,30 +373,39 @@ def contact_bends(ctx, res, reps: int, np_reps: int, bends: tuple[float, ...] = 
     print()
 
 
-def _volume_row(ctx, res, label: str, rig: tuple, reps: int) -> None:
-    """The volume term's cost (one row): the spring node's GPU ms for 50 iterations with the default k_v and with
-    k_v = 0, in two graphs timed round-robin."""
+#: the optional spring terms `_term_row` times against their stiffness at 0: (heading, column label)
+TERMS = {
+    "k_v": ("Volume term ([spring] k_v: per bone region, the faces' third corners read per slot, one fixed-point "
+            "atomic per point and iteration, one pre-pass per frame)", "k_v"),
+    "k_d": ("Differential term ([spring] k_d, default 10 times each point's share: the one-ring's weighted sum in "
+            "the slot loop, the turned bind offset read per point, written once per frame)", "k_d"),
+}
+
+
+def _term_row(ctx, res, label: str, rig: tuple, reps: int, key: str) -> None:
+    """One optional spring term's cost (one row): the spring node's GPU ms for 50 iterations with the default
+    stiffness `key` of `TERMS` and with it at 0, in two graphs timed round-robin."""
     from engine.skinning.gpu.graph import DeformerGraph
     from engine.skinning.springs import SpringParams
 
     topo, binding, jn, w, ib, par, bj = rig
     skin_mats, posed = _pose(bj, ib)
     graphs = {}
-    for key, kv in (("on", SpringParams().k_v), ("off", 0.0)):
+    for which, k in (("on", getattr(SpringParams(), key)), ("off", 0.0)):
         graph = DeformerGraph(ctx, res)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             h = graph.add_mesh(topo, binding, jn, w, ib, par, method="spring",
-                               spring=SpringParams(convergence="iterations", max_iterations=50, k_v=kv))
+                               spring=SpringParams(convergence="iterations", max_iterations=50, **{key: k}))
         graph.set_pose(h, skin_mats, posed)
-        graphs[key] = (graph, "spring")
+        graphs[which] = (graph, "spring")
     times = _time_interleaved(graphs, reps)
     for graph, _ in graphs.values():
         graph.release()
     on, off = times["on"].median, times["off"].median
-    print("Volume term ([spring] k_v: per bone region, the faces' third corners read per slot, one fixed-point "
-          "atomic per point and iteration, one pre-pass per frame)")
-    print(f"{'mesh':<20}{'ctrl':>7}{'k_v on ms':>11}{'k_v = 0 ms':>12}{'spread':>8}{'on/off':>8}")
+    heading, name = TERMS[key]
+    print(heading)
+    print(f"{'mesh':<20}{'ctrl':>7}{name + ' on ms':>11}{name + ' = 0 ms':>12}{'spread':>8}{'on/off':>8}")
     print(f"{label:<20}{topo.n_control:>7}{on:>11.3f}{off:>12.3f}{max(times['on'].pct, times['off'].pct):>7.0f}%"
           f"{on / off if off else float('nan'):>8.2f}")
     print()
@@ -505,7 +514,8 @@ def main(argv: list[str] | None = None) -> int:
     assert humanoid is not None, "SIZES names the humanoid"
     label, (topo, binding, jn, w, ib, par, bj) = humanoid
     _contact_row(ctx, res, label, (topo, binding, jn, w, ib, par, bj), reps, np_reps)
-    _volume_row(ctx, res, label, (topo, binding, jn, w, ib, par, bj), reps)
+    for key in TERMS:
+        _term_row(ctx, res, label, (topo, binding, jn, w, ib, par, bj), reps, key)
     print(f"Batch sweep: N instances of {label} x 50 spring iterations in one graph (one dispatch per iteration)")
     print(f"{'N':>4}{'control pts':>13}{'GPU ms/frame':>14}{'spread':>8}{'ms/instance':>13}")
     skin_mats, posed = _pose(bj, ib)

@@ -366,13 +366,14 @@ def main(argv: list[str] | None = None) -> int:
 
 #: (file in ../shared/gltf-samples, clip, times) of the --rigs table
 RIGS = (("CesiumMan.glb", "clip0", (0.5, 1.0, 1.5)), ("Fox.glb", "Survey", (0.5, 1.5, 2.5)),
-        ("Fox.glb", "Walk", (0.3, 0.6)), ("Fox.glb", "Run", (0.3, 0.8)), ("RiggedFigure.glb", "clip0", (0.3, 0.5, 0.9)))
+        ("Fox.glb", "Walk", (0.3, 0.6)), ("Fox.glb", "Run", (0.3, 0.8)), ("RiggedFigure.glb", "clip0", (0.3, 0.5, 0.9)),
+        ("RiggedSimple.glb", "clip0", (0.5, 1.0, 1.5)))
 
 
 #: (file, clip, time) of the --rigs table's keyed extremes: the clip's pose there with every joint's rotation
 #: from rest multiplied by EXAGGERATE (the clip's bends and twists taken further, on every rig alike)
 EXTREMES = (("CesiumMan.glb", "clip0", 0.5), ("Fox.glb", "Survey", 1.5), ("Fox.glb", "Run", 0.8),
-            ("RiggedFigure.glb", "clip0", 0.5))
+            ("RiggedFigure.glb", "clip0", 0.5), ("RiggedSimple.glb", "clip0", 1.0))
 EXAGGERATE = 1.6
 
 

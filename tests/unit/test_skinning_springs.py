@@ -22,6 +22,7 @@ from engine.skinning.meshprep import prepare_mesh
 from engine.skinning.metrics import volume
 from engine.skinning.skinning import dqs, lbs
 from engine.skinning.springs import (
+    DIFF_LAMBDA,
     LAMBDA_COLUMNS,
     STEP_SAFETY,
     VOLUME_LAMBDA,
@@ -87,7 +88,7 @@ def research(**kw) -> SpringParams:
 
 def only(force: str, **kw) -> SpringParams:
     """Params (research update) with a single force switched on."""
-    return research(**{f"use_{x}": x == force for x in "sltbrev"}, **kw)
+    return research(**{f"use_{x}": x == force for x in "sltbrevd"}, **kw)
 
 
 N_AROUND, N_RINGS, RADIUS, LENGTH = 16, 33, 0.5, 4.0
@@ -307,7 +308,7 @@ def test_radial_force():
 
 def test_edit_force_and_handle_weighting():
     pts = [[0, 1, 0], [1, 1, 0]]
-    params = SpringParams(use_l=False, use_t=False, use_b=False, use_r=False, k_s=1.0, k_e=2.0,
+    params = SpringParams(use_l=False, use_t=False, use_b=False, use_r=False, use_d=False, k_s=1.0, k_e=2.0,
                           handle_weight=0.25)
     d, fr = bar_setup(pts, [(0, 1)], params)
     edit = SurfaceEdit.from_world([0], np.array([[0, 1.5, 0]]), fr.attach, fr.rot, stiffness=3.0)
@@ -327,7 +328,9 @@ def test_forces_are_minus_energy_gradient(tube):
     kin = np.nonzero(tube.ring == 20)[0][:4]
     edit = SurfaceEdit.from_world(kin, x[kin] + 0.05, fr.attach, fr.rot, stiffness=2.0)
     terms = EditStack([edit]).terms(len(x), fr.attach, fr.rot)
-    d.set_params(d.params.replace(handle_weight=1.0))  # the weighting is the one non-gradient part
+    # the weighting is one non-gradient part; the differential term's force k_d c_i d_i is a descent direction of
+    # its energy, not its gradient (tests/unit/test_spring_differential.py)
+    d.set_params(d.params.replace(handle_weight=1.0, use_d=False))
     f, _ = d.forces(x, fr, terms)
     h = 1e-6
     for i in rng.choice(len(x), 12, replace=False):
@@ -648,9 +651,11 @@ def test_gpu_vertex_records_carry_the_lambda_coefficients(fan):
     np.testing.assert_allclose(rec["rest"][:, 1], d.rest.s_floor, rtol=1e-6)
     for p in (SpringParams(), SpringParams(k_s=2.0, use_t=False, k_r=0.0), only("l", k_l=3.0)):
         k = np.array([sum(p.stiffness(n) for n in group) for group in LAMBDA_COLUMNS])
-        # the volume term's coefficient is a constant the shader adds where the point's region takes part
+        # the volume and differential terms' coefficients are constants the shader adds: where the point's region
+        # takes part, and times the point's share (SpringVertex.diff0.w)
         volume = p.stiffness("k_v") * VOLUME_LAMBDA * (d.rest.vol_region >= 0)
-        np.testing.assert_allclose(rec["lam"].astype(np.float64) @ k + volume, lambda_per_vertex(d.rest, p),
+        diff = p.stiffness("k_d") * DIFF_LAMBDA * rec["diff0"][:, 3].astype(np.float64)
+        np.testing.assert_allclose(rec["lam"].astype(np.float64) @ k + volume + diff, lambda_per_vertex(d.rest, p),
                                    rtol=1e-6)
 
 

@@ -94,7 +94,10 @@ def test_block_one_is_the_untiled_iteration_on_the_humanoid():
 
 
 # (tube, K, update): 500 iterations bring both within ~4e-5 of each other (the plain explicit update converges
-# slower than the heavy ball; "semi": the default damped semi-implicit update, boundary points at half a step)
+# slower than the heavy ball; "semi": the default damped semi-implicit update, boundary points at half a step).
+# Without the differential term: with its default k_d = 10 (share ~1 on these coarse tubes) the tiled iteration
+# does not settle at K = 10 (30x16 tube: 0.07 % of the diagonal from the untiled result at 500 iterations, 1.1 % at
+# 2000; docs/springs.md, tiled iteration), and the untiled one needs over 500 on the 8x6 tube.
 CONVERGENCE = [(TUBES[0], 5, "momentum"), (TUBES[1], 5, "momentum"), (TUBES[1], 10, "momentum"),
                (TUBES[2], 5, "momentum"), (TUBES[1], 5, "none"), (TUBES[1], 5, "semi"), (TUBES[2], 10, "semi")]
 
@@ -102,7 +105,7 @@ CONVERGENCE = [(TUBES[0], 5, "momentum"), (TUBES[1], 5, "momentum"), (TUBES[1], 
 @pytest.mark.parametrize(("shape", "block", "accel"), CONVERGENCE, ids=str)
 def test_tiled_meets_untiled_at_convergence(shape, block, accel):
     rig = tube(rings=shape[0], segments=shape[1], n_joints=shape[2])
-    update = {} if accel == "semi" else dict(integrator="explicit", acceleration=accel)
+    update: dict = dict(k_d=0.0) if accel == "semi" else dict(integrator="explicit", acceleration=accel, k_d=0.0)
     d = _deformer(rig, convergence="iterations", max_iterations=500, **update)
     posed = pose(rig, bend=0.9, twist=0.6)[1]
     ref, _ = _solve(d, posed)
