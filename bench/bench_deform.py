@@ -373,12 +373,12 @@ def contact_bends(ctx, res, reps: int, np_reps: int, bends: tuple[float, ...] = 
     print()
 
 
-#: the optional spring terms `_term_row` times against their stiffness at 0: (heading, column label)
+#: the optional spring terms `_term_row` times against their stiffness at 0, with their table headings
 TERMS = {
-    "k_v": ("Volume term ([spring] k_v: per bone region, the faces' third corners read per slot, one fixed-point "
-            "atomic per point and iteration, one pre-pass per frame)", "k_v"),
-    "k_d": ("Differential term ([spring] k_d, default 10 times each point's share: the one-ring's weighted sum in "
-            "the slot loop, the turned bind offset read per point, written once per frame)", "k_d"),
+    "k_v": "Volume term ([spring] k_v: per bone region, the faces' third corners read per slot, one fixed-point "
+           "atomic per point and iteration, one pre-pass per frame)",
+    "k_d": "Differential term ([spring] k_d, default 10 times each point's share: the one-ring's weighted sum in "
+           "the slot loop, the turned bind offset read per point, written once per frame)",
 }
 
 
@@ -403,9 +403,8 @@ def _term_row(ctx, res, label: str, rig: tuple, reps: int, key: str) -> None:
     for graph, _ in graphs.values():
         graph.release()
     on, off = times["on"].median, times["off"].median
-    heading, name = TERMS[key]
-    print(heading)
-    print(f"{'mesh':<20}{'ctrl':>7}{name + ' on ms':>11}{name + ' = 0 ms':>12}{'spread':>8}{'on/off':>8}")
+    print(TERMS[key])
+    print(f"{'mesh':<20}{'ctrl':>7}{key + ' on ms':>11}{key + ' = 0 ms':>12}{'spread':>8}{'on/off':>8}")
     print(f"{label:<20}{topo.n_control:>7}{on:>11.3f}{off:>12.3f}{max(times['on'].pct, times['off'].pct):>7.0f}%"
           f"{on / off if off else float('nan'):>8.2f}")
     print()
