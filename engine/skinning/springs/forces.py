@@ -115,17 +115,19 @@ def spring_forces(x: np.ndarray, attach: np.ndarray, bone_ref: np.ndarray, rest:
         energy += 0.5 * k_d * float(np.einsum("i,ij,ij->", share, d, d))
     if edit is not None and k_e and edit.any_held:
         force[edit.held] = 0.0  # the ROI boundary is held: no force moves it (edits.py, "the sets")
-    if rest.held is not None:
-        force[rest.held] = 0.0  # the rigid points stay at their joint's rigid motion (rest.rigid_points)
+    pinned = rest.pinned
+    if pinned is not None:  # the rigid points stay at their joint's rigid motion (rest.rigid_points), the glued
+        force[pinned] = 0.0  # ones on their faces (springs.touch: `integrate`'s caller sets them there)
     return force, energy
 
 
 def release_held(vel: np.ndarray, edit: EditTerms | None, params: SpringParams,
                  rest: SpringRest | None = None) -> np.ndarray:
-    """Velocities with those of held vertices (surface-edit static sets, the rest state's rigid points) zeroed:
-    with their force zeroed too, the update leaves them exactly in place, whatever the integrator."""
+    """Velocities with those of held vertices (surface-edit static sets, the rest state's rigid and glued points)
+    zeroed: with their force zeroed too, the update leaves them exactly in place, whatever the integrator (the
+    glued points are then set on their faces, `SpringRest.glue`)."""
     edit_held = edit is not None and bool(params.stiffness("k_e")) and edit.any_held
-    rigid = rest.held if rest is not None else None
+    rigid = rest.pinned if rest is not None else None
     if not edit_held and rigid is None:
         return vel
     vel = np.array(vel, np.float64)
@@ -161,10 +163,11 @@ def spring_step(x: np.ndarray, vel: np.ndarray, attach: np.ndarray, bone_ref: np
 
     step: per-vertex steps; None computes them with `step_sizes` (the plain dt when params.step_limit is off).
     A caller iterating many times passes them in (they depend on the rest state, params and edits only).
+    The glued points (springs.touch) are set on their faces after the update.
     diff: the differential term's targets (`spring_forces`)."""
     force, energy = spring_forces(x, attach, bone_ref, rest, params, edit, diff=diff)
     vel = release_held(vel, edit, params, rest)
     if step is None:
         step = step_sizes(rest, params, edit)
     x_new, vel_new = integrate(x, vel, force, params, step)
-    return x_new, vel_new, force, energy
+    return rest.glue(x_new), vel_new, force, energy

@@ -16,7 +16,7 @@ from engine.skinning.contact import CONTACT_MAX_PASSES
 __all__ = [
     "INTEGRATORS", "ACCELERATIONS", "CONVERGENCE_SCHEMES", "MODES", "INITIAL_SKINNING", "BONE_MODES", "S_FLOOR",
     "STEP_SAFETY", "JOINT_BLEND", "WARM_LIMIT", "LAMBDA_COLUMNS", "STIFFNESSES", "VOLUME_LAMBDA", "VOLUME_MIN_RATIO",
-    "VOLUME_MIN_POINTS", "RIGID_WEIGHT", "DIFF_LAMBDA", "DIFF_FULL",
+    "VOLUME_MIN_POINTS", "RIGID_WEIGHT", "TOUCH", "TOUCH_CORNER", "DIFF_LAMBDA", "DIFF_FULL",
     "SpringParams",
 ]
 
@@ -95,6 +95,13 @@ VOLUME_MIN_POINTS = 24
 eight): on coarser regions (a low-poly rig's 2-14 points per bone) the skeleton-relative volume is dominated by
 the region's open borders with its neighbours, and the pressure bent faces that LBS keeps flat (issue 26:
 Khronos' Fox)."""
+TOUCH = 0.1
+"""A control point lying within this share of its mean bind edge length of a face it is not a corner of touches
+that face at bind and is glued to it (`springs.touch`): sheets modelled touching (a coarse rig's boxes) move
+together there instead of crossing."""
+TOUCH_CORNER = 0.5
+"""... and lies at most this share of its distance to the face's nearest corner from the face: on the face, not
+beside one of its corners (two points a sliver's short edge apart are near every face around either)."""
 RIGID_WEIGHT = 0.999
 """A control point is bound to one joint when its largest skin weight is at least this share of its weights' sum
 (`rest.rigid_points`); a blend of one byte step (1/255) is still a blend."""

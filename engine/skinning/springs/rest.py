@@ -24,13 +24,14 @@ from engine.skinning.springs.params import (
     VOLUME_MIN_RATIO,
     SpringParams,
 )
+from engine.skinning.springs.touch import glue, touching_points
 from engine.skinning.springs.vec import _angle, _norm, _unit
 from engine.skinning.types import Binding, MeshTopology, bone_endpoints
 
 __all__ = [
     "SpringRest", "csr_slots", "build_rest", "slot_third_corners", "fan_volumes", "region_volumes", "volume_rest",
     "mesh_islands", "joint_blend_weights", "lambda_columns", "volume_acts", "edited_regions", "volume_points",
-    "rigid_points", "diff_weights", "diff_scales", "diff_share", "ring_means",
+    "rigid_points", "diff_weights", "diff_scales", "diff_share", "ring_means", "mean_edge_lengths",
 ]
 
 
@@ -61,6 +62,10 @@ class SpringRest:
     diff_w     (H,)  differential term: slot weight 1 / rest_len^2 (`diff_weights`; 0 for a zero-length edge)
     diff_scale (V,)  differential term: the share of k_d acting on the point (`diff_scales`)
     diff0      (V,3) differential term: bind x_i minus the weighted mean of its one-ring (`ring_means`)
+    touch_corners (V,3) glued points (springs.touch): the corners of the face the point touched at bind, -1 rows
+                     for a free point
+    touch_bary (V,3) glued points: the barycentrics of the face's closest point at bind
+    touch_local (V,3) glued points: the bind offset from that point in the face's frame (`touch.face_frames`)
     """
 
     rows: np.ndarray
@@ -88,6 +93,9 @@ class SpringRest:
     diff_w: np.ndarray = field(default_factory=lambda: np.zeros(0))
     diff_scale: np.ndarray = field(default_factory=lambda: np.zeros(0))
     diff0: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    touch_corners: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), np.int64))
+    touch_bary: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    touch_local: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
 
     @property
     def n_vertices(self) -> int:
@@ -99,6 +107,27 @@ class SpringRest:
         if self.rigid_bone.shape[0] != self.n_vertices or not np.any(self.rigid_bone >= 0):
             return None
         return self.rigid_bone >= 0
+
+    @property
+    def glued(self) -> np.ndarray | None:
+        """(V,) bool: the points glued to a face they touched at bind (springs.touch), None when there are none."""
+        if self.touch_corners.shape[0] != self.n_vertices or not np.any(self.touch_corners[:, 0] >= 0):
+            return None
+        return self.touch_corners[:, 0] >= 0
+
+    @property
+    def pinned(self) -> np.ndarray | None:
+        """(V,) bool: the points no force moves (rigid or glued), None when there are none."""
+        held, glued = self.held, self.glued
+        if held is None or glued is None:
+            return held if glued is None else glued
+        return held | glued
+
+    def glue(self, x: np.ndarray) -> np.ndarray:
+        """x with the glued points set on their faces (`touch.glue`); x itself when there are none."""
+        if self.glued is None:
+            return x
+        return glue(x, self.touch_corners, self.touch_bary, self.touch_local)
 
 
 def csr_slots(adj_offset: np.ndarray, adj_count: np.ndarray, adj_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -148,7 +177,17 @@ def build_rest(topology: MeshTopology, binding: Binding, bind_joints: np.ndarray
     volume_rest(rest, topology, binding)
     if joints is not None and weights is not None:
         rest.rigid_bone, rest.rigid_offset = rigid_points(topology, binding, bind_joints, joints, weights)
+    free = None if rest.held is None else ~rest.held
+    rest.touch_corners, rest.touch_bary, rest.touch_local = touching_points(x, topology.triangles,
+                                                                            mean_edge_lengths(rest), free)
     return rest
+
+
+def mean_edge_lengths(rest: SpringRest) -> np.ndarray:
+    """(V,) per point the mean bind length of its edges (0 for a point without edges)."""
+    n = rest.n_vertices
+    count = np.bincount(rest.rows, minlength=n).astype(np.float64)
+    return np.bincount(rest.rows, weights=rest.rest_len, minlength=n) / np.maximum(count, 1.0)
 
 
 def diff_weights(rest_len: np.ndarray) -> np.ndarray:
@@ -170,8 +209,8 @@ def diff_scales(rest: SpringRest) -> np.ndarray:
     every point and the term would only resist smooth bends and twists (docs/springs.md, "The differential term's
     share")."""
     n = rest.n_vertices
-    count = np.bincount(rest.rows, minlength=n).astype(np.float64)
-    h = np.bincount(rest.rows, weights=rest.rest_len, minlength=n) / np.maximum(count, 1.0)
+    count = np.bincount(rest.rows, minlength=n)
+    h = mean_edge_lengths(rest)
     out = np.ones(n)
     ok = (rest.r > rest.tiny) & (count > 0)
     out[ok] = np.minimum(1.0, (h[ok] / (DIFF_FULL * rest.r[ok])) ** 2)

@@ -336,6 +336,7 @@ class SpringDeformer:
                 stats.converged, stats.reason = True, "force"
                 break
             x_new, vel_new = integrate(x, vel, force, p, step)
+            x_new = self.rest.glue(x_new)  # the glued points on their faces (springs.touch)
             disp = float(_norm(x_new - x).max()) if x.size else 0.0
             bad = ""
             if not np.all(np.isfinite(x_new)):
@@ -411,6 +412,7 @@ class SpringDeformer:
         if fr.held_target is not None and self.rest.held is not None:  # the rigid points start where they stay
             x0 = np.array(x0, np.float64)
             x0[self.rest.held] = fr.held_target[self.rest.held]
+        x0 = self.rest.glue(x0)  # the glued points start on their faces (springs.touch)
         vel = None
         if self.params.mode == "dependent" and self.state.velocities is not None:
             vel = self.state.velocities
