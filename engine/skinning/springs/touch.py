@@ -34,15 +34,19 @@ def face_frames(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return np.stack([e1, np.cross(n, e1), n], 1)
 
 
-def touching_points(x: np.ndarray, triangles: np.ndarray, h: np.ndarray, free: np.ndarray | None = None
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def touching_points(x: np.ndarray, triangles: np.ndarray, h: np.ndarray, edges: np.ndarray,
+                    free: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per point (corners (V,3) int, -1 rows where it touches nothing; barycentrics (V,3); offset (V,3) in the
     face's frame, `face_frames`) of the face it is glued to.
 
-    x (V,3) bind positions, triangles (T,3), h (V,) mean bind edge length per point; free (V,) bool: the points
-    that may be glued (not the rigid ones). A point touches a face it is not a corner of when the face's closest
-    point lies within TOUCH h_i of it. Glue does not chain: a face with a touching point as a corner is not glued
-    to (so no glued point hangs on another and no two hang on each other); of the rest, the nearest face."""
+    x (V,3) bind positions, triangles (T,3), h (V,) mean bind edge length per point, edges (E,2) the mesh edges;
+    free (V,) bool: the points that may be glued (not the rigid ones). A point touches a face it is not a corner
+    of when the face's closest point lies within TOUCH h_i of it, and within TOUCH_CORNER of its distance to every
+    corner of the face it shares an edge with (on the face, not beside a neighbour: two points a sliver's short
+    edge apart are as near every face around either, and gluing one there would tie the two points, not the
+    sheets). Glue does not chain: the pairs are taken finest point first (smallest h_i), then nearest (relative to
+    h_i); a point that is a corner of a face glued to is not glued, and a face with a glued corner is not glued to
+    (so no glued point hangs on another and no two hang on each other)."""
     from engine.skinning.weights.spline import _closest_on_triangles
 
     x = np.asarray(x, np.float64)
@@ -57,10 +61,9 @@ def touching_points(x: np.ndarray, triangles: np.ndarray, h: np.ndarray, free: n
     ok_pt = (h > 0.0) if free is None else (h > 0.0) & np.asarray(free, bool)
     centre = x[tri].mean(1)
     radius = float(np.linalg.norm(x[tri] - centre[:, None], axis=2).max())
-    tree = cKDTree(centre)
     # candidate (point, face) pairs: face centres within the largest face radius plus the reach
     pts = np.nonzero(ok_pt)[0]
-    lists = tree.query_ball_point(x[pts], radius + TOUCH * h[pts])
+    lists = cKDTree(centre).query_ball_point(x[pts], radius + TOUCH * h[pts])
     cnt = np.array([len(c) for c in lists], np.int64)
     pi = np.repeat(pts, cnt)
     fi = np.concatenate([np.asarray(c, np.int64) for c in lists]) if pi.size else np.zeros(0, np.int64)
@@ -71,23 +74,28 @@ def touching_points(x: np.ndarray, triangles: np.ndarray, h: np.ndarray, free: n
     b = _closest_on_triangles(x[pi], x[tri[fi, 0]], x[tri[fi, 1]], x[tri[fi, 2]])
     q = np.einsum("pk,pkj->pj", b, x[tri[fi]])
     d = np.linalg.norm(x[pi] - q, axis=1)
-    # on the face, not beside one of its corners: a point next to another point (a sliver's short edge) is as
-    # near every face around that point, and gluing it there would tie the two points, not the sheet
-    corner = np.linalg.norm(x[tri[fi]] - x[pi][:, None], axis=2).min(1)
-    near = (d < TOUCH * h[pi]) & (d < TOUCH_CORNER * corner)
+    e = np.sort(np.asarray(edges, np.int64).reshape(-1, 2), 1)
+    edge_keys = e[:, 0] * n + e[:, 1]
+    lo, hi = np.minimum(tri[fi], pi[:, None]), np.maximum(tri[fi], pi[:, None])
+    neighbour = np.isin(lo * n + hi, edge_keys)
+    far = np.linalg.norm(x[tri[fi]] - x[pi][:, None], axis=2)
+    beside = np.any(neighbour & (d[:, None] >= TOUCH_CORNER * far), axis=1)
+    near = (d < TOUCH * h[pi]) & ~beside
     pi, fi, b, q, d = pi[near], fi[near], b[near], q[near], d[near]
-    touching = np.zeros(n, bool)
-    touching[pi] = True
-    ok = ~np.any(touching[tri[fi]], axis=1)  # no chains: the face's corners are not glued themselves
-    pi, fi, b, q, d = pi[ok], fi[ok], b[ok], q[ok], d[ok]
-    order = np.lexsort((d, pi))  # per point its nearest face first
-    first = np.unique(pi[order], return_index=True)[1]
-    sel = order[first]
-    pi, fi, b, q = pi[sel], fi[sel], b[sel], q[sel]
-    corners[pi] = tri[fi]
-    bary[pi] = b
-    frame = face_frames(x[tri[fi, 0]], x[tri[fi, 1]], x[tri[fi, 2]])
-    local[pi] = np.einsum("pij,pj->pi", frame, x[pi] - q)
+    glued = np.zeros(n, bool)
+    anchor = np.zeros(n, bool)
+    # the finer sheet first, then the nearest (relative to h_i): where two sheets touch face to face, each has
+    # points on the other's faces; the finer one's follow the coarser one's faces, whose corners stay free
+    for k in np.lexsort((fi, d / h[pi], h[pi])):  # set-up only, over the few touching pairs
+        i, c = pi[k], tri[fi[k]]
+        if glued[i] or anchor[i] or np.any(glued[c]):
+            continue
+        glued[i] = True
+        anchor[c] = True
+        corners[i] = c
+        bary[i] = b[k]
+        frame = face_frames(x[c[None, 0]], x[c[None, 1]], x[c[None, 2]])[0]
+        local[i] = frame @ (x[i] - q[k])
     return corners, bary, local
 
 
