@@ -40,7 +40,9 @@ def touching_points(x: np.ndarray, triangles: np.ndarray, h: np.ndarray, edges: 
     face's frame, `face_frames`) of the face it is glued to.
 
     x (V,3) bind positions, triangles (T,3), h (V,) mean bind edge length per point, edges (E,2) the mesh edges;
-    free (V,) bool: the points that may be glued (not the rigid ones). A point touches a face it is not a corner
+    free (V,) bool: the points solved for (not the rigid ones; a rigid shell follows its joint as LBS moves it,
+    and gluing a soft sheet to it would drag the sheet with a joint its weights do not name): only they are glued,
+    and only to faces of theirs. A point touches a face it is not a corner
     of when the face's closest point lies within TOUCH h_i of it, and within TOUCH_CORNER of its distance to every
     corner of the face it shares an edge with (on the face, not beside a neighbour: two points a sliver's short
     edge apart are as near every face around either, and gluing one there would tie the two points, not the
@@ -67,7 +69,7 @@ def touching_points(x: np.ndarray, triangles: np.ndarray, h: np.ndarray, edges: 
     cnt = np.array([len(c) for c in lists], np.int64)
     pi = np.repeat(pts, cnt)
     fi = np.concatenate([np.asarray(c, np.int64) for c in lists]) if pi.size else np.zeros(0, np.int64)
-    keep = ~np.any(tri[fi] == pi[:, None], axis=1)
+    keep = ~np.any(tri[fi] == pi[:, None], axis=1) & np.all(ok_pt[tri[fi]], axis=1)
     pi, fi = pi[keep], fi[keep]
     if pi.size == 0:
         return corners, bary, local
