@@ -40,12 +40,8 @@ def box(lo, hi, n) -> tuple[np.ndarray, np.ndarray]:
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1)
     index = -np.ones([m + 1 for m in n], np.int64)
     shell = np.zeros(index.shape, bool)
-    for k in range(3):
-        sl = [slice(None)] * 3
-        sl[k] = 0
-        shell[tuple(sl)] = True
-        sl[k] = -1
-        shell[tuple(sl)] = True
+    for k in range(3):  # the faces of the grid: index 0 or the last along some axis
+        shell |= np.indices(index.shape)[k] % n[k] == 0
     index[shell] = np.arange(int(shell.sum()))
     pos = grid[shell]
     tris = []

@@ -6,9 +6,9 @@ radial, edit, volume and (opt-in) differential springs towards equilibrium. The 
 
 The forces, joint blending, step limiting and the GPU contract are described in docs/springs.md. Modules:
 params (parameters, ranges, constants), editterms (the edits as the solver sees them), rest (bind-time rest state
-and volume regions), touch (points glued to a face they touch at bind), frames (per-frame attachment frames, joint blending, carrying), limits (Gershgorin bounds,
-step limiting, safe ranges), forces (the force terms and one iteration), solver (`SpringDeformer`), vec
-(small vector helpers).
+and volume regions), touch (points glued to a face they touch at bind), frames (per-frame attachment frames, joint
+blending, carrying), limits (Gershgorin bounds, step limiting, safe ranges), forces (the force terms and one
+iteration), solver (`SpringDeformer`), vec (small vector helpers).
 """
 from engine.skinning.springs.editterms import EditSource, EditTerms
 from engine.skinning.springs.forces import integrate, release_held, spring_forces, spring_step
