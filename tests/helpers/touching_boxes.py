@@ -61,10 +61,11 @@ def box(lo, hi, n) -> tuple[np.ndarray, np.ndarray]:
 
 
 def touching_boxes(open_end: bool = False) -> Boxes:
-    """The torso [-0.5, 0.5] x [-0.5, 0.5] x [0, 2], the arm [0.5 + GAP, 2.5] x [-0.2, 0.2] x [1.5, 1.9]; joints:
-    hip (0, 0, 0), chest (0, 0, 1.7), shoulder (0.5, 0, 1.5) at the arm's lower edge, hand (2.5, 0, 1.5)."""
+    """The torso [-0.5, 0.5] x [-0.5, 0.5] x [0, 2], the arm [0.5 + GAP, 2.5] x [-0.175, 0.225] x [1.5, 1.9] (none
+    of its end points over a torso point); joints: hip (0, 0, 0), chest (0, 0, 1.7), shoulder (0.5, 0, 1.5) at the
+    arm's lower edge, hand (2.5, 0, 1.5)."""
     t_p, t_t = box([-0.5, -0.5, 0.0], [0.5, 0.5, 2.0], (4, 4, 8))
-    a_p, a_t = box([0.5 + GAP, -0.2, 1.5], [2.5, 0.2, 1.9], (10, 2, 2))
+    a_p, a_t = box([0.5 + GAP, -0.175, 1.5], [2.5, 0.225, 1.9], (10, 2, 2))
     if open_end:  # no end face: the arm's rim rests on the torso's side face
         end = np.abs(a_p[:, 0] - (0.5 + GAP)) < 1e-9
         a_t = a_t[~np.all(end[a_t], axis=1)]

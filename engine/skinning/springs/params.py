@@ -100,8 +100,9 @@ TOUCH = 0.1
 that face at bind and is glued to it (`springs.touch`): sheets modelled touching (a coarse rig's boxes) move
 together there instead of crossing."""
 TOUCH_CORNER = 0.5
-"""... and lies at most this share of its distance to the face's nearest corner from the face: on the face, not
-beside one of its corners (two points a sliver's short edge apart are near every face around either)."""
+"""... and lies within this share of its distance to the face's nearest corner from the face: on the face, not
+beside one of its points (two points a sliver's short edge apart, or on two rings of a coarse limb, are as near
+every face around either)."""
 RIGID_WEIGHT = 0.999
 """A control point is bound to one joint when its largest skin weight is at least this share of its weights' sum
 (`rest.rigid_points`); a blend of one byte step (1/255) is still a blend."""

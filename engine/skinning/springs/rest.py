@@ -178,8 +178,8 @@ def build_rest(topology: MeshTopology, binding: Binding, bind_joints: np.ndarray
     if joints is not None and weights is not None:
         rest.rigid_bone, rest.rigid_offset = rigid_points(topology, binding, bind_joints, joints, weights)
     free = None if rest.held is None else ~rest.held
-    rest.touch_corners, rest.touch_bary, rest.touch_local = touching_points(
-        x, topology.triangles, mean_edge_lengths(rest), np.stack([rows, cols], 1), free)
+    rest.touch_corners, rest.touch_bary, rest.touch_local = touching_points(x, topology.triangles,
+                                                                            mean_edge_lengths(rest), free)
     return rest
 
 

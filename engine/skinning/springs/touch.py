@@ -34,21 +34,21 @@ def face_frames(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return np.stack([e1, np.cross(n, e1), n], 1)
 
 
-def touching_points(x: np.ndarray, triangles: np.ndarray, h: np.ndarray, edges: np.ndarray,
-                    free: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def touching_points(x: np.ndarray, triangles: np.ndarray, h: np.ndarray, free: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per point (corners (V,3) int, -1 rows where it touches nothing; barycentrics (V,3); offset (V,3) in the
     face's frame, `face_frames`) of the face it is glued to.
 
-    x (V,3) bind positions, triangles (T,3), h (V,) mean bind edge length per point, edges (E,2) the mesh edges;
-    free (V,) bool: the points solved for (not the rigid ones; a rigid shell follows its joint as LBS moves it,
-    and gluing a soft sheet to it would drag the sheet with a joint its weights do not name): only they are glued,
-    and only to faces of theirs. A point touches a face it is not a corner
-    of when the face's closest point lies within TOUCH h_i of it, and within TOUCH_CORNER of its distance to every
-    corner of the face it shares an edge with (on the face, not beside a neighbour: two points a sliver's short
-    edge apart are as near every face around either, and gluing one there would tie the two points, not the
-    sheets). Glue does not chain: the pairs are taken finest point first (smallest h_i), then nearest (relative to
-    h_i); a point that is a corner of a face glued to is not glued, and a face with a glued corner is not glued to
-    (so no glued point hangs on another and no two hang on each other)."""
+    x (V,3) bind positions, triangles (T,3), h (V,) mean bind edge length per point; free (V,) bool: the points
+    solved for (not the rigid ones; a rigid shell follows its joint as LBS moves it, and gluing a soft sheet to it
+    would drag the sheet with a joint its weights do not name): only they are glued, and only to faces of theirs.
+    A point touches a face it is not a corner of when the face's closest point lies within TOUCH h_i of it and
+    within TOUCH_CORNER of its distance to the face's nearest corner (on the face, not beside one of its points:
+    two points a sliver's short edge apart, or on two rings of a coarse limb, are as near every face around either,
+    and gluing one there would tie two points, not two sheets). Glue does not chain: the pairs are taken finest
+    point first (smallest h_i), then nearest (relative to h_i); a point that is a corner of a face glued to is not
+    glued, and a face with a glued corner is not glued to (so no glued point hangs on another and no two hang on
+    each other)."""
     from engine.skinning.weights.spline import _closest_on_triangles
 
     x = np.asarray(x, np.float64)
@@ -76,13 +76,10 @@ def touching_points(x: np.ndarray, triangles: np.ndarray, h: np.ndarray, edges: 
     b = _closest_on_triangles(x[pi], x[tri[fi, 0]], x[tri[fi, 1]], x[tri[fi, 2]])
     q = np.einsum("pk,pkj->pj", b, x[tri[fi]])
     d = np.linalg.norm(x[pi] - q, axis=1)
-    e = np.sort(np.asarray(edges, np.int64).reshape(-1, 2), 1)
-    edge_keys = e[:, 0] * n + e[:, 1]
-    lo, hi = np.minimum(tri[fi], pi[:, None]), np.maximum(tri[fi], pi[:, None])
-    neighbour = np.isin(lo * n + hi, edge_keys)
-    far = np.linalg.norm(x[tri[fi]] - x[pi][:, None], axis=2)
-    beside = np.any(neighbour & (d[:, None] >= TOUCH_CORNER * far), axis=1)
-    near = (d < TOUCH * h[pi]) & ~beside
+    # on the face, not beside one of its corners: two points close together (a sliver's short edge, two rings of a
+    # coarse limb) are as near every face around either, and gluing one there would tie two points, not two sheets
+    corner = np.linalg.norm(x[tri[fi]] - x[pi][:, None], axis=2).min(1)
+    near = (d < TOUCH * h[pi]) & (d < TOUCH_CORNER * corner)
     pi, fi, b, q, d = pi[near], fi[near], b[near], q[near], d[near]
     glued = np.zeros(n, bool)
     anchor = np.zeros(n, bool)
