@@ -3,16 +3,16 @@
 A coarse rig's boxes are often modelled touching: RiggedFigure's arm boxes meet the torso's side wall a
 two-hundredth of an edge from its plane, joined to it by sliver faces. LBS keeps such a point on the face's side
 by its weights; the springs move it by a few hundredths of an edge and the sheets cross, and the contact term
-leaves alone what was close at bind (by design: those surfaces may stay as close as they were). So a point that
-lies within TOUCH times its mean bind edge length h_i of a face it is not a corner of (`touching_points`) is *glued*
-to that face: it keeps its bind position relative to the face, the closest point's barycentrics plus the offset
-from it in the face's own frame (`touch_targets`), and is held there like a rigid point (no force, no velocity;
-its position is set from the face's corners after every update: `glue`). The face's corners are free, so the
-sheets move together where they touched, as LBS moves them, and the point can only cross the face if the face
-turns through it. Everything is relative to local bind edge lengths: no unit, no per-asset switch.
+leaves alone what was close at bind (by design: those surfaces may stay as close as they were). So a point that lies
+within TOUCH times its mean bind edge length h_i of a face it is not a corner of, away from the face's corners
+(`touching_points`), is *glued* to that face: it keeps its bind position relative to the face, the closest point's
+barycentrics plus the offset from it in the face's own frame (`touch_targets`), and is held there like a rigid point
+(no force, no velocity; its position is set from the face's corners after every update: `glue`). The face's corners
+are free, so the sheets move together where they touched, as LBS keeps them, and the point can only cross the face
+if the face turns through it. Everything is relative to local bind edge lengths: no unit, no per-asset switch.
 
-Per point the rule needs its face's three corners, two barycentrics and an offset (GPU: a few extra reads per
-point, as the rigid points' joint record).
+Per point the rule needs its face's three corners, two barycentrics and an offset (GPU, not yet ported: a few extra
+reads per point, as the rigid points' joint record). docs/springs.md, "Sheets touching at bind".
 """
 from __future__ import annotations
 
