@@ -49,6 +49,7 @@ shared float sh_force[LOCAL_SIZE];
 shared float sh_energy[LOCAL_SIZE];
 
 vec3 nbr_x(int dj) { return ring_load(src_ring, record_texel(dj, SPRING_STATE_TEXELS, SPRING_STATE_X)).xyz; }
+vec3 glue_x(int dj) { return nbr_x(dj); }  // a glued point's corners: x_n (spring_force.glsl, glue_target)
 
 #include "spring_force.glsl"  // the per-point forces and update (lane_setup, lane_forces, ...)
 
@@ -83,6 +84,10 @@ void step_group(int g) {  // one iteration of work group g (main: spring_iterate
         if (u_iteration < 0) return;  // the volume pre-pass: sums only (the lanes outside `live` return below)
         vec3 xn, vn;
         lane_update(L, x, vel, f, lane_step(L), energy, xn, vn);
+        if (L.glued) {  // on its face, placed from the corners' x_n (reference springs.touch.glue)
+            xn = glue_target(L);
+            vn = vec3(0.0);
+        }
         ring_store(dst_ring, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_X), vec4(xn, 1.0));
         ring_store(dst_ring, record_texel(di, SPRING_STATE_TEXELS, SPRING_STATE_V), vec4(vn, 0.0));
 #if RESOLVE_IN_LOOP

@@ -54,7 +54,8 @@ struct SpringLane {
     vec4 sdir;      // s_dir, r
     vec4 srest;     // bone angle, |s| floor, ...
     int h0;         // first CSR slot
-    bool held;      // a static point of an edit or a rigid point: no force, no step
+    bool held;      // a static point of an edit, a rigid or a glued point: no force, no step
+    bool glued;     // a glued point (springs.touch): placed on its face after the update (glue_target)
     float k_edit;   // K_i of active surface edits (enters lambda_i)
     vec3 ck;        // the edit's target C_i in bind units
     float eq;       // the edit's Q_i in bind units
@@ -88,7 +89,9 @@ SpringLane lane_setup(ivec4 head, int k, ivec4 run, int di, int si) {
     L.h0 = run.w + L.r.x;
     // static set of a surface edit, or a rigid point (SpringFrame bone_ref.w, spring_frame.comp): no force, no
     // step (reference springs.release_held)
-    L.held = imageLoad(frame, record_texel(di, SPRING_FRAME_TEXELS, SPRING_FRAME_BONE_REF)).w > 0.5;
+    float hold = imageLoad(frame, record_texel(di, SPRING_FRAME_TEXELS, SPRING_FRAME_BONE_REF)).w;
+    L.held = hold > 0.5;
+    L.glued = hold > 1.5;
     L.k_edit = 0.0;
     L.ck = vec3(0.0);
     L.eq = 0.0;
@@ -233,4 +236,19 @@ void lane_update(SpringLane L, vec3 x, vec3 vel, inout vec3 f, float h, inout fl
         vn = vel;
         xn = x + h * f;
     }
+}
+
+// A glued point's place (reference springs.touch.touch_targets; SpringPoint touch, touch2): the bind barycentric
+// point of the face it touched at bind plus its bind offset in the face's frame (e1 = unit(b - a), e2 = n x e1,
+// n = unit((b - a) x (c - a))), from the corners' positions glue_x (the includer's: the previous iterate, as the
+// reference's `glue` with src). The caller sets x to it and the velocity to 0 after lane_update.
+vec3 glue_target(SpringLane L) {
+    ivec4 t = point_texel(L.si, SPRING_POINT_TOUCH);
+    vec4 t2 = intBitsToFloat(point_texel(L.si, SPRING_POINT_TOUCH2));
+    vec3 a = glue_x(L.d0 + t.x - 1), b = glue_x(L.d0 + t.y), c = glue_x(L.d0 + t.z);
+    float b0 = intBitsToFloat(t.w);
+    vec3 q = b0 * a + t2.x * b + (1.0 - b0 - t2.x) * c;
+    vec3 e1 = normalize(b - a);
+    vec3 n = normalize(cross(b - a, c - a));
+    return q + t2.y * e1 + t2.z * cross(n, e1) + t2.w * n;
 }

@@ -144,7 +144,9 @@ void main() {
     // a rigid point (reference springs.rigid_points): held at its joint's rigid motion, flagged in bone_ref.w
     vec4 rig = vstatic[sidx].rigid;
     bool rigid = rig.w > 0.5;
-    imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_BONE_REF), vec4(ref, rigid ? 1.0 : 0.0));
+    // bone_ref.w: 1 a rigid point, 2 a glued one (SpringVertex.rigid.w = -1; springs.touch), 0 free
+    float hold = rigid ? 1.0 : (rig.w < -0.5 ? 2.0 : 0.0);
+    imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_BONE_REF), vec4(ref, hold));
     if (inst.k3.y != 0.0) {  // the differential term's target offset R_i delta0_i, R_i = B R (springs.PoseFrame.diff)
         vec3 off = turn * (mat3(b.rot_now) * vstatic[sidx].diff0.xyz);
         imageStore(frame, record_texel(didx, SPRING_FRAME_TEXELS, SPRING_FRAME_DIFF), vec4(off, vstatic[sidx].diff0.w));

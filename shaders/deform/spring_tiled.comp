@@ -70,6 +70,9 @@ vec3 nbr_x(int dj) {
     return ring_load(src_ring, record_texel(dj, SPRING_STATE_TEXELS, SPRING_STATE_X)).xyz;  // the frozen halo
 }
 
+// a glued point's corners: the block start (the reference's halo.frozen), whichever tile they are in
+vec3 glue_x(int dj) { return ring_load(src_ring, record_texel(dj, SPRING_STATE_TEXELS, SPRING_STATE_X)).xyz; }
+
 #include "spring_force.glsl"  // the per-point forces and update
 
 void step_group(int g) {  // K iterations of work group g (main: spring_iterate.glsl)
@@ -159,6 +162,10 @@ void step_group(int g) {  // K iterations of work group g (main: spring_iterate.
         if (valid) {
             if (vol) lane_volume(L, pv, vr_base + tile_scale * float(sh_dv[t_half + first]) / pv.z, gi, f, e);
             lane_update(L, x, vel, f, h, e, xn, vn);
+            if (L.glued) {  // on its face from the block start's corners (reference springs.touch.glue)
+                xn = glue_target(L);
+                vn = vec3(0.0);
+            }
             disp = length(xn - x);
             fmag = length(f);
             energy = e;

@@ -90,12 +90,13 @@ def test_touching_boxes_cross_nowhere_lbs_does_not(open_end, down, monkeypatch):
     d = _deformer(boxes)
     x, _ = d.solve(posed)
     assert intersecting_pairs(np.asarray(x, np.float64), boxes.triangles).shape[0] == 0
-    # the glued points sit on their faces in the result
+    # the glued points sit on their faces in the result (placed from the previous iterate: within a few of the
+    # last step's displacement, below the displacement threshold at convergence)
     g = d.rest.glued
     assert g is not None
     x64 = np.asarray(x, np.float64)
     on_face = touch_targets(x64, d.rest.touch_corners[g], d.rest.touch_bary[g], d.rest.touch_local[g])
-    np.testing.assert_allclose(x64[g], on_face, atol=1e-6)
+    np.testing.assert_allclose(x64[g], on_face, atol=4.0 * d.displacement_threshold)
     # without the glue the springs move the arm's end off the torso's side and the sheets cross
     monkeypatch.setattr("engine.skinning.springs.touch.TOUCH", 0.0)
     free = _deformer(boxes)

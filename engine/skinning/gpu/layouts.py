@@ -145,6 +145,9 @@ SPRING_POINT = Std430Struct("SpringPoint", [
     ("rest", "vec4"),          # SpringVertex.rest
     ("lam", "vec4"),           # SpringVertex.lam
     ("vol", "vec4"),           # its region's bind volume V0_r, bind area S0_r, VOLUME_SCALE / |V0_r| (fixed point), N_r
+    ("touch", "ivec4"),        # a glued point (springs.touch): x its face's first corner + 1 (0: not glued), y, z
+                               # the other two corners (asset-local), w float bits of the first barycentric
+    ("touch2", "vec4"),        # a glued point: x the second barycentric, yzw its bind offset in the face's frame
 ])
 SPRING_SLOT = Std430Struct("SpringSlot", [
     ("nbr", "ivec4"),          # x neighbour control point (asset-local), y the face's third corner m (face (i, x, m)
@@ -232,7 +235,8 @@ SPRING_VERTEX = Std430Struct("SpringVertex", [
     ("lam", "vec4"),   # Gershgorin coefficients per unit stiffness (springs.lambda_columns), multiplying
                        # x k_s + k_l, y k_t, z k_b, w k_r; lambda_i = dot(lam, those) + k_e K_i
                        # (+ k_v VOLUME_LAMBDA where the volume term acts, + k_d DIFF_LAMBDA: step limiting)
-    ("rigid", "vec4"),  # rigid point (springs.rigid_points): xyz bind offset from its joint, w bone + 1 (0: free)
+    ("rigid", "vec4"),  # rigid point (springs.rigid_points): xyz bind offset from its joint, w bone + 1 (0: free,
+                        # -1: a glued point, springs.touch; its face in SpringPoint.touch)
     ("diff0", "vec4"),  # xyz the differential term's bind offset delta0_i from the weighted one-ring mean
                         # (springs.SpringRest.diff0), w its share of k_d (springs.diff_scales)
 ])

@@ -181,6 +181,9 @@ def spring_points(topo: MeshTopology, vstatic: np.ndarray, volume: dict[str, np.
     if volume is not None:
         rec["adj"][:, 2:] = volume["region"]
         rec["vol"] = volume["vol"]
+        if "touch" in volume:  # the glued points' faces (gpu_spring.spring_arrays)
+            rec["touch"] = volume["touch"]
+            rec["touch2"] = volume["touch2"]
     return rec
 
 

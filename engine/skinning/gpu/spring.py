@@ -71,7 +71,8 @@ def spring_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: 
     -1 none), "region" (V,2) int32 (the point's region, -1 none; 1 for the first point of its region) and "vol"
     (V,4) float32 (its region's V0_r, S0_r, the fixed-point scale VOLUME_SCALE / |V0_r|, its number of points N_r);
     and the differential term's "diff_w" (H,) float32 per CSR slot: ``SpringRest.diff_w`` divided by its point's
-    sum (`diff_slot_weights`)."""
+    sum (`diff_slot_weights`); where points are glued (springs.touch) also "touch" (V,4) int32 and "touch2" (V,4)
+    float32, the SpringPoint fields of that name (their rigid.w is -1)."""
     v = topology.n_control
     h = int(topology.adj_index.shape[0])
     rest = np.zeros((h, 4), np.float32)
@@ -102,6 +103,17 @@ def spring_arrays(topology: MeshTopology, binding: Binding | None, bind_joints: 
     if r.rigid_bone.shape[0] == v:  # the rigid points (springs.rigid_points): offset and bone + 1
         rec["rigid"][:, :3] = r.rigid_offset
         rec["rigid"][:, 3] = r.rigid_bone + 1.0
+    glued = r.glued
+    if glued is not None:  # the glued points (springs.touch): flagged here, their faces in the SpringPoint records
+        rec["rigid"][glued, 3] = -1.0
+        touch = np.zeros((v, 4), np.int32)
+        touch2 = np.zeros((v, 4), np.float32)
+        touch[glued, 0] = r.touch_corners[glued, 0] + 1
+        touch[glued, 1:3] = r.touch_corners[glued, 1:]
+        touch[glued, 3] = r.touch_bary[glued, 0].astype(np.float32).view(np.int32)
+        touch2[glued, 0] = r.touch_bary[glued, 1]
+        touch2[glued, 1:] = r.touch_local[glued]
+        volume["touch"], volume["touch2"] = touch, touch2
     rec["diff0"][:, :3] = r.diff0
     rec["diff0"][:, 3] = diff_share(r)
     volume["diff_w"][flat] = diff_slot_weights(r.rows, r.diff_w, v)

@@ -170,4 +170,4 @@ def spring_step(x: np.ndarray, vel: np.ndarray, attach: np.ndarray, bone_ref: np
     if step is None:
         step = step_sizes(rest, params, edit)
     x_new, vel_new = integrate(x, vel, force, params, step)
-    return rest.glue(x_new), vel_new, force, energy
+    return rest.glue(x_new, x), vel_new, force, energy

@@ -123,11 +123,12 @@ class SpringRest:
             return held if glued is None else glued
         return held | glued
 
-    def glue(self, x: np.ndarray) -> np.ndarray:
-        """x with the glued points set on their faces (`touch.glue`); x itself when there are none."""
+    def glue(self, x: np.ndarray, src: np.ndarray | None = None) -> np.ndarray:
+        """x with the glued points set on their faces' corners in src (None: x; `touch.glue`); x itself when there
+        are none."""
         if self.glued is None:
             return x
-        return glue(x, self.touch_corners, self.touch_bary, self.touch_local)
+        return glue(x, self.touch_corners, self.touch_bary, self.touch_local, src)
 
 
 def csr_slots(adj_offset: np.ndarray, adj_count: np.ndarray, adj_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -336,7 +336,9 @@ class SpringDeformer:
                 stats.converged, stats.reason = True, "force"
                 break
             x_new, vel_new = integrate(x, vel, force, p, step)
-            x_new = self.rest.glue(x_new)  # the glued points on their faces (springs.touch)
+            # the glued points on their faces (springs.touch), placed from the previous iterate (the block start
+            # in a tiled block: the GPU reads a glued point's corners from the ring's block-start state)
+            x_new = self.rest.glue(x_new, x if halo is None else halo.frozen)
             disp = float(_norm(x_new - x).max()) if x.size else 0.0
             bad = ""
             if not np.all(np.isfinite(x_new)):
@@ -412,7 +414,6 @@ class SpringDeformer:
         if fr.held_target is not None and self.rest.held is not None:  # the rigid points start where they stay
             x0 = np.array(x0, np.float64)
             x0[self.rest.held] = fr.held_target[self.rest.held]
-        x0 = self.rest.glue(x0)  # the glued points start on their faces (springs.touch)
         vel = None
         if self.params.mode == "dependent" and self.state.velocities is not None:
             vel = self.state.velocities

@@ -106,11 +106,14 @@ def touch_targets(x: np.ndarray, corners: np.ndarray, bary: np.ndarray, local: n
     return q + np.einsum("pij,pi->pj", face_frames(a, b, c), local)
 
 
-def glue(x: np.ndarray, corners: np.ndarray, bary: np.ndarray, local: np.ndarray) -> np.ndarray:
-    """x with every glued point (corners[:, 0] >= 0) set to its target (`touch_targets`); x itself when none."""
+def glue(x: np.ndarray, corners: np.ndarray, bary: np.ndarray, local: np.ndarray, src: np.ndarray | None = None
+         ) -> np.ndarray:
+    """x with every glued point (corners[:, 0] >= 0) set to its target (`touch_targets`) on its face's corners in
+    `src` (None: x itself); x itself when none. The iteration passes the previous iterate as src (the glue lags one
+    iteration, as the GPU's Jacobi dispatch reads its neighbours' previous state)."""
     g = corners[:, 0] >= 0
     if not np.any(g):
         return x
     out = np.array(x, np.float64)
-    out[g] = touch_targets(out, corners[g], bary[g], local[g])
+    out[g] = touch_targets(np.asarray(out if src is None else src, np.float64), corners[g], bary[g], local[g])
     return out
