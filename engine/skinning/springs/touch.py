@@ -62,13 +62,16 @@ def touching_points(x: np.ndarray, triangles: np.ndarray, h: np.ndarray, free: n
     h = np.asarray(h, np.float64)
     ok_pt = (h > 0.0) if free is None else (h > 0.0) & np.asarray(free, bool)
     centre = x[tri].mean(1)
-    radius = float(np.linalg.norm(x[tri] - centre[:, None], axis=2).max())
-    # candidate (point, face) pairs: face centres within the largest face radius plus the reach
+    radius = np.linalg.norm(x[tri] - centre[:, None], axis=2).max(1)
+    # candidate (point, face) pairs: per face the points within its own radius plus the largest reach (one large
+    # face beside many small ones costs the points near it, not every point times every face)
     pts = np.nonzero(ok_pt)[0]
-    lists = cKDTree(centre).query_ball_point(x[pts], radius + TOUCH * h[pts])
+    if pts.size == 0:
+        return corners, bary, local
+    lists = cKDTree(x[pts]).query_ball_point(centre, radius + TOUCH * float(h[pts].max()))
     cnt = np.array([len(c) for c in lists], np.int64)
-    pi = np.repeat(pts, cnt)
-    fi = np.concatenate([np.asarray(c, np.int64) for c in lists]) if pi.size else np.zeros(0, np.int64)
+    fi = np.repeat(np.arange(tri.shape[0]), cnt)
+    pi = pts[np.concatenate([np.asarray(c, np.int64) for c in lists])] if fi.size else np.zeros(0, np.int64)
     keep = ~np.any(tri[fi] == pi[:, None], axis=1) & np.all(ok_pt[tri[fi]], axis=1)
     pi, fi = pi[keep], fi[keep]
     if pi.size == 0:
