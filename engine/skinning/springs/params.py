@@ -86,9 +86,12 @@ DIFF_LAMBDA = 2.0
 has -1 on the diagonal and neighbour weights summing to 1 off it: 1 + 1)."""
 DIFF_FULL = 1.0
 """The differential term acts fully (k_d) at a point whose mean bind edge length h_i is at least DIFF_FULL times its
-bind distance r_i from its bone, and with k_d (h_i / (DIFF_FULL r_i))^2 below (`rest.diff_scales`): an edge as long
-as the limb's radius is where one face spans the cross-section (a cylinder of six sides or fewer). Measured in
-docs/springs.md ("The differential term's share")."""
+bind distance r_i from its bone, and with k_d (h_i / (DIFF_FULL r_i))^DIFF_POWER below (`rest.diff_scales`): an
+edge as long as the limb's radius is where one face spans the cross-section (a cylinder of six sides or fewer)."""
+DIFF_POWER = 3.0
+"""How fast the differential term's share falls where the limb is sampled finer than DIFF_FULL (measured in
+docs/springs.md, "The differential term's share": with 2 and k_d = 10 the Khronos rigs kept two poses worse than
+LBS, with 3 and k_d = 20 none, and the tube family's claims hold with both)."""
 VOLUME_MIN_RATIO = 1e-3
 VOLUME_MIN_POINTS = 24
 """A bone region's volume term needs at least this many points of its shell (a closed sleeve of three rings of
@@ -138,14 +141,14 @@ class SpringParams:
     joint_blend (default on) turns attachments, bone references and the rigid start near an interior joint by a
     share of the rotation across it (see docs/springs.md); off gives the research's per-bone frames.
 
-    k_d (default 10; 0: off; both devices, the GPU's in shaders/deform/spring_differential.glsl) is the
+    k_d (default 20; 0: off; both devices, the GPU's in shaders/deform/spring_differential.glsl) is the
     differential (bending) term: F_i = k_d c_i (m_i + R_i delta0_i - x_i), m_i the mean of the one-ring weighted by
     1 / bind edge length^2, delta0_i = x0_i - m0_i its bind value, R_i the point's frame rotation (`PoseFrame.rot`)
-    and c_i = min(1, (h_i / (DIFF_FULL r_i))^2) its share (`rest.diff_scales`: full where one edge spans the limb's
-    radius, fading where the limb is sampled finely): it keeps each point's offset from its neighbours' mean as at
-    bind, turned with its frame, which the edge and scale-vector springs alone do not (a flat quad folds along its
-    diagonal without changing any edge length; see docs/springs.md, "Why the springs fold the Khronos rigs" and
-    "The differential term's share").
+    and c_i = min(1, (h_i / (DIFF_FULL r_i))^DIFF_POWER) its share (`rest.diff_scales`: full where one edge spans
+    the limb's radius, fading where the limb is sampled finely): it keeps each point's offset from its neighbours'
+    mean as at bind, turned with its frame, which the edge and scale-vector springs alone do not (a flat quad folds
+    along its diagonal without changing any edge length; see docs/springs.md, "Why the springs fold the Khronos
+    rigs" and "The differential term's share").
 
     contact (default off) pushes facing sheets of the surface apart after the iterations (contact.py): the gap
     contact_thickness x the mean bind edge length, contact_passes Jacobi passes, then the volume the passes took
@@ -176,7 +179,7 @@ class SpringParams:
     k_r: float = 1.0
     k_e: float = 1.0
     k_v: float = 3.0  # volume term: pressure per bone region restoring its skeleton-relative volume (0: off)
-    k_d: float = 10.0  # differential (bending) term, times each point's share rest.diff_scales (0: off)
+    k_d: float = 20.0  # differential (bending) term, times each point's share rest.diff_scales (0: off)
     use_s: bool = True
     use_l: bool = True
     use_t: bool = True

@@ -17,6 +17,7 @@ from scipy.sparse.csgraph import connected_components
 from engine.skinning.springs.editterms import EditTerms
 from engine.skinning.springs.params import (
     DIFF_FULL,
+    DIFF_POWER,
     JOINT_BLEND,
     RIGID_WEIGHT,
     S_FLOOR,
@@ -203,8 +204,8 @@ def diff_weights(rest_len: np.ndarray) -> np.ndarray:
 
 
 def diff_scales(rest: SpringRest) -> np.ndarray:
-    """(V,) per point the share of k_d the differential term applies: min(1, (h_i / (DIFF_FULL r_i))^2), h_i the
-    mean bind length of its edges, r_i its bind distance |s_i| from its bone (1 on the bone and for a point without
+    """(V,) per point the share of k_d the differential term applies: min(1, (h_i / (DIFF_FULL r_i))^DIFF_POWER),
+    h_i the mean bind length of its edges, r_i its bind distance |s_i| from its bone (1 on the bone and for a point without
     edges). Where one edge spans the limb's radius (coarse game rigs) a quad folds along its diagonal without
     changing a length, and the term acts fully; where the limb is sampled finely the scale vectors already place
     every point and the term would only resist smooth bends and twists (docs/springs.md, "The differential term's
@@ -214,7 +215,7 @@ def diff_scales(rest: SpringRest) -> np.ndarray:
     h = mean_edge_lengths(rest)
     out = np.ones(n)
     ok = (rest.r > rest.tiny) & (count > 0)
-    out[ok] = np.minimum(1.0, (h[ok] / (DIFF_FULL * rest.r[ok])) ** 2)
+    out[ok] = np.minimum(1.0, (h[ok] / (DIFF_FULL * rest.r[ok])) ** DIFF_POWER)
     return out
 
 
