@@ -205,8 +205,8 @@ def diff_weights(rest_len: np.ndarray) -> np.ndarray:
 
 def diff_scales(rest: SpringRest) -> np.ndarray:
     """(V,) per point the share of k_d the differential term applies: min(1, (h_i / (DIFF_FULL r_i))^DIFF_POWER),
-    h_i the mean bind length of its edges, r_i its bind distance |s_i| from its bone (1 on the bone and for a point without
-    edges). Where one edge spans the limb's radius (coarse game rigs) a quad folds along its diagonal without
+    h_i the mean bind length of its edges, r_i its bind distance |s_i| from its bone (1 on the bone and for a point
+    without edges). Where one edge spans the limb's radius (coarse game rigs) a quad folds along its diagonal without
     changing a length, and the term acts fully; where the limb is sampled finely the scale vectors already place
     every point and the term would only resist smooth bends and twists (docs/springs.md, "The differential term's
     share")."""
