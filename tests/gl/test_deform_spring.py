@@ -189,7 +189,10 @@ def test_batch_of_meshes_one_dispatch_each_equal_reference(gl_ctx, resources, ri
     small = tube(rings=5, segments=5, length=0.6, n_joints=2)
     graph = DeformerGraph(gl_ctx, resources)
     try:
-        pa = SpringParams(convergence="displacement", max_iterations=200, dt=0.08)
+        # k_d = 0 (see CASES): at this small fixed dt the differential term's k_d = 20 takes this coarse tube through
+        # a long transient (0.077 of the diagonal between iterations 100 and 200) in which float32 and float64
+        # drift apart (1.4e-3 at 200); at the default dt (step-limited) it settles in 79 iterations
+        pa = SpringParams(convergence="displacement", max_iterations=200, dt=0.08, k_d=0.0)
         pb = SpringParams(convergence="iterations", max_iterations=25, k_s=2.0, dt=0.02)
         h1 = _add(graph, rig, pa)
         h2 = _add(graph, small, pb)
@@ -356,9 +359,11 @@ def test_edit_stiffness_limits_steps_on_gpu(gl_ctx, resources, rig):
 WARM_BENDS = (0.6, 0.6, 0.64, 0.69, 0.75, 1.4, 1.4)
 
 
-@pytest.mark.parametrize("case", [dict(integrator="explicit", k_d=0.0),  # the research's update (see CASES)
-                                  dict(integrator="explicit", acceleration="momentum", momentum=0.8),
-                                  dict(integrator="semi_implicit", dt=0.5, damping=0.3)],
+# k_d = 0 (see CASES and the batch test): at dt = 0.08 the differential term's slow transient on this coarse tube
+# leaves a frame stopped by the displacement scheme short of its equilibrium, so a still pose would not stop at once
+@pytest.mark.parametrize("case", [dict(integrator="explicit", k_d=0.0),
+                                  dict(integrator="explicit", acceleration="momentum", momentum=0.8, k_d=0.0),
+                                  dict(integrator="semi_implicit", dt=0.5, damping=0.3, k_d=0.0)],
                          ids=["plain", "momentum", "semi_implicit"])
 def test_warm_start_matches_reference_over_frames(gl_ctx, resources, rig, case):
     """The warm start on the GPU (spring_frame.comp carrying the last output by the bones' motion; the pose upload
