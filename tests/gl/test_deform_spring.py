@@ -359,8 +359,9 @@ def test_edit_stiffness_limits_steps_on_gpu(gl_ctx, resources, rig):
 WARM_BENDS = (0.6, 0.6, 0.64, 0.69, 0.75, 1.4, 1.4)
 
 
-# k_d = 0 (see CASES and the batch test): at these fixed steps the differential term's slow transient on this coarse tube
-# leaves a frame stopped by the displacement scheme short of its equilibrium, so a still pose would not stop at once
+# k_d = 0 (see CASES and the batch test): at these fixed steps the differential term's slow transient on this
+# coarse tube leaves a frame stopped by the displacement scheme short of its equilibrium, so a still pose would not
+# stop at once
 @pytest.mark.parametrize("case", [dict(integrator="explicit", k_d=0.0),
                                   dict(integrator="explicit", acceleration="momentum", momentum=0.8, k_d=0.0),
                                   dict(integrator="semi_implicit", dt=0.5, damping=0.3, k_d=0.0)],
