@@ -377,7 +377,7 @@ def contact_bends(ctx, res, reps: int, np_reps: int, bends: tuple[float, ...] = 
 TERMS = {
     "k_v": "Volume term ([spring] k_v: per bone region, the faces' third corners read per slot, one fixed-point "
            "atomic per point and iteration, one pre-pass per frame)",
-    "k_d": "Differential term ([spring] k_d, default 10 times each point's share: the one-ring's weighted sum in "
+    "k_d": "Differential term ([spring] k_d, default 20 times each point's share: the one-ring's weighted sum in "
            "the slot loop, the turned bind offset read per point, written once per frame)",
 }
 
