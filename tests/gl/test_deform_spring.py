@@ -313,7 +313,9 @@ def test_step_limit_on_and_off_each_match_the_reference(gl_ctx, resources, rig):
     diag = M.bbox_diagonal(rig.topology.positions)
     out = {}
     for on in (True, False):
-        params = SpringParams(convergence="iterations", max_iterations=20, dt=0.08, step_limit=on, **_RESEARCH_UPDATE)
+        # k_d = 0 (see CASES): the plain update at dt = 0.08 is past the term's stable step on this coarse tube
+        params = SpringParams(convergence="iterations", max_iterations=20, dt=0.08, step_limit=on, k_d=0.0,
+                              **_RESEARCH_UPDATE)
         ref, _ = _reference(rig, params, posed)
         gpu, _ = _gpu_solve(gl_ctx, resources, rig, params, skin, posed)
         np.testing.assert_allclose(gpu, ref, atol=TOL * diag, rtol=0)
