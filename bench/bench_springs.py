@@ -497,12 +497,11 @@ def sampling_table(root: str = "../shared/gltf-samples") -> str:
     from engine.assets.gen.family import tube_family
     from engine.scene import load_asset
     from engine.skinning.family import MemberRig
-    from engine.skinning.springs.rest import build_rest
+    from engine.skinning.springs.rest import build_rest, mean_edge_lengths
 
     def row(name: str, rest) -> str:
         n = rest.n_vertices
-        count = np.bincount(rest.rows, minlength=n)
-        h = np.bincount(rest.rows, weights=rest.rest_len, minlength=n) / np.maximum(count, 1)
+        h = mean_edge_lengths(rest)
         ratio = h[rest.r > rest.tiny] / rest.r[rest.r > rest.tiny]
         q = np.percentile(ratio, [50, 10, 90])
         c = np.percentile(rest.diff_scale, [50, 10, 90])
